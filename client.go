@@ -1,0 +1,152 @@
+package redisync
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// A Client makes the primitives of one process and runs what they share: the
+// script registry, the renewal scheduler (one goroutine renewing every held
+// lock, in batches) and the subscriber (one Pub/Sub subscription per waited-on
+// name, shared by all waiters). Handles are cheap; create one Client per
+// process and as many handles as needed.
+type Client struct {
+	rc      rueidis.Client
+	id      string // random UUID: the first half of every owner field
+	cfg     config
+	publish string // "publish", or "spublish" on a cluster
+
+	scripts *scripts.Runner
+	leases  *lease.Scheduler
+	notify  *notify.Registry
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	mu    sync.Mutex
+	holds map[holdKey]*hold
+}
+
+// New returns a Client that works through rc. The options set the defaults of
+// every handle. On Redis Cluster (rc.Mode() is cluster) the primitives use
+// sharded Pub/Sub (Redis 7.0 or later).
+//
+// rc should have client-side caching disabled (DisableCache) unless it is
+// used for that elsewhere; AlwaysPipelining lowers latency under load.
+// Close the Client before rc.
+func New(rc rueidis.Client, opts ...Option) (*Client, error) {
+	if rc == nil {
+		return nil, errors.New("redisync: nil rueidis client")
+	}
+	cfg := defaultConfig().with(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	cluster := rc.Mode() == rueidis.ClientModeCluster
+	c := &Client{
+		rc:      rc,
+		id:      newUUID(),
+		cfg:     cfg,
+		publish: "publish",
+		scripts: scripts.NewRunner(rc),
+		closed:  make(chan struct{}),
+		holds:   make(map[holdKey]*hold),
+	}
+	if cluster {
+		c.publish = "spublish"
+	}
+	c.leases = lease.New(c.scripts, cluster, cfg.logger)
+	c.notify = notify.New(rc, cluster, wakePolicy, cfg.logger)
+	return c, nil
+}
+
+// Close stops the Client's renewal and subscriptions and waits until its
+// goroutines have exited. It does not close the rueidis client.
+//
+// Locks still held are not released: a holder may still be inside its
+// critical section. Their holds end at once (Done is closed and Err wraps
+// ErrClosed) and Redis lets them expire within their lease. Waiting calls
+// return ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.notify.Close()
+		c.leases.Close()
+		c.endHolds("", func(name string) error { return lockError(name, ErrClosed) })
+	})
+	return nil
+}
+
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// wakePolicy decides how many local waiters a Pub/Sub message wakes. The
+// messages are Redisson's: "0" (a lock was released: one waiter can take it)
+// wakes one; "1" (a write lock was released, so every reader may enter)
+// wakes all.
+func wakePolicy(channel, message string) int {
+	if message == "1" {
+		return notify.WakeAll
+	}
+	return 1
+}
+
+// newUUID returns a random (version 4) UUID in its text form.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// forceUnlock deletes the lock key name whoever holds it, publishes the
+// release on channel, and ends this Client's holds of it as lost.
+func (c *Client) forceUnlock(ctx context.Context, name, channel string) (bool, error) {
+	n, err := c.scripts.Exec(ctx, scripts.Call{
+		Script:    scripts.MutexForceUnlock,
+		Keys:      []string{name, channel},
+		Args:      []string{c.publish},
+		Retryable: true, // deleting twice deletes once
+	}).AsInt64()
+	if err != nil {
+		return false, lockError(name, err)
+	}
+	if n == 1 {
+		c.endHolds(name, func(name string) error { return lostError(name, errForceUnlocked) })
+		c.notify.WakeOne(channel)
+	}
+	return n == 1, nil
+}
+
+var errForceUnlocked = errors.New("force-unlocked")
+
+// ttl returns the remaining lease of the lock key name (see Mutex.TTL).
+func (c *Client) ttl(ctx context.Context, name string) (time.Duration, error) {
+	ms, err := c.rc.Do(ctx, c.rc.B().Pttl().Key(name).Build()).AsInt64()
+	switch {
+	case err != nil:
+		return 0, lockError(name, err)
+	case ms == -2:
+		return 0, nil
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

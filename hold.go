@@ -1,0 +1,148 @@
+package redisync
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/lease"
+)
+
+// holdKey names one owner's hold on one lock of a Client.
+type holdKey struct {
+	name  string
+	owner uint64
+}
+
+// A hold is the local record of one owner's hold on one lock. The Client's
+// table keeps it while calls for it are in progress or while it is held, so
+// that every handle of the same name sees the same count for an owner.
+//
+// The hold count is known here, not read from Redis: acquire and release
+// scripts set the count this record computes, which makes every such call
+// idempotent and safe to repeat after a lost reply.
+type hold struct {
+	key  holdKey
+	refs int // guarded by Client.mu: calls in progress, plus one while held
+
+	// op serializes this owner's calls on this lock and guards the fields below.
+	op    sync.Mutex
+	count int
+	free  chan struct{} // closed when count returns to 0
+
+	// term is the current term while held, nil otherwise. It is written under
+	// op and read without it by Close and ForceUnlock, which end terms.
+	term atomic.Pointer[term]
+}
+
+// A term is one continuous hold, from the first acquire to the final release
+// or the loss: what a handle's Done and Err report.
+type term struct {
+	lease *lease.Lease
+	done  chan struct{}
+
+	mu    sync.Mutex
+	ended bool
+	err   error
+}
+
+func newTerm() *term { return &term{done: make(chan struct{})} }
+
+// end closes the term with err (nil for a clean release). Only the first call
+// counts; it reports whether it was the first.
+func (t *term) end(err error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	t.ended, t.err = true, err
+	close(t.done)
+	return true
+}
+
+// result reports whether the term has ended, and how.
+func (t *term) result() (ended bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended, t.err
+}
+
+// ref returns the record of key, creating it when create is set, and counts
+// the caller in. It returns nil when there is no record and create is unset.
+func (c *Client) ref(key holdKey, create bool) *hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.holds[key]
+	if h == nil {
+		if !create {
+			return nil
+		}
+		h = &hold{key: key}
+		c.holds[key] = h
+	}
+	h.refs++
+	return h
+}
+
+// unref counts a caller (or the end of a hold) out of h and drops the record
+// when nobody needs it any more.
+func (c *Client) unref(h *hold) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.refs--
+	if h.refs == 0 {
+		delete(c.holds, h.key)
+	}
+}
+
+// begin records a first acquire of h (h.op held) as term t, whose expiry was
+// set by the request sent at sent, and starts watching its lease.
+func (c *Client) begin(h *hold, t *term, sent time.Time) {
+	h.count, h.free = 1, make(chan struct{})
+	h.term.Store(t)
+	c.mu.Lock()
+	h.refs++ // the hold itself keeps the record
+	c.mu.Unlock()
+	c.leases.Add(t.lease, sent)
+}
+
+// finish clears h after its final release or after its loss has been
+// acknowledged by the owner (h.op held).
+func (c *Client) finish(h *hold) {
+	h.count = 0
+	h.term.Store(nil)
+	close(h.free)
+	c.unref(h)
+}
+
+// lost is the lease callback of a term: it ends the term with ErrLockLost and
+// logs the loss. It runs on the renewal goroutine and must not block, so it
+// does not touch the hold record; the owner's release clears that.
+func (c *Client) lost(t *term, name string, cfg *config, cause error) {
+	err := lostError(name, cause)
+	if t.end(err) {
+		cfg.logger.Warn("redisync: lock lost", "name", name, "cause", cause.Error())
+	}
+}
+
+// endHolds ends every live term of the named lock (all names when name is
+// empty) with err, and stops their renewal.
+func (c *Client) endHolds(name string, err func(name string) error) {
+	var terms []*term
+	var names []string
+	c.mu.Lock()
+	for key, h := range c.holds {
+		if name == "" || key.name == name {
+			if t := h.term.Load(); t != nil {
+				terms = append(terms, t)
+				names = append(names, key.name)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for i, t := range terms {
+		c.leases.Remove(t.lease)
+		t.end(err(names[i]))
+	}
+}

@@ -1,0 +1,79 @@
+// Package keys names the Redis keys and Pub/Sub channels of every primitive.
+//
+// All names of one primitive share the lock key's cluster slot, so a script that
+// touches several of them never fails with CROSSSLOT and a sharded publish from
+// inside it is local to the node. The rule is Redisson's, which lets a Go service
+// and a Java service lock the same names: the lock key is the user's name as it
+// is; an auxiliary name is "prefix:{name}" when the name has no hash tag and
+// "prefix:name" when it has one.
+package keys
+
+import (
+	"errors"
+	"strings"
+)
+
+// Channel and key prefixes of the Redisson-compatible Mutex layout.
+const (
+	MutexChannelPrefix = "redisson_lock__channel"
+	UnlockLatchPrefix  = "redisync_unlock_latch"
+)
+
+// Check reports whether name can be used as a lock name. A name must not be
+// empty, and a name that contains "{" must hold a non-empty hash tag: for
+// "a{b" or "a{}b" no auxiliary name can share the lock key's slot.
+func Check(name string) error {
+	if name == "" {
+		return errors.New("empty name")
+	}
+	if strings.Contains(name, "{") && !hasTag(name) {
+		return errors.New("name contains '{' but no non-empty hash tag {...}, so its keys cannot share one cluster slot")
+	}
+	return nil
+}
+
+// Aux returns the auxiliary name with the given prefix for the lock named name.
+func Aux(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// hasTag reports whether key contains a non-empty hash tag, by the rule Redis
+// Cluster uses: the first "{" and the first "}" after it, with something between.
+func hasTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	return end > 0
+}
+
+// Slot returns the Redis Cluster hash slot of key.
+func Slot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	return crc16(key) % 16384
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021), the checksum of Redis Cluster's
+// key hashing.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

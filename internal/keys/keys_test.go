@@ -1,0 +1,53 @@
+package keys
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSlotKnownValues(t *testing.T) {
+	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+	cases := map[string]uint16{
+		"123456789":     12739, // the spec's CRC16 check value 0x31C3 mod 16384
+		"foo":           12182,
+		"{user1000}.a":  Slot("user1000"),
+		"a{}b":          Slot("a{}b"),
+		"{}":            15257,
+		"{user1000}.b":  Slot("{user1000}.c"),
+		"no tag here {": Slot("no tag here {"),
+	}
+	for key, want := range cases {
+		if got := Slot(key); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestAuxSharesSlot(t *testing.T) {
+	for _, name := range []string{"order:42", "{user}:lock", "x{tag}y", "plain"} {
+		if err := Check(name); err != nil {
+			t.Fatalf("Check(%q) = %v", name, err)
+		}
+		aux := Aux(MutexChannelPrefix, name)
+		if Slot(aux) != Slot(name) {
+			t.Errorf("Aux(%q) = %q: slot %d, lock key slot %d", name, aux, Slot(aux), Slot(name))
+		}
+	}
+	if got := Aux("p", "order:42"); got != "p:{order:42}" {
+		t.Errorf("Aux without tag = %q", got)
+	}
+	if got := Aux("p", "{u}:x"); got != "p:{u}:x" {
+		t.Errorf("Aux with tag = %q", got)
+	}
+}
+
+func TestCheckRejects(t *testing.T) {
+	for _, name := range []string{"", "a{b", "a{}b", "{}"} {
+		if Check(name) == nil {
+			t.Errorf("Check(%q) = nil, want an error", name)
+		}
+	}
+}

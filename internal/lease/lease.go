@@ -1,0 +1,236 @@
+// Package lease is the renewal scheduler: one goroutine per redisync Client
+// keeps every lease that Client holds, renews watchdog leases in batches, and
+// reports a lease as lost when Redis says the hold is gone or when its deadline
+// passes without a successful renewal.
+//
+// Deadlines are measured on the local monotonic clock from the moment the
+// request that set the expiry was sent. The server starts its own countdown
+// later (when the request arrives), so the local deadline never falls after
+// the server's expiry and a holder hears of a loss no later than Redis forgets it.
+package lease
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// Causes passed to [Lease.Lost].
+var (
+	// ErrExpired means the lease's deadline passed without a successful renewal
+	// (or, for a fixed lease, that it simply ran out).
+	ErrExpired = errors.New("lease expired")
+	// ErrNotHeld means a renewal found that the owner no longer holds the lock:
+	// the key expired, was deleted, or was taken by someone else.
+	ErrNotHeld = errors.New("renewal found the hold gone")
+)
+
+// MaxBatch is the largest number of leases renewed by one script call, as in
+// Redisson's lockWatchdogBatchSize.
+const MaxBatch = 100
+
+// A Lease is one hold watched by the scheduler. The exported fields are set
+// before [Scheduler.Add] and not changed afterwards.
+type Lease struct {
+	// Key is the lock key. On a cluster, leases are renewed in groups that
+	// share its slot.
+	Key string
+	// Renew is the batch renewal script, or nil for a fixed lease that is
+	// never renewed and only expires. The script takes the Keys and Args of
+	// each lease in the batch, concatenated, and replies one integer per lease:
+	// 1 renewed, 0 no longer held.
+	Renew *scripts.Script
+	Keys  []string
+	Args  []string
+	// TTL is the length of the lease. A watchdog lease is renewed every TTL/3.
+	TTL time.Duration
+	// Lost is called once, from the scheduler's goroutine, when the lease is
+	// lost, with ErrExpired or ErrNotHeld. It must not block.
+	Lost func(cause error)
+
+	at       time.Time // next event: a renewal, or the deadline of a fixed lease
+	deadline time.Time // when the server forgets the hold, at the latest
+	index    int       // position in the heap, -1 when not in it
+	state    state
+}
+
+type state uint8
+
+const (
+	idle     state = iota // not added, or removed
+	waiting               // in the heap
+	inflight              // in a renewal call that has not returned
+	ended                 // lost
+)
+
+func (l *Lease) interval() time.Duration { return l.TTL / 3 }
+
+// Scheduler renews and watches leases. Its zero value is not usable; call New.
+type Scheduler struct {
+	runner  *scripts.Runner
+	cluster bool
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	heap    leaseHeap
+	lastLog time.Time
+
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+// New starts a scheduler that renews through runner. With cluster set,
+// renewals are grouped by the slot of each lease's Key.
+func New(runner *scripts.Runner, cluster bool, log *slog.Logger) *Scheduler {
+	s := &Scheduler{
+		runner:  runner,
+		cluster: cluster,
+		log:     log,
+		kick:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go s.run()
+	return s
+}
+
+// Add starts watching l, whose expiry was set by a request sent at sent.
+func (s *Scheduler) Add(l *Lease, sent time.Time) {
+	s.mu.Lock()
+	l.deadline = sent.Add(l.TTL)
+	l.at = l.deadline
+	if l.Renew != nil {
+		l.at = sent.Add(l.interval())
+	}
+	l.state = waiting
+	s.heap.push(l)
+	first := s.heap[0] == l
+	s.mu.Unlock()
+	if first {
+		s.wake()
+	}
+}
+
+// Touch records that a request sent at sent set l's expiry again (a reentrant
+// acquire does), which moves its deadline.
+func (s *Scheduler) Touch(l *Lease, sent time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.state != waiting && l.state != inflight {
+		return
+	}
+	if d := sent.Add(l.TTL); d.After(l.deadline) {
+		l.deadline = d
+		if l.Renew == nil && l.state == waiting {
+			l.at = d
+			s.heap.fix(l)
+		}
+	}
+}
+
+// Remove stops watching l. It reports false when l had already been lost (or
+// was never added), in which case Lost has been or is being called.
+//
+// A caller releasing a lock removes its lease first, so that no renewal can
+// follow the release.
+func (s *Scheduler) Remove(l *Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch l.state {
+	case waiting:
+		s.heap.remove(l)
+	case inflight:
+		// The renewal in flight sees the idle state and drops its result.
+	default:
+		return false
+	}
+	l.state = idle
+	return true
+}
+
+// Len returns the number of leases being watched.
+func (s *Scheduler) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.heap)
+	return n
+}
+
+// Close stops the scheduler and waits for its goroutine to exit. Leases still
+// watched are dropped without a call to Lost.
+func (s *Scheduler) Close() {
+	close(s.quit)
+	<-s.done
+}
+
+func (s *Scheduler) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Scheduler) run() {
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		wait := time.Hour
+		if len(s.heap) > 0 {
+			wait = time.Until(s.heap[0].at)
+		}
+		s.mu.Unlock()
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-s.kick:
+				continue
+			case <-s.quit:
+				return
+			}
+		}
+		select {
+		case <-s.quit:
+			return
+		default:
+		}
+		s.round()
+	}
+}
+
+// round handles every lease that is due: it reports the expired ones and
+// renews the rest in batches. Leases due within half a renewal interval are
+// renewed early with them, so leases taken at different moments fall into
+// step and share calls from then on.
+func (s *Scheduler) round() {
+	now := time.Now()
+	var due, lost []*Lease
+	s.mu.Lock()
+	for len(s.heap) > 0 {
+		l := s.heap[0]
+		if l.at.After(now) && (l.Renew == nil || l.at.Sub(now) > l.interval()/2) {
+			break
+		}
+		s.heap.pop()
+		if !now.Before(l.deadline) {
+			l.state = ended
+			lost = append(lost, l)
+			continue
+		}
+		l.state = inflight
+		due = append(due, l)
+	}
+	s.mu.Unlock()
+	for _, l := range lost {
+		l.Lost(ErrExpired)
+	}
+	if len(due) > 0 {
+		s.renew(due)
+	}
+}

@@ -1,0 +1,168 @@
+package lease_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+var target *redistest.Target
+
+func TestMain(m *testing.M) {
+	var err error
+	target, err = redistest.StartStandalone()
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = target.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+type fixture struct {
+	rc     rueidis.Client
+	runner *scripts.Runner
+	sched  *lease.Scheduler
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	f := &fixture{rc: rc, runner: scripts.NewRunner(rc)}
+	f.sched = lease.New(f.runner, false, slog.Default())
+	t.Cleanup(func() {
+		f.sched.Close()
+		rc.Close()
+	})
+	return f
+}
+
+// hold takes the lock key for field with ttl and returns a lease for it whose
+// losses are sent on the returned channel.
+func (f *fixture) hold(t *testing.T, key string, ttl time.Duration, renew bool) (*lease.Lease, chan error) {
+	t.Helper()
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	sent := time.Now()
+	err := f.runner.Exec(context.Background(), scripts.Call{
+		Script: scripts.MutexAcquire, Keys: []string{key}, Args: []string{ms, "f:1", "1"},
+	}).Error()
+	require.True(t, rueidis.IsRedisNil(err), "acquire %s: %v", key, err)
+	lost := make(chan error, 1)
+	l := &lease.Lease{Key: key, Keys: []string{key}, Args: []string{"f:1", ms}, TTL: ttl,
+		Lost: func(cause error) { lost <- cause }}
+	if renew {
+		l.Renew = scripts.MutexRenew
+	}
+	f.sched.Add(l, sent)
+	return l, lost
+}
+
+func (f *fixture) pttl(key string) time.Duration {
+	ms, _ := f.rc.Do(context.Background(), f.rc.B().Pttl().Key(key).Build()).AsInt64()
+	return time.Duration(ms) * time.Millisecond
+}
+
+func TestWatchdogKeepsLeaseAlive(t *testing.T) {
+	f := newFixture(t)
+	key := t.Name()
+	_, lost := f.hold(t, key, 600*time.Millisecond, true)
+	lowest := time.Hour
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		lowest = min(lowest, f.pttl(key))
+	}
+	select {
+	case err := <-lost:
+		t.Fatalf("lease lost: %v", err)
+	default:
+	}
+	// Renewed every 200 ms, so the PTTL stays near 400 ms or more; 150 ms
+	// leaves room for a slow machine without letting a stalled watchdog pass.
+	assert.Greater(t, lowest, 150*time.Millisecond, "lowest PTTL seen over 2s")
+}
+
+func TestFixedLeaseReportsExpiry(t *testing.T) {
+	f := newFixture(t)
+	start := time.Now()
+	_, lost := f.hold(t, t.Name(), 300*time.Millisecond, false)
+	select {
+	case err := <-lost:
+		assert.ErrorIs(t, err, lease.ErrExpired)
+		assert.GreaterOrEqual(t, time.Since(start), 290*time.Millisecond, "reported before the lease ran out")
+	case <-time.After(5 * time.Second):
+		t.Fatal("fixed lease expiry not reported")
+	}
+	assert.Zero(t, f.sched.Len())
+}
+
+func TestDeletedKeyIsReportedLost(t *testing.T) {
+	f := newFixture(t)
+	key := t.Name()
+	_, lost := f.hold(t, key, 900*time.Millisecond, true)
+	require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Del().Key(key).Build()).Error())
+	deleted := time.Now()
+	select {
+	case err := <-lost:
+		assert.ErrorIs(t, err, lease.ErrNotHeld)
+		// One renewal interval is 300 ms; allow generous slack for a loaded CI box.
+		assert.Less(t, time.Since(deleted), 300*time.Millisecond+500*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("loss not reported")
+	}
+}
+
+func TestRemoveStopsRenewal(t *testing.T) {
+	f := newFixture(t)
+	key := t.Name()
+	l, lost := f.hold(t, key, 300*time.Millisecond, true)
+	require.True(t, f.sched.Remove(l))
+	assert.False(t, f.sched.Remove(l), "second Remove")
+	time.Sleep(600 * time.Millisecond)
+	assert.LessOrEqual(t, f.pttl(key), time.Duration(0), "a removed lease must not be renewed")
+	select {
+	case err := <-lost:
+		t.Fatalf("removed lease reported lost: %v", err)
+	default:
+	}
+}
+
+func TestRenewalsAreBatched(t *testing.T) {
+	if !target.Real() {
+		t.Skip("miniredis has no INFO commandstats; " + redistest.InstallHint)
+	}
+	f := newFixture(t)
+	var lostCount atomic.Int32
+	const n = 250
+	for i := range n {
+		l, _ := f.hold(t, t.Name()+strconv.Itoa(i), time.Second, true)
+		l.Lost = func(error) { lostCount.Add(1) }
+	}
+	calls := func() int64 { return redistest.CommandCalls(t, f.rc, "evalsha") }
+	time.Sleep(700 * time.Millisecond) // let the leases fall into step
+	before := calls()
+	time.Sleep(time.Second) // three renewal intervals
+	made := calls() - before
+	// 250 leases need 3 calls per round; 3 intervals give at most 4 rounds.
+	assert.LessOrEqual(t, made, int64(12), "renewal calls for %d leases over 3 intervals", n)
+	assert.Greater(t, made, int64(0), "no renewals at all")
+	assert.Zero(t, lostCount.Load())
+}

@@ -1,0 +1,207 @@
+// Package notify is the subscriber: one multiplexed set of Pub/Sub
+// subscriptions per redisync Client, shared by every waiter of every handle.
+//
+// Each channel that has waiters in this process gets one rueidis Receive on the
+// shared client (rueidis resubscribes it after a reconnect and routes a sharded
+// subscription to the slot's node); the channel is unsubscribed when its last
+// waiter leaves. Messages wake waiters without blocking the connection's
+// reader. Every confirmation of a subscription after the first wakes all of
+// the channel's waiters: messages published while the connection was down are
+// lost, so waiters must re-check the lock instead of trusting the silence.
+//
+// Pub/Sub only makes waiters fast. Waiters also bound every wait by the
+// holder's remaining lease, so a lost message costs time, never a hang.
+package notify
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// WakeAll, returned by a [Policy], wakes every waiter of the channel.
+const WakeAll = -1
+
+// A Policy says how many waiters of channel a message wakes, or WakeAll.
+type Policy func(channel, message string) int
+
+// Registry holds the subscriptions of one Client.
+type Registry struct {
+	rc      rueidis.Client
+	sharded bool
+	policy  Policy
+	log     *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	chans map[string]*channel
+}
+
+// New returns a Registry that subscribes through rc, with SSUBSCRIBE when
+// sharded is set and SUBSCRIBE otherwise, and wakes waiters by policy.
+func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger) *Registry {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Registry{
+		rc:      rc,
+		sharded: sharded,
+		policy:  policy,
+		log:     log,
+		ctx:     ctx,
+		cancel:  cancel,
+		chans:   make(map[string]*channel),
+	}
+}
+
+// Join registers a new waiter on channel and subscribes to it if this is the
+// channel's first waiter. The caller must Leave when it stops waiting.
+func (r *Registry) Join(name string) *Waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.chans[name]
+	if ch == nil {
+		ctx, cancel := context.WithCancel(r.ctx)
+		ch = &channel{name: name, reg: r, ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+		r.chans[name] = ch
+		if r.ctx.Err() == nil {
+			r.wg.Add(1)
+			go r.run(ch)
+		} else {
+			close(ch.ready) // closed Registry: nothing to wait for
+		}
+	}
+	w := &Waiter{ch: ch, wake: make(chan struct{}, 1)}
+	ch.mu.Lock()
+	ch.push(w)
+	ch.mu.Unlock()
+	return w
+}
+
+// WakeOne wakes one waiter of channel in this process, the longest waiting
+// one that has no wake-up pending. A local unlock uses it so that a waiter in
+// the same process does not wait for the Pub/Sub round trip.
+func (r *Registry) WakeOne(name string) {
+	if ch := r.lookup(name); ch != nil {
+		ch.wakeN(1)
+	}
+}
+
+// WakeAll wakes every waiter of channel in this process.
+func (r *Registry) WakeAll(name string) {
+	if ch := r.lookup(name); ch != nil {
+		ch.wakeN(WakeAll)
+	}
+}
+
+// Subscribed returns the number of channels with waiters in this process.
+func (r *Registry) Subscribed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.chans)
+}
+
+// Close unsubscribes every channel, wakes every waiter and waits until the
+// subscription goroutines have exited.
+func (r *Registry) Close() {
+	r.cancel()
+	r.mu.Lock()
+	for _, ch := range r.chans {
+		ch.wakeN(WakeAll)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+func (r *Registry) lookup(name string) *channel {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.chans[name]
+}
+
+// leave removes w from its channel, and the channel when w was its last waiter.
+func (r *Registry) leave(w *Waiter, passOn bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := w.ch
+	ch.mu.Lock()
+	ch.remove(w)
+	empty := ch.head == nil
+	if passOn && !empty {
+		ch.wakeLocked(1)
+	}
+	ch.mu.Unlock()
+	if empty && r.chans[ch.name] == ch {
+		delete(r.chans, ch.name)
+		ch.cancel()
+	}
+}
+
+// run keeps channel subscribed until its context ends.
+func (r *Registry) run(ch *channel) {
+	defer r.wg.Done()
+	ctx := rueidis.WithOnSubscriptionHook(ch.ctx, ch.confirmed)
+	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, cc rueidis.CommandClient) error {
+		if ch.ctx.Err() != nil {
+			r.unsubscribe(cc, ch.name)
+		}
+		return err
+	})
+	for failures := 0; ; {
+		err := r.rc.Receive(ctx, r.subscribe(ch.name), ch.message)
+		if ch.ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, rueidis.ErrClosing) {
+			r.log.Warn("redisync: rueidis client closed; waiters fall back to lease timers", "channel", ch.name)
+			return
+		}
+		// The subscription ended with waiters left: the server dropped it (a
+		// slot moved, or an UNSUBSCRIBE of an earlier subscriber of this channel
+		// crossed our SUBSCRIBE) or the connection failed beyond rueidis's
+		// retries. Messages may have been missed, so waiters re-check.
+		ch.wakeN(WakeAll)
+		if err == nil {
+			failures = 0
+			continue
+		}
+		failures++
+		if failures == 3 {
+			r.log.Warn("redisync: subscription failing; waiters fall back to lease timers",
+				"channel", ch.name, "error", err)
+		}
+		d := min(time.Duration(failures)*50*time.Millisecond, time.Second)
+		select {
+		case <-time.After(d/2 + rand.N(d)):
+		case <-ch.ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *Registry) subscribe(name string) rueidis.Completed {
+	if r.sharded {
+		return r.rc.B().Ssubscribe().Channel(name).Build()
+	}
+	return r.rc.B().Subscribe().Channel(name).Build()
+}
+
+// unsubscribe ends the subscription on the connection that carries it; a
+// cluster client would send a plain UNSUBSCRIBE to an arbitrary node.
+func (r *Registry) unsubscribe(cc rueidis.CommandClient, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var cmd rueidis.Completed
+	if r.sharded {
+		cmd = cc.B().Sunsubscribe().Channel(name).Build()
+	} else {
+		cmd = cc.B().Unsubscribe().Channel(name).Build()
+	}
+	cc.Do(ctx, cmd)
+}

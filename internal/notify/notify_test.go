@@ -1,0 +1,181 @@
+package notify_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+var target *redistest.Target
+
+func TestMain(m *testing.M) {
+	var err error
+	target, err = redistest.StartStandalone()
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = target.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// policy is Redisson's: "1" wakes all, anything else one.
+func policy(_, msg string) int {
+	if msg == "1" {
+		return notify.WakeAll
+	}
+	return 1
+}
+
+func newRegistry(t *testing.T) (*notify.Registry, rueidis.Client) {
+	t.Helper()
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	r := notify.New(rc, false, policy, slog.Default())
+	t.Cleanup(func() {
+		r.Close()
+		rc.Close()
+	})
+	return r, rc
+}
+
+const wait = 5 * time.Second // generous: only catches hangs
+
+func ready(t *testing.T, w *notify.Waiter) {
+	t.Helper()
+	select {
+	case <-w.Ready():
+	case <-time.After(wait):
+		t.Fatal("subscription not confirmed")
+	}
+}
+
+func woken(w *notify.Waiter, within time.Duration) bool {
+	select {
+	case <-w.Wake():
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+func publish(t *testing.T, rc rueidis.Client, ch, msg string) {
+	t.Helper()
+	require.NoError(t, rc.Do(context.Background(), rc.B().Publish().Channel(ch).Message(msg).Build()).Error())
+}
+
+func numsub(rc rueidis.Client, ch string) int64 {
+	m, err := rc.Do(context.Background(), rc.B().PubsubNumsub().Channel(ch).Build()).AsIntMap()
+	if err != nil {
+		return -1
+	}
+	return m[ch]
+}
+
+func TestMessagesWakeByPolicy(t *testing.T) {
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	a, b := r.Join(ch), r.Join(ch)
+	ready(t, a)
+	ready(t, b)
+	assert.EqualValues(t, 1, numsub(rc, ch), "two waiters share one subscription")
+
+	publish(t, rc, ch, "0")
+	assert.True(t, woken(a, wait), "the oldest waiter is woken by a release")
+	assert.False(t, woken(b, 100*time.Millisecond), "a release wakes one waiter only")
+
+	publish(t, rc, ch, "1")
+	assert.True(t, woken(a, wait))
+	assert.True(t, woken(b, wait), "a wake-all message wakes every waiter")
+
+	r.WakeOne(ch)
+	assert.True(t, woken(a, wait), "a local wake reaches a waiter without Redis")
+	a.Leave(false)
+	b.Leave(false)
+	assert.Eventually(t, func() bool { return numsub(rc, ch) == 0 }, wait, 10*time.Millisecond,
+		"the channel is unsubscribed when its last waiter leaves")
+	assert.Zero(t, r.Subscribed())
+}
+
+func TestLeavePassesWakeOn(t *testing.T) {
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	a, b := r.Join(ch), r.Join(ch)
+	ready(t, a)
+	publish(t, rc, ch, "0")
+	require.True(t, woken(a, wait))
+	a.Leave(true) // gave up after taking the wake-up
+	assert.True(t, woken(b, wait), "a waiter that gives up passes its wake-up on")
+	b.Leave(false)
+}
+
+func TestResubscribeWakesEveryWaiter(t *testing.T) {
+	if !target.Real() {
+		t.Skip("miniredis has no CLIENT KILL; " + redistest.InstallHint)
+	}
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	a, b := r.Join(ch), r.Join(ch)
+	ready(t, a)
+	require.Positive(t, redistest.KillSubscribers(t, rc), "no subscriber connection to kill")
+	assert.True(t, woken(a, wait), "resubscription wakes waiters to re-check")
+	assert.True(t, woken(b, wait))
+	assert.Eventually(t, func() bool { return numsub(rc, ch) == 1 }, wait, 10*time.Millisecond)
+	publish(t, rc, ch, "0")
+	assert.True(t, woken(a, wait), "messages arrive again after the resubscription")
+	a.Leave(false)
+	b.Leave(false)
+}
+
+func TestRejoinAfterLeave(t *testing.T) {
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	for range 20 {
+		w := r.Join(ch)
+		ready(t, w)
+		w.Leave(false)
+	}
+	w := r.Join(ch)
+	ready(t, w)
+	// An earlier subscriber's UNSUBSCRIBE may cross this SUBSCRIBE; the
+	// registry then subscribes again. Let that settle, then drop the wake-up it
+	// caused, so that only the message can wake w below.
+	time.Sleep(200 * time.Millisecond)
+	require.Eventually(t, func() bool { return numsub(rc, ch) == 1 }, wait, 10*time.Millisecond)
+	select {
+	case <-w.Wake():
+	default:
+	}
+	publish(t, rc, ch, "0")
+	assert.True(t, woken(w, wait), "a waiter joining right after a leave still gets messages")
+	w.Leave(false)
+	assert.Eventually(t, func() bool { return numsub(rc, ch) == 0 }, wait, 10*time.Millisecond)
+}
+
+func TestCloseWakesWaiters(t *testing.T) {
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	defer rc.Close()
+	r := notify.New(rc, false, policy, slog.Default())
+	w := r.Join(t.Name())
+	ready(t, w)
+	r.Close()
+	assert.True(t, woken(w, wait))
+	w.Leave(false)
+}

@@ -1,0 +1,33 @@
+//go:build !linux
+
+package redistest
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// sysProcAttr returns nil: process groups and the parent-death signal are
+// only configured on Linux, where the tests normally run.
+func sysProcAttr() *syscall.SysProcAttr {
+	return nil
+}
+
+// kill terminates the server process immediately.
+func kill(cmd *exec.Cmd) error {
+	return cmd.Process.Kill()
+}
+
+// terminate kills the server right away: without /proc there is no cheap
+// way to notice a graceful exit without a waiter goroutine, and the servers
+// keep no data worth a clean shutdown.
+func terminate(cmd *exec.Cmd, _ time.Duration) error {
+	return kill(cmd)
+}
+
+// exited cannot be determined without reaping the child, so it reports
+// false; startup failures are then detected through the log or the timeout.
+func exited(int) bool {
+	return false
+}

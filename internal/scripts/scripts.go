@@ -1,0 +1,124 @@
+// Package scripts holds every Lua script of redisync and is the only package
+// that sends EVAL or EVALSHA.
+//
+// Each script lives in its own .lua file whose header states its contract
+// (KEYS, ARGV, reply). Calls go out as EVALSHA; a node that answers NOSCRIPT
+// (first use, restart, failover, SCRIPT FLUSH) gets the same call again as EVAL,
+// which also loads the script there. That works for single calls and batches.
+package scripts
+
+import (
+	"context"
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+
+	"github.com/redis/rueidis"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// A Script is one Lua script with its SHA1 digest computed once.
+type Script struct {
+	Name   string
+	Source string
+	SHA1   string
+}
+
+// The scripts. Their contracts are in the header of each .lua file.
+var (
+	MutexAcquire     = load("mutex_acquire")
+	MutexRelease     = load("mutex_release")
+	MutexRenew       = load("mutex_renew")
+	MutexForceUnlock = load("mutex_force_unlock")
+)
+
+func load(name string) *Script {
+	src, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		panic("scripts: " + err.Error())
+	}
+	sum := sha1.Sum(src)
+	return &Script{Name: name, Source: string(src), SHA1: hex.EncodeToString(sum[:])}
+}
+
+// A Call is one execution of a script.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []string
+	// Retryable lets rueidis resend the call after a connection error. Only
+	// calls whose repetition is harmless (idempotent ones) may set it.
+	Retryable bool
+}
+
+// Runner runs scripts on one rueidis client. It is the script registry that
+// one redisync Client shares across all of its handles.
+type Runner struct {
+	rc rueidis.Client
+}
+
+// NewRunner returns a Runner that sends its calls through rc.
+func NewRunner(rc rueidis.Client) *Runner {
+	return &Runner{rc: rc}
+}
+
+// Exec runs one call: EVALSHA, then EVAL when the node does not know the script.
+func (r *Runner) Exec(ctx context.Context, call Call) rueidis.RedisResult {
+	res := r.rc.Do(ctx, r.command(call, true))
+	if isNoScript(res.Error()) {
+		res = r.rc.Do(ctx, r.command(call, false))
+	}
+	return res
+}
+
+// ExecMulti runs calls pipelined together (rueidis splits them per node on a
+// cluster) and returns one result per call, in order. Calls answered NOSCRIPT
+// are sent again, together, as EVAL.
+func (r *Runner) ExecMulti(ctx context.Context, calls []Call) []rueidis.RedisResult {
+	if len(calls) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = r.command(call, true)
+	}
+	results := r.rc.DoMulti(ctx, cmds...)
+	var retry []int
+	for i, res := range results {
+		if isNoScript(res.Error()) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) == 0 {
+		return results
+	}
+	cmds = cmds[:0]
+	for _, i := range retry {
+		cmds = append(cmds, r.command(calls[i], false))
+	}
+	for j, res := range r.rc.DoMulti(ctx, cmds...) {
+		results[retry[j]] = res
+	}
+	return results
+}
+
+func (r *Runner) command(call Call, sha bool) rueidis.Completed {
+	var cmd rueidis.Completed
+	n := int64(len(call.Keys))
+	if sha {
+		cmd = r.rc.B().Evalsha().Sha1(call.Script.SHA1).Numkeys(n).Key(call.Keys...).Arg(call.Args...).Build()
+	} else {
+		cmd = r.rc.B().Eval().Script(call.Script.Source).Numkeys(n).Key(call.Keys...).Arg(call.Args...).Build()
+	}
+	if call.Retryable {
+		cmd = cmd.ToRetryable()
+	}
+	return cmd
+}
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}

@@ -1,0 +1,139 @@
+package scripts_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+var target *redistest.Target
+
+func TestMain(m *testing.M) {
+	var err error
+	target, err = redistest.StartStandalone()
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = target.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func newRunner(t *testing.T) (*scripts.Runner, rueidis.Client) {
+	t.Helper()
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	return scripts.NewRunner(rc), rc
+}
+
+func acquire(r *scripts.Runner, key, field, count string) (int64, error) {
+	return r.Exec(context.Background(), scripts.Call{
+		Script: scripts.MutexAcquire,
+		Keys:   []string{key},
+		Args:   []string{"10000", field, count},
+	}).AsInt64()
+}
+
+func release(r *scripts.Runner, key, field, count, latch string) (int64, error) {
+	return r.Exec(context.Background(), scripts.Call{
+		Script: scripts.MutexRelease,
+		Keys:   []string{key, "ch:{" + key + "}", latch},
+		Args:   []string{field, count, "publish", "5000"},
+	}).AsInt64()
+}
+
+func TestMutexAcquireRelease(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	key := t.Name()
+
+	_, err := acquire(r, key, "a:1", "1")
+	assert.True(t, rueidis.IsRedisNil(err), "first acquire replies nil, got %v", err)
+	_, err = acquire(r, key, "a:1", "1")
+	assert.True(t, rueidis.IsRedisNil(err), "repeating the same acquire is idempotent, got %v", err)
+	n, err := rc.Do(ctx, rc.B().Hget().Key(key).Field("a:1").Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "repeated acquire must not inflate the count")
+
+	pttl, err := acquire(r, key, "b:1", "1")
+	require.NoError(t, err)
+	assert.Greater(t, pttl, int64(9000), "another owner gets the holder's PTTL")
+
+	got, err := acquire(r, key, "b:1", "2")
+	require.NoError(t, err)
+	assert.EqualValues(t, -3, got, "a re-entry of a hold that is gone reports -3")
+
+	_, err = acquire(r, key, "a:1", "2")
+	assert.True(t, rueidis.IsRedisNil(err))
+	got, err = release(r, key, "a:1", "1", key+":latch1")
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, got, "partial release leaves the lock held")
+
+	_, err = release(r, key, "b:1", "0", key+":latch2")
+	assert.True(t, rueidis.IsRedisNil(err), "a non-holder's release replies nil, got %v", err)
+	exists, _ := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
+	assert.EqualValues(t, 1, exists, "a non-holder's release must leave the lock intact")
+
+	got, err = release(r, key, "a:1", "0", key+":latch3")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, got)
+	got, err = release(r, key, "a:1", "0", key+":latch3")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, got, "a retried final release answers as the first did")
+	_, err = release(r, key, "a:1", "0", key+":latch4")
+	assert.True(t, rueidis.IsRedisNil(err), "a new release of a released lock replies nil")
+}
+
+func TestNoScriptFallback(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
+	_, err := acquire(r, t.Name(), "a:1", "1")
+	assert.True(t, rueidis.IsRedisNil(err), "Exec falls back to EVAL after a flush, got %v", err)
+
+	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
+	calls := make([]scripts.Call, 5)
+	for i := range calls {
+		calls[i] = scripts.Call{Script: scripts.MutexRenew, Keys: []string{t.Name()}, Args: []string{"a:1", "20000"}}
+	}
+	for _, res := range r.ExecMulti(ctx, calls) {
+		vals, err := res.AsIntSlice()
+		require.NoError(t, err)
+		assert.Equal(t, []int64{1}, vals)
+	}
+}
+
+func TestRenewChecksOwner(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	for _, k := range []string{"r1", "r2", "r3"} {
+		_, err := acquire(r, k+t.Name(), "a:1", "1")
+		require.True(t, rueidis.IsRedisNil(err))
+	}
+	vals, err := r.Exec(ctx, scripts.Call{
+		Script: scripts.MutexRenew,
+		Keys:   []string{"r1" + t.Name(), "r2" + t.Name(), "r3" + t.Name()},
+		Args:   []string{"a:1", "60000", "b:1", "60000", "a:1", "60000"},
+	}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 0, 1}, vals)
+	pttl, _ := rc.Do(ctx, rc.B().Pttl().Key("r2"+t.Name()).Build()).AsInt64()
+	assert.LessOrEqual(t, pttl, int64(10000), "a renewal with the wrong owner must not extend the lock")
+	pttl, _ = rc.Do(ctx, rc.B().Pttl().Key("r1"+t.Name()).Build()).AsInt64()
+	assert.Greater(t, pttl, int64(50000))
+}

@@ -1,0 +1,220 @@
+package redisync
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// A Mutex is a mutual exclusion lock shared by every process that uses the
+// same name on the same Redis. It is reentrant per owner (see [WithOwner]) and
+// stored in Redisson's RLock layout, so a Java service using Redisson's
+// getLock(name) excludes, and is excluded by, a Go service using NewMutex(name).
+//
+// Without an owner in the context, a Mutex behaves like [sync.Mutex]: it is
+// one owner, Lock waits while it is held (by another goroutine using the same
+// handle, by another handle, or by another process), and any goroutine may
+// Unlock it.
+//
+// A Mutex is held under a lease (see [WithWatchdogTimeout] and [WithLease])
+// and can be lost; [Mutex.Done] and [Mutex.Err] report a loss.
+//
+// A Mutex must not be copied after first use.
+type Mutex struct {
+	_ noCopy
+
+	c       *Client
+	cfg     config
+	name    string
+	channel string
+	latch   string // prefix of the unlock latch keys
+	owner   uint64 // the handle's own owner
+	leaseMS string
+
+	cur atomic.Pointer[term] // the hold this handle took last
+}
+
+// NewMutex returns a handle on the mutex called name. Creating a handle
+// touches neither Redis nor the network. The options override the Client's
+// for this handle.
+//
+// NewMutex panics if name is empty or contains "{" without a non-empty hash
+// tag "{...}", or if an option is invalid.
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	cfg := c.handleConfig(name, opts)
+	return &Mutex{
+		c:       c,
+		cfg:     cfg,
+		name:    name,
+		channel: keys.Aux(keys.MutexChannelPrefix, name),
+		latch:   keys.Aux(keys.UnlockLatchPrefix, name),
+		owner:   lastOwner.Add(1),
+		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
+	}
+}
+
+// handleConfig validates a handle's name and options.
+func (c *Client) handleConfig(name string, opts []Option) config {
+	if err := keys.Check(name); err != nil {
+		panic("redisync: invalid lock name " + strconv.Quote(name) + ": " + err.Error())
+	}
+	cfg := c.cfg.with(opts)
+	if cfg.err != nil {
+		panic(cfg.err.Error())
+	}
+	return cfg
+}
+
+// Name returns the name of the mutex: its key in Redis.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock locks m. If the lock is already in use, the calling goroutine blocks
+// until the mutex is available. Redis failures do not end the wait: Lock
+// retries with backoff, logging persistent failures, until it holds the lock.
+// Lock panics if the Client is closed.
+func (m *Mutex) Lock() {
+	err := m.c.acquire(context.Background(), m.name, m.channel, m.tryFunc(m.owner, false, false), true, &m.cfg)
+	if err != nil {
+		panic("redisync: Lock of " + strconv.Quote(m.name) + ": " + err.Error())
+	}
+}
+
+// TryLock tries to lock m and reports whether it succeeded. It makes one
+// attempt and does not wait; a Redis failure counts as not acquired.
+func (m *Mutex) TryLock() bool {
+	ok, err := m.TryLockContext(context.Background())
+	if err != nil && !errors.Is(err, ErrClosed) {
+		m.cfg.logger.Warn("redisync: TryLock failed", "name", m.name, "error", err)
+	}
+	return ok
+}
+
+// LockContext locks m, waiting until the lock is available or ctx is done.
+// With an owner from [WithOwner] in ctx it acquires for that owner, re-entering
+// a lock the owner already holds.
+//
+// When ctx ends first, LockContext returns ctx.Err() and leaves no lock and no
+// subscription behind. A Redis failure is returned, wrapped; an attempt whose
+// outcome is unknown is undone before LockContext returns.
+func (m *Mutex) LockContext(ctx context.Context) error {
+	owner, explicit := ownerOf(ctx, m.owner)
+	return m.c.acquire(ctx, m.name, m.channel, m.tryFunc(owner, explicit, true), false, &m.cfg)
+}
+
+// TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
+// reports whether it succeeded. It does not wait for the lock.
+func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
+	if m.c.isClosed() {
+		return false, lockError(m.name, ErrClosed)
+	}
+	owner, explicit := ownerOf(ctx, m.owner)
+	a, err := m.tryFunc(owner, explicit, true)(ctx)
+	if ctx.Err() != nil && !a.acquired {
+		return false, ctx.Err()
+	}
+	return a.acquired, err
+}
+
+// Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a
+// goroutine: one goroutine may lock it and another unlock it.
+//
+// It is a run-time error, and Unlock panics, if m is not locked by its own
+// owner in this process. If the hold was lost, or Redis cannot be reached,
+// Unlock does not panic: the loss was reported through Done and Err, and a
+// failure is logged; a lock that could not be released expires with its lease.
+func (m *Mutex) Unlock() {
+	err := m.unlock(context.Background(), m.owner)
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		panic("redisync: unlock of unlocked mutex")
+	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
+		m.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", m.name, "error", err)
+	}
+}
+
+// UnlockContext releases one hold of m by the owner in ctx (m's own owner if
+// ctx has none); the lock is released when the owner's last hold is. It
+// returns an error wrapping ErrNotHeld if the owner holds no lock through this
+// Client, and one wrapping ErrLockLost if the hold had been lost. The hold ends
+// even when Redis cannot be reached; the error then says so and the lock
+// expires with its lease.
+func (m *Mutex) UnlockContext(ctx context.Context) error {
+	owner, _ := ownerOf(ctx, m.owner)
+	return m.unlock(ctx, owner)
+}
+
+// Done returns a channel that is closed when the hold taken by the latest
+// successful lock through m ends, by release or by loss. If m has never been
+// locked, Done returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	if t := m.cur.Load(); t != nil {
+		return t.done
+	}
+	return closedChan
+}
+
+// Err returns nil while the hold taken by the latest lock through m lasts and
+// after it was released cleanly. After a loss it returns an error wrapping
+// ErrLockLost (or ErrClosed if the Client was closed while the lock was held).
+func (m *Mutex) Err() error {
+	if t := m.cur.Load(); t != nil {
+		_, err := t.result()
+		return err
+	}
+	return nil
+}
+
+// ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports
+// whether it was locked. Holds of it through this Client end as lost.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	return m.c.forceUnlock(ctx, m.name, m.channel)
+}
+
+// IsLocked reports whether anyone holds the lock.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	n, err := m.c.rc.Do(ctx, m.c.rc.B().Exists().Key(m.name).Build()).AsInt64()
+	if err != nil {
+		return false, lockError(m.name, err)
+	}
+	return n == 1, nil
+}
+
+// HoldCount returns how many holds the owner in ctx (m's own owner if ctx has
+// none) has on the lock, as Redis records it: 0 when it does not hold it.
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	owner, _ := ownerOf(ctx, m.owner)
+	n, err := m.c.rc.Do(ctx, m.c.rc.B().Hget().Key(m.name).Field(m.c.field(owner)).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, lockError(m.name, err)
+	}
+	return int(n), nil
+}
+
+// TTL returns how long the lock will last unless renewed: 0 when nobody holds
+// it, and a negative duration when its key has no expiry (set outside
+// redisync).
+func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
+	return m.c.ttl(ctx, m.name)
+}
+
+// closedChan is what Done returns when there has been no hold.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// noCopy makes go vet's copylocks check report copies of the types embedding it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
