@@ -79,7 +79,7 @@ func (m *Mutex) Name() string { return m.name }
 // retries with backoff, logging persistent failures, until it holds the lock.
 // Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
-	err := m.c.acquire(context.Background(), m.name, m.channel, m.tryFunc(m.owner, false, false), true, &m.cfg)
+	err := m.c.acquire(context.Background(), m.name, m.channel, mutexAcquirer{m: m, owner: m.owner}, true, &m.cfg)
 	if err != nil {
 		panic("redisync: Lock of " + strconv.Quote(m.name) + ": " + err.Error())
 	}
@@ -104,7 +104,7 @@ func (m *Mutex) TryLock() bool {
 // outcome is unknown is undone before LockContext returns.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, m.owner)
-	return m.c.acquire(ctx, m.name, m.channel, m.tryFunc(owner, explicit, true), false, &m.cfg)
+	return m.c.acquire(ctx, m.name, m.channel, mutexAcquirer{m: m, owner: owner, reentrant: explicit}, false, &m.cfg)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
@@ -114,11 +114,15 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 		return false, lockError(m.name, ErrClosed)
 	}
 	owner, explicit := ownerOf(ctx, m.owner)
-	a, err := m.tryFunc(owner, explicit, true)(ctx)
-	if ctx.Err() != nil && !a.acquired {
+	a := mutexAcquirer{m: m, owner: owner, reentrant: explicit}
+	res, err := a.try(ctx)
+	if err != nil && ambiguous(err) {
+		a.undo(ctx)
+	}
+	if ctx.Err() != nil && !res.acquired {
 		return false, ctx.Err()
 	}
-	return a.acquired, err
+	return res.acquired, err
 }
 
 // Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a

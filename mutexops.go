@@ -25,64 +25,77 @@ const (
 // errHoldGone is the cause of a loss found by an acquire or a release.
 var errHoldGone = errors.New("Redis no longer had the hold")
 
-// tryFunc returns one acquire attempt for owner. reentrant lets an owner that
-// holds the lock take it again; cleanup undoes an attempt whose outcome is
-// unknown (a transport error or the end of ctx), for callers that give up
-// after an error instead of repeating the same idempotent attempt.
-func (m *Mutex) tryFunc(owner uint64, reentrant, cleanup bool) tryFunc {
-	return func(ctx context.Context) (attempt, error) {
-		c := m.c
-		h := c.ref(holdKey{name: m.name, owner: owner}, true)
-		defer c.unref(h)
-		h.op.Lock()
-		defer h.op.Unlock()
-		if h.count > 0 {
-			if !reentrant {
-				return attempt{free: h.free}, nil
-			}
-			if ended, err := h.term.Load().result(); ended {
-				return attempt{}, err
-			}
+// mutexAcquirer makes the acquire attempts of one owner on a Mutex. With
+// reentrant set, an owner that holds the lock takes it again.
+type mutexAcquirer struct {
+	m         *Mutex
+	owner     uint64
+	reentrant bool
+}
+
+func (a mutexAcquirer) try(ctx context.Context) (attempt, error) {
+	m, c := a.m, a.m.c
+	h := c.ref(holdKey{name: m.name, owner: a.owner}, true)
+	defer c.unref(h)
+	h.op.Lock()
+	defer h.op.Unlock()
+	if h.count > 0 {
+		if !a.reentrant {
+			return attempt{free: h.free}, nil
 		}
-		field := c.field(owner)
-		sent := time.Now()
-		pttl, err := c.scripts.Exec(ctx, scripts.Call{
-			Script: scripts.MutexAcquire,
-			Keys:   []string{m.name},
-			Args:   []string{m.leaseMS, field, strconv.Itoa(h.count + 1)},
-		}).AsInt64()
-		switch {
-		case rueidis.IsRedisNil(err): // acquired
-		case err != nil:
-			if cleanup && ambiguous(err) {
-				m.release(context.WithoutCancel(ctx), field, h.count, cleanupBudget)
-			}
-			return attempt{}, lockError(m.name, err)
-		case pttl == -3:
-			t := h.term.Load()
-			c.leases.Remove(t.lease)
-			c.lost(t, m.name, &m.cfg, errHoldGone)
-			_, err := t.result()
+		if ended, err := h.term.Load().result(); ended {
 			return attempt{}, err
-		default:
-			return attempt{wait: time.Duration(pttl) * time.Millisecond}, nil
 		}
-		var t *term
-		if h.count == 0 {
-			t = newTerm()
-			t.lease = m.newLease(t, field)
-			c.begin(h, t, sent)
-		} else {
-			t = h.term.Load()
-			h.count++
-			c.leases.Touch(t.lease, sent)
-		}
-		m.cur.Store(t)
-		if c.isClosed() {
-			// Close may have ended holds before this one was recorded.
-			t.end(lockError(m.name, ErrClosed))
-		}
-		return attempt{acquired: true}, nil
+	}
+	field := c.field(a.owner)
+	sent := time.Now()
+	pttl, err := c.scripts.Exec(ctx, scripts.Call{
+		Script: scripts.MutexAcquire,
+		Keys:   []string{m.name},
+		Args:   []string{m.leaseMS, field, strconv.Itoa(h.count + 1)},
+	}).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err): // acquired
+	case err != nil:
+		return attempt{}, lockError(m.name, err)
+	case pttl == -3:
+		t := h.term.Load()
+		c.leases.Remove(t.lease)
+		c.lost(t, m.name, &m.cfg, errHoldGone)
+		_, err := t.result()
+		return attempt{}, err
+	default:
+		return attempt{wait: time.Duration(pttl) * time.Millisecond}, nil
+	}
+	var t *term
+	if h.count == 0 {
+		t = newTerm()
+		t.lease = m.newLease(t, field)
+		c.begin(h, t, sent)
+	} else {
+		t = h.term.Load()
+		h.count++
+		c.leases.Touch(t.lease, sent)
+	}
+	m.cur.Store(t)
+	if c.isClosed() {
+		// Close may have ended holds before this one was recorded.
+		t.end(lockError(m.name, ErrClosed))
+	}
+	return attempt{acquired: true}, nil
+}
+
+// undo sets the owner's hold count back to what it was before an attempt
+// whose outcome is unknown, releasing the lock if that attempt took it.
+func (a mutexAcquirer) undo(ctx context.Context) {
+	c := a.m.c
+	h := c.ref(holdKey{name: a.m.name, owner: a.owner}, true)
+	defer c.unref(h)
+	h.op.Lock()
+	defer h.op.Unlock()
+	if _, err := a.m.release(context.WithoutCancel(ctx), c.field(a.owner), h.count, cleanupBudget); err != nil {
+		a.m.cfg.logger.Warn("redisync: could not undo an acquire of unknown outcome; a hold it took expires with its lease",
+			"name", a.m.name, "error", err)
 	}
 }
 
@@ -172,9 +185,10 @@ func (m *Mutex) release(ctx context.Context, field string, count int, budget tim
 	return n, nil
 }
 
-// ambiguous reports whether a failed call may nevertheless have run: any
-// failure but an error reply from the server.
+// ambiguous reports whether a failed call may nevertheless have run: a
+// transport failure or the end of the caller's context, as opposed to an
+// error reply from the server or a verdict of redisync's own.
 func ambiguous(err error) bool {
-	_, isReply := rueidis.IsRedisErr(err)
-	return !isReply
+	var reply *rueidis.RedisError
+	return !errors.As(err, &reply) && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed)
 }

@@ -22,8 +22,18 @@ type attempt struct {
 // pollInterval bounds a wait when the holder's lease is unknown.
 const pollInterval = time.Second
 
-// A tryFunc makes one attempt to acquire.
-type tryFunc func(ctx context.Context) (attempt, error)
+// An acquirer is what the waiter loop needs from a primitive.
+type acquirer interface {
+	// try makes one attempt to acquire. Attempts must be idempotent: after a
+	// failure whose outcome is unknown, trying again must not take twice.
+	try(ctx context.Context) (attempt, error)
+	// undo releases what a failed attempt of unknown outcome may have taken.
+	undo(ctx context.Context)
+}
+
+// transientBudget is how long LockContext rides out a run of transport
+// failures (a killed connection, a reconnect) before it returns the error.
+const transientBudget = time.Second
 
 // acquire is the waiter loop shared by the primitives. It tries; when the lock
 // is taken it subscribes to channel (once, confirmed before the next try, so a
@@ -31,54 +41,66 @@ type tryFunc func(ctx context.Context) (attempt, error)
 // the first of a wake-up, the holder's remaining lease, or the end of ctx; then
 // it tries again. A lost message therefore costs at most one lease, never a hang.
 //
-// With retry set, errors from try are logged and retried with backoff (Lock);
-// otherwise the first error is returned (LockContext). When ctx ends, acquire
-// returns ctx.Err() unwrapped, leaving no subscription behind.
-func (c *Client) acquire(ctx context.Context, name, channel string, try tryFunc, retry bool, cfg *config) error {
+// With forever set, failures are logged and retried with backoff until the
+// lock is held (Lock). Otherwise an error reply from Redis is returned at once
+// and transport failures are retried for up to transientBudget (LockContext).
+// When ctx ends, acquire returns ctx.Err() unwrapped. Whatever it returns, it
+// leaves no subscription behind and, when it fails, no hold: an attempt whose
+// outcome is unknown is undone.
+func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, forever bool, cfg *config) (err error) {
 	var w *notify.Waiter
-	acquired := false
+	uncertain := false // the last attempt failed with an unknown outcome
 	defer func() {
 		if w != nil {
-			w.Leave(!acquired)
+			w.Leave(err != nil)
+		}
+		if err != nil && uncertain {
+			a.undo(ctx)
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var firstFailure time.Time
 	for failures := 0; ; {
 		if c.isClosed() {
 			return lockError(name, ErrClosed)
 		}
-		a, err := try(ctx)
-		if ctx.Err() != nil && !a.acquired {
+		res, err := a.try(ctx)
+		if ctx.Err() != nil && !res.acquired {
+			uncertain = uncertain || (err != nil && ambiguous(err))
 			return ctx.Err()
+		}
+		if err == nil {
+			failures, uncertain = 0, false
+		} else {
+			uncertain = ambiguous(err)
+			if failures == 0 {
+				firstFailure = time.Now()
+			}
 		}
 		var wake <-chan struct{}
 		switch {
-		case err != nil && !retry:
+		case err != nil && !forever && (!uncertain || time.Since(firstFailure) >= transientBudget):
 			return err
 		case err != nil:
 			failures++
-			if failures == 3 || failures%100 == 0 {
+			if forever && (failures == 3 || failures%100 == 0) {
 				cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", name, "attempts", failures, "error", err)
 			}
 			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
 			timer.Reset(d/2 + rand.N(d))
-		case a.acquired:
-			acquired = true
+		case res.acquired:
 			return nil
-		case a.free != nil:
-			wake = a.free
+		case res.free != nil:
+			wake = res.free
 			timer.Reset(time.Hour)
 		case w == nil:
 			w = c.notify.Join(channel)
 			wake = w.Ready()
-			timer.Reset(waitBound(a.wait))
+			timer.Reset(waitBound(res.wait))
 		default:
 			wake = w.Wake()
-			timer.Reset(waitBound(a.wait))
-		}
-		if err == nil {
-			failures = 0
+			timer.Reset(waitBound(res.wait))
 		}
 		select {
 		case <-wake:

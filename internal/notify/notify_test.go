@@ -133,7 +133,7 @@ func TestResubscribeWakesEveryWaiter(t *testing.T) {
 	ch := t.Name()
 	a, b := r.Join(ch), r.Join(ch)
 	ready(t, a)
-	require.Positive(t, redistest.KillSubscribers(t, rc), "no subscriber connection to kill")
+	require.Positive(t, redistest.KillSubscribers(t, target), "no subscriber connection to kill")
 	assert.True(t, woken(a, wait), "resubscription wakes waiters to re-check")
 	assert.True(t, woken(b, wait))
 	assert.Eventually(t, func() bool { return numsub(rc, ch) == 1 }, wait, 10*time.Millisecond)

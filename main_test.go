@@ -1,0 +1,174 @@
+package redisync_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// standalone is the server most tests use; cluster starts on first use.
+var (
+	standalone *redistest.Target
+
+	clusterOnce sync.Once
+	cluster     *redistest.Target
+	clusterErr  error
+)
+
+// Environment of a child process started by startChild.
+const (
+	childEnv    = "REDISYNC_TEST_CHILD" // the lock name to take and hold
+	childAddrs  = "REDISYNC_TEST_ADDRS"
+	childMode   = "REDISYNC_TEST_MODE" // "mini", "standalone" or "cluster"
+	childLeaseE = "REDISYNC_TEST_WATCHDOG"
+)
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(childEnv); name != "" {
+		os.Exit(runChild(name))
+	}
+	var err error
+	standalone, err = redistest.StartStandalone()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = standalone.Stop()
+	if cluster != nil {
+		_ = cluster.Stop()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// clusterTarget returns the shared 3-master cluster, skipping the test when
+// there is no redis-server binary (unless REDISYNC_REQUIRE_SERVER=1).
+func clusterTarget(t *testing.T) *redistest.Target {
+	t.Helper()
+	clusterOnce.Do(func() { cluster, clusterErr = redistest.StartClusterTarget(3) })
+	if clusterErr != nil {
+		if !redistest.RequireServer() {
+			t.Skip(clusterErr.Error())
+		}
+		t.Fatal(clusterErr)
+	}
+	return cluster
+}
+
+// requireReal skips a test that needs what miniredis does not emulate.
+func requireReal(t *testing.T, tg *redistest.Target, what string) {
+	t.Helper()
+	if !tg.Real() {
+		t.Skipf("miniredis lacks %s; %s", what, redistest.InstallHint)
+	}
+}
+
+// newRueidis returns a rueidis client for tg, closed when the test ends.
+func newRueidis(t testing.TB, tg *redistest.Target) rueidis.Client {
+	t.Helper()
+	rc, err := tg.NewClient()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// newClient returns a redisync Client on its own rueidis client (its own
+// connections, as another process would have), closed when the test ends.
+func newClient(t testing.TB, tg *redistest.Target, opts ...redisync.Option) (*redisync.Client, rueidis.Client) {
+	t.Helper()
+	rc := newRueidis(t, tg)
+	c, err := redisync.New(rc, append([]redisync.Option{redisync.WithLogger(testLogger(t))}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, rc
+}
+
+// testLogger sends the library's log lines to the test log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// startChild re-executes the test binary as a process that takes the lock
+// name on tg with the given watchdog timeout, and returns once it holds it.
+func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration) *exec.Cmd {
+	t.Helper()
+	mode := "standalone"
+	switch {
+	case tg.Mini != nil:
+		mode = "mini"
+	case tg.Cluster != nil:
+		mode = "cluster"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
+		childMode+"="+mode, childLeaseE+"="+watchdog.String())
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "child output")
+	require.Equal(t, "held\n", line)
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return cmd
+}
+
+// runChild is the body of a child process: hold the lock until killed.
+func runChild(name string) int {
+	addrs := strings.Split(os.Getenv(childAddrs), ",")
+	tg := &redistest.Target{Addrs: addrs}
+	if os.Getenv(childMode) == "cluster" {
+		tg.Cluster = &redistest.Cluster{Addrs: addrs}
+	}
+	opt := tg.ClientOption()
+	opt.AlwaysRESP2 = os.Getenv(childMode) == "mini"
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	watchdog, _ := time.ParseDuration(os.Getenv(childLeaseE))
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(watchdog))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	if err := c.NewMutex(name).LockContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	fmt.Println("held")
+	select {} // until SIGKILL
+}
