@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -14,6 +15,9 @@ type channel struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ready  chan struct{} // closed at the first confirmation
+	exited chan struct{} // closed when the subscription is over
+	after  chan struct{} // exited of the name's previous subscription, or nil
+	linger *time.Timer   // set while the channel has no waiter; guarded by Registry.mu
 
 	mu           sync.Mutex
 	head, tail   *Waiter

@@ -4,7 +4,7 @@
 // Each channel that has waiters in this process gets one rueidis Receive on the
 // shared client (rueidis resubscribes it after a reconnect and routes a sharded
 // subscription to the slot's node); the channel is unsubscribed when its last
-// waiter leaves. Messages wake waiters without blocking the connection's
+// waiter leaves and a short linger has passed. Messages wake waiters without blocking the connection's
 // reader. Every confirmation of a subscription after the first wakes all of
 // the channel's waiters: messages published while the connection was down are
 // lost, so waiters must re-check the lock instead of trusting the silence.
@@ -27,6 +27,11 @@ import (
 // WakeAll, returned by a [Policy], wakes every waiter of the channel.
 const WakeAll = -1
 
+// Linger is how long a channel stays subscribed after its last waiter left.
+// Waiters of a busy lock come and go with every handoff; keeping the
+// subscription a moment spares each of them a SUBSCRIBE and an UNSUBSCRIBE.
+const Linger = time.Second
+
 // A Policy says how many waiters of channel a message wakes, or WakeAll.
 type Policy func(channel, message string) int
 
@@ -43,6 +48,10 @@ type Registry struct {
 
 	mu    sync.Mutex
 	chans map[string]*channel
+	// closing holds, per name, the exit of a subscription that is being
+	// unsubscribed. A new subscription of the name waits for it: an
+	// UNSUBSCRIBE that crossed the new SUBSCRIBE would cancel it.
+	closing map[string]chan struct{}
 }
 
 // New returns a Registry that subscribes through rc, with SSUBSCRIBE when
@@ -57,6 +66,7 @@ func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger) *Regi
 		ctx:     ctx,
 		cancel:  cancel,
 		chans:   make(map[string]*channel),
+		closing: make(map[string]chan struct{}),
 	}
 }
 
@@ -68,14 +78,20 @@ func (r *Registry) Join(name string) *Waiter {
 	ch := r.chans[name]
 	if ch == nil {
 		ctx, cancel := context.WithCancel(r.ctx)
-		ch = &channel{name: name, reg: r, ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+		ch = &channel{name: name, reg: r, ctx: ctx, cancel: cancel,
+			ready: make(chan struct{}), exited: make(chan struct{}), after: r.closing[name]}
 		r.chans[name] = ch
 		if r.ctx.Err() == nil {
 			r.wg.Add(1)
 			go r.run(ch)
 		} else {
 			close(ch.ready) // closed Registry: nothing to wait for
+			close(ch.exited)
 		}
+	}
+	if ch.linger != nil {
+		ch.linger.Stop()
+		ch.linger = nil
 	}
 	w := &Waiter{ch: ch, wake: make(chan struct{}, 1)}
 	ch.mu.Lock()
@@ -113,6 +129,9 @@ func (r *Registry) Close() {
 	r.cancel()
 	r.mu.Lock()
 	for _, ch := range r.chans {
+		if ch.linger != nil {
+			ch.linger.Stop()
+		}
 		ch.wakeN(WakeAll)
 	}
 	r.mu.Unlock()
@@ -138,24 +157,50 @@ func (r *Registry) leave(w *Waiter, passOn bool) {
 	}
 	ch.mu.Unlock()
 	if empty && r.chans[ch.name] == ch {
-		delete(r.chans, ch.name)
-		ch.cancel()
+		ch.linger = time.AfterFunc(Linger, func() { r.expire(ch) })
 	}
+}
+
+// expire unsubscribes ch if no waiter joined it during its linger.
+func (r *Registry) expire(ch *channel) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.chans[ch.name] != ch || ch.head != nil {
+		return
+	}
+	delete(r.chans, ch.name)
+	r.closing[ch.name] = ch.exited
+	ch.cancel()
 }
 
 // run keeps channel subscribed until its context ends.
 func (r *Registry) run(ch *channel) {
 	defer r.wg.Done()
+	defer r.exit(ch)
+	if ch.after != nil {
+		select {
+		case <-ch.after:
+		case <-ch.ctx.Done():
+			return
+		}
+	}
+	// The connection that carries the subscription, as the last Receive saw
+	// it. The UNSUBSCRIBE goes there, after Receive has returned: sent from
+	// the return hook, it would wait for its reply while rueidis still feeds
+	// this Receive's buffer, which nobody reads any more, and a full buffer
+	// stalls the connection's reader.
+	var wire rueidis.CommandClient
 	ctx := rueidis.WithOnSubscriptionHook(ch.ctx, ch.confirmed)
 	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, cc rueidis.CommandClient) error {
-		if ch.ctx.Err() != nil {
-			r.unsubscribe(cc, ch.name)
-		}
+		wire = cc
 		return err
 	})
 	for failures := 0; ; {
 		err := r.rc.Receive(ctx, r.subscribe(ch.name), ch.message)
 		if ch.ctx.Err() != nil {
+			if wire != nil {
+				r.unsubscribe(wire, ch.name)
+			}
 			return
 		}
 		if errors.Is(err, rueidis.ErrClosing) {
@@ -182,6 +227,16 @@ func (r *Registry) run(ch *channel) {
 		case <-ch.ctx.Done():
 			return
 		}
+	}
+}
+
+// exit records that ch's subscription is over.
+func (r *Registry) exit(ch *channel) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	close(ch.exited)
+	if r.closing[ch.name] == ch.exited {
+		delete(r.closing, ch.name)
 	}
 }
 

@@ -108,8 +108,9 @@ func TestMessagesWakeByPolicy(t *testing.T) {
 	assert.True(t, woken(a, wait), "a local wake reaches a waiter without Redis")
 	a.Leave(false)
 	b.Leave(false)
+	assert.EqualValues(t, 1, numsub(rc, ch), "the subscription lingers a moment")
 	assert.Eventually(t, func() bool { return numsub(rc, ch) == 0 }, wait, 10*time.Millisecond,
-		"the channel is unsubscribed when its last waiter leaves")
+		"the channel is unsubscribed when its last waiter has left")
 	assert.Zero(t, r.Subscribed())
 }
 
@@ -166,6 +167,26 @@ func TestRejoinAfterLeave(t *testing.T) {
 	assert.True(t, woken(w, wait), "a waiter joining right after a leave still gets messages")
 	w.Leave(false)
 	assert.Eventually(t, func() bool { return numsub(rc, ch) == 0 }, wait, 10*time.Millisecond)
+
+	// Join again while the expired subscription is being unsubscribed: the
+	// new one waits for that, so the UNSUBSCRIBE cannot cancel it.
+	for range 5 {
+		w = r.Join(ch)
+		ready(t, w)
+		w.Leave(false)
+		time.Sleep(notify.Linger)
+	}
+	w = r.Join(ch)
+	ready(t, w)
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-w.Wake():
+		t.Error("a fresh subscription was cancelled and resubscribed")
+	default:
+	}
+	publish(t, rc, ch, "0")
+	assert.True(t, woken(w, wait))
+	w.Leave(false)
 }
 
 func TestCloseWakesWaiters(t *testing.T) {

@@ -1,0 +1,94 @@
+package redisync_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// proxied returns a Client whose connections pass through a proxy that can
+// swallow replies, and a plain rueidis client to look at the server directly.
+func proxied(t *testing.T) (*redisync.Client, *redistest.Proxy) {
+	t.Helper()
+	p, err := redistest.StartProxy(standalone.Addrs[0])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	through := &redistest.Target{Addrs: []string{p.Addr}, Mini: standalone.Mini}
+	c, _ := newClient(t, through)
+	// Load the scripts, so that a request whose reply is dropped has run
+	// rather than failed with NOSCRIPT.
+	warm := c.NewMutex(t.Name() + ":warm-up")
+	warm.Lock()
+	warm.Unlock()
+	return c, p
+}
+
+// An acquire whose reply is lost after the script ran has taken the lock.
+// LockContext, giving up on the error, must release it before returning: no
+// hold may outlive the failed call.
+func TestMutexAmbiguousAcquireIsUndone(t *testing.T) {
+	c, p := proxied(t)
+	_, rc := newClient(t, standalone)
+	m := c.NewMutex(t.Name())
+	// Every retry's reply is lost too, until LockContext gives up.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			p.DropNextReply(scripts.MutexAcquire.SHA1)
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	err := m.LockContext(ctx)
+	require.Error(t, err, "every acquire reply was lost")
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Positive(t, p.Dropped())
+	exists, err2 := rc.Do(context.Background(), rc.B().Exists().Key(t.Name()).Build()).AsInt64()
+	require.NoError(t, err2)
+	assert.Zero(t, exists, "LockContext failed with %v but left the lock behind", err)
+}
+
+// Lock does not give up: it repeats the same attempt, which must not count a
+// second hold when the first one took the lock.
+func TestMutexAmbiguousAcquireIsRepeatedOnce(t *testing.T) {
+	c, p := proxied(t)
+	m := c.NewMutex(t.Name())
+	p.DropNextReply(scripts.MutexAcquire.SHA1)
+	m.Lock()
+	assert.EqualValues(t, 1, p.Dropped(), "the acquire reply was not dropped")
+	n, err := m.HoldCount(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "a repeated acquire must not count twice")
+	m.Unlock()
+	locked, err := m.IsLocked(context.Background())
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
+
+// A release whose reply is lost is sent again with the same request id and
+// answers as the first attempt did: a clean release, not a loss.
+func TestMutexAmbiguousReleaseIsIdempotent(t *testing.T) {
+	c, p := proxied(t)
+	m := c.NewMutex(t.Name())
+	m.Lock()
+	p.DropNextReply(scripts.MutexRelease.SHA1)
+	require.NoError(t, m.UnlockContext(context.Background()))
+	assert.EqualValues(t, 1, p.Dropped(), "the release reply was not dropped")
+	assert.NoError(t, m.Err(), "a retried release must not be taken for a loss")
+	locked, err := m.IsLocked(context.Background())
+	require.NoError(t, err)
+	assert.False(t, locked)
+}

@@ -1,0 +1,101 @@
+package redisync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync"
+)
+
+// connect returns a rueidis client for the examples' test server. In your
+// program: rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}).
+func connect() rueidis.Client {
+	rc, err := standalone.NewClient()
+	if err != nil {
+		panic(err)
+	}
+	return rc
+}
+
+func Example() {
+	rc := connect()
+	defer rc.Close()
+	c, err := redisync.New(rc) // one per process
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	m := c.NewMutex("order:42") // a cheap handle; implements sync.Locker
+	m.Lock()                    // held in watchdog mode: renewed while this process lives
+	fmt.Println("processing order 42")
+	m.Unlock()
+	// Output: processing order 42
+}
+
+// LockContext waits as long as the context allows, like Redisson's
+// tryLock(waitTime).
+func ExampleMutex_LockContext() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc)
+	defer c.Close()
+
+	holder := c.NewMutex("report:daily")
+	holder.Lock()
+	defer holder.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := c.NewMutex("report:daily").LockContext(ctx)
+	fmt.Println(errors.Is(err, context.DeadlineExceeded))
+	// Output: true
+}
+
+// An owner from WithOwner re-enters a lock it holds, across handles of the
+// same name, as Redisson's locks do per thread.
+func ExampleWithOwner() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc)
+	defer c.Close()
+
+	ctx := redisync.WithOwner(context.Background())
+	outer := c.NewMutex("account:7")
+	_ = outer.LockContext(ctx)
+	inner := c.NewMutex("account:7") // say, in a function called with ctx
+	_ = inner.LockContext(ctx)
+	n, _ := inner.HoldCount(ctx)
+	fmt.Println("holds:", n)
+	_ = inner.UnlockContext(ctx)
+	_ = outer.UnlockContext(ctx)
+	n, _ = outer.HoldCount(ctx)
+	fmt.Println("holds:", n)
+	// Output:
+	// holds: 2
+	// holds: 0
+}
+
+// Done tells a holder that its lock is gone, so that it can stop work that
+// is no longer protected.
+func ExampleMutex_Done() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc)
+	defer c.Close()
+
+	m := c.NewMutex("migration:v2", redisync.WithLease(50*time.Millisecond))
+	m.Lock()
+	defer m.Unlock()
+	select {
+	case <-m.Done(): // the lease ran out, or the lock was deleted or force-unlocked
+		fmt.Println(errors.Is(m.Err(), redisync.ErrLockLost))
+	case <-time.After(time.Second): // the work finished in time
+		fmt.Println("done")
+	}
+	// Output: true
+}
