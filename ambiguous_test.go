@@ -26,6 +26,7 @@ func proxied(t *testing.T) (*redisync.Client, *redistest.Proxy) {
 	// rather than failed with NOSCRIPT.
 	warm := c.NewMutex(t.Name() + ":warm-up")
 	warm.Lock()
+	//lint:ignore SA2001 taking the lock once loads the scripts
 	warm.Unlock()
 	return c, p
 }

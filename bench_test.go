@@ -1,9 +1,12 @@
 package redisync_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-redisync/redisync"
 )
@@ -14,7 +17,9 @@ import (
 //   - serial: one goroutine, one name;
 //   - parallel: GOMAXPROCS*4 goroutines of one Client, each on its own name;
 //   - contended: four Clients (their own connections, as four processes
-//     would have) and GOMAXPROCS*4 goroutines on one name.
+//     would have) and GOMAXPROCS*4 goroutines on one name;
+//   - handoff: the time from the start of Unlock in one Client until a
+//     waiter in another Client holds the lock, reported as percentiles.
 //
 // Run with: go test -run '^$' -bench Mutex -benchmem
 func BenchmarkMutex(b *testing.B) {
@@ -24,6 +29,7 @@ func BenchmarkMutex(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			m.Lock()
+			//lint:ignore SA2001 the Lock+Unlock pair is what is measured
 			m.Unlock()
 		}
 	})
@@ -36,6 +42,7 @@ func BenchmarkMutex(b *testing.B) {
 			m := c.NewMutex(fmt.Sprintf("%s-%d", b.Name(), next.Add(1)))
 			for pb.Next() {
 				m.Lock()
+				//lint:ignore SA2001 the Lock+Unlock pair is what is measured
 				m.Unlock()
 			}
 		})
@@ -52,8 +59,34 @@ func BenchmarkMutex(b *testing.B) {
 			m := clients[next.Add(1)%4].NewMutex(b.Name())
 			for pb.Next() {
 				m.Lock()
+				//lint:ignore SA2001 the Lock+Unlock pair is what is measured
 				m.Unlock()
 			}
 		})
+	})
+	b.Run("handoff", func(b *testing.B) {
+		holder, _ := newClient(b, standalone)
+		waiter, _ := newClient(b, standalone)
+		h, w := holder.NewMutex(b.Name()), waiter.NewMutex(b.Name())
+		handoffs := make([]time.Duration, 0, b.N)
+		acquired := make(chan time.Time)
+		for b.Loop() {
+			h.Lock()
+			go func() {
+				if err := w.LockContext(context.Background()); err != nil {
+					b.Error(err)
+				}
+				acquired <- time.Now()
+				w.Unlock()
+			}()
+			time.Sleep(time.Millisecond) // let the waiter wait
+			released := time.Now()
+			h.Unlock()
+			handoffs = append(handoffs, (<-acquired).Sub(released))
+		}
+		slices.Sort(handoffs)
+		pct := func(p int) float64 { return float64(handoffs[len(handoffs)*p/100].Microseconds()) }
+		b.ReportMetric(pct(50), "p50-µs")
+		b.ReportMetric(pct(99), "p99-µs")
 	})
 }

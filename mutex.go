@@ -80,8 +80,8 @@ func (m *Mutex) Name() string { return m.name }
 // Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
 	err := m.c.acquire(context.Background(), m.name, m.channel, mutexAcquirer{m: m, owner: m.owner}, true, &m.cfg)
-	if err != nil {
-		panic("redisync: Lock of " + strconv.Quote(m.name) + ": " + err.Error())
+	if err != nil { // only ErrClosed ends the retries
+		panic("redisync: Lock of " + strconv.Quote(m.name) + " on a closed Client")
 	}
 }
 

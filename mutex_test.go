@@ -439,7 +439,7 @@ func TestClientClose(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, m.Err(), redisync.ErrClosed)
 	assert.NotPanics(t, m.Unlock)
-	assert.Panics(t, m.Lock)
+	assert.PanicsWithValue(t, `redisync: Lock of "TestClientClose" on a closed Client`, m.Lock)
 	ok, err := m.TryLockContext(context.Background())
 	assert.False(t, ok)
 	assert.True(t, errors.Is(err, redisync.ErrClosed))

@@ -23,7 +23,7 @@ const (
 )
 
 // errHoldGone is the cause of a loss found by an acquire or a release.
-var errHoldGone = errors.New("Redis no longer had the hold")
+var errHoldGone = errors.New("the hold was gone from Redis")
 
 // mutexAcquirer makes the acquire attempts of one owner on a Mutex. With
 // reentrant set, an owner that holds the lock takes it again.
