@@ -15,7 +15,6 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/redistest"
@@ -42,24 +41,17 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
 		os.Exit(runChild(name))
 	}
-	var err error
-	standalone, err = redistest.StartStandalone()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = standalone.Stop()
-	if cluster != nil {
-		_ = cluster.Stop()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(redistest.Run(m,
+		func() (err error) {
+			standalone, err = redistest.StartStandalone()
+			return err
+		},
+		func() {
+			_ = standalone.Stop()
+			if cluster != nil {
+				_ = cluster.Stop()
+			}
+		}))
 }
 
 // clusterTarget returns the shared 3-master cluster, skipping the test when

@@ -165,7 +165,8 @@ func (m *Mutex) Done() <-chan struct{} {
 
 // Err returns nil while the hold taken by the latest lock through m lasts and
 // after it was released cleanly. After a loss it returns an error wrapping
-// ErrLockLost (or ErrClosed if the Client was closed while the lock was held).
+// ErrLockLost (ErrClosed if the Client was closed while the lock was held);
+// after a release that Redis could not confirm, that release's error.
 func (m *Mutex) Err() error {
 	if t := m.cur.Load(); t != nil {
 		_, err := t.result()

@@ -65,27 +65,27 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 		if c.isClosed() {
 			return lockError(name, ErrClosed)
 		}
-		res, err := a.try(ctx)
+		res, tryErr := a.try(ctx)
 		if ctx.Err() != nil && !res.acquired {
-			uncertain = uncertain || (err != nil && ambiguous(err))
+			uncertain = uncertain || (tryErr != nil && ambiguous(tryErr))
 			return ctx.Err()
 		}
-		if err == nil {
+		if tryErr == nil {
 			failures, uncertain = 0, false
 		} else {
-			uncertain = ambiguous(err)
+			uncertain = ambiguous(tryErr)
 			if failures == 0 {
 				firstFailure = time.Now()
 			}
 		}
 		var wake <-chan struct{}
 		switch {
-		case err != nil && !forever && (!uncertain || time.Since(firstFailure) >= transientBudget):
-			return err
-		case err != nil:
+		case tryErr != nil && !forever && (!uncertain || time.Since(firstFailure) >= transientBudget):
+			return tryErr
+		case tryErr != nil:
 			failures++
 			if forever && (failures == 3 || failures%100 == 0) {
-				cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", name, "attempts", failures, "error", err)
+				cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", name, "attempts", failures, "error", tryErr)
 			}
 			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
 			timer.Reset(d/2 + rand.N(d))

@@ -3,7 +3,6 @@ package lease_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/redistest"
@@ -21,22 +19,7 @@ import (
 
 var target *redistest.Target
 
-func TestMain(m *testing.M) {
-	var err error
-	target, err = redistest.StartStandalone()
-	if err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	_ = target.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
 type fixture struct {
 	rc     rueidis.Client

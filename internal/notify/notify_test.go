@@ -3,14 +3,12 @@ package notify_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/redistest"
@@ -18,22 +16,7 @@ import (
 
 var target *redistest.Target
 
-func TestMain(m *testing.M) {
-	var err error
-	target, err = redistest.StartStandalone()
-	if err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	_ = target.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
 // policy is Redisson's: "1" wakes all, anything else one.
 func policy(_, msg string) int {

@@ -2,13 +2,11 @@ package scripts_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -16,22 +14,7 @@ import (
 
 var target *redistest.Target
 
-func TestMain(m *testing.M) {
-	var err error
-	target, err = redistest.StartStandalone()
-	if err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	_ = target.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
 func newRunner(t *testing.T) (*scripts.Runner, rueidis.Client) {
 	t.Helper()

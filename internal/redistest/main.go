@@ -1,0 +1,40 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Run runs a package's tests between setup and teardown, then fails the run
+// if goroutines are left behind: servers and clients are stopped first, so a
+// goroutine that survives them is a leak of the code under test. It returns
+// the exit code for os.Exit.
+func Run(m *testing.M, setup func() error, teardown func()) int {
+	if err := setup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	teardown()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// Main is a TestMain for packages that need one standalone server: it starts
+// it into *target, runs the tests, stops it, checks for leaks, and exits.
+func Main(m *testing.M, target **Target) {
+	os.Exit(Run(m,
+		func() (err error) {
+			*target, err = StartStandalone()
+			return err
+		},
+		func() { _ = (*target).Stop() }))
+}
