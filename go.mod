@@ -3,13 +3,14 @@ module github.com/go-redisync/redisync
 go 1.26
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
-	github.com/redis/rueidis/mock v1.0.79 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/redis/rueidis v1.0.79
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	go.uber.org/mock v0.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

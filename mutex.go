@@ -221,5 +221,8 @@ var closedChan = func() chan struct{} {
 // noCopy makes go vet's copylocks check report copies of the types embedding it.
 type noCopy struct{}
 
-func (*noCopy) Lock()   {}
+// Lock is a no-op used by go vet's copylocks check.
+func (*noCopy) Lock() {}
+
+// Unlock is a no-op used by go vet's copylocks check.
 func (*noCopy) Unlock() {}

@@ -43,8 +43,11 @@ type Lease struct {
 	// each lease in the batch, concatenated, and replies one integer per lease:
 	// 1 renewed, 0 no longer held.
 	Renew *scripts.Script
-	Keys  []string
-	Args  []string
+	// Keys are this lease's KEYS in a renewal call (for a Mutex, its key).
+	Keys []string
+	// Args are this lease's ARGV in a renewal call (for a Mutex, the owner's
+	// field and the lease in milliseconds).
+	Args []string
 	// TTL is the length of the lease. A watchdog lease is renewed every TTL/3.
 	TTL time.Duration
 	// Lost is called once, from the scheduler's goroutine, when the lease is

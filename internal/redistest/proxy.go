@@ -12,6 +12,7 @@ import (
 // That is the ambiguous failure a lock client must survive without leaving an
 // orphan hold.
 type Proxy struct {
+	// Addr is the proxy's address, for clients to connect to.
 	Addr string
 
 	server string

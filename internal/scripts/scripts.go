@@ -21,9 +21,9 @@ var files embed.FS
 
 // A Script is one Lua script with its SHA1 digest computed once.
 type Script struct {
-	Name   string
-	Source string
-	SHA1   string
+	Name   string // the file name without ".lua"
+	Source string // the Lua text, sent by EVAL
+	SHA1   string // its digest, sent by EVALSHA
 }
 
 // The scripts. Their contracts are in the header of each .lua file.
@@ -45,9 +45,9 @@ func load(name string) *Script {
 
 // A Call is one execution of a script.
 type Call struct {
-	Script *Script
-	Keys   []string
-	Args   []string
+	Script *Script // what to run
+	Keys   []string // KEYS: every key the script touches, all in one slot
+	Args   []string // ARGV
 	// Retryable lets rueidis resend the call after a connection error. Only
 	// calls whose repetition is harmless (idempotent ones) may set it.
 	Retryable bool
