@@ -45,7 +45,7 @@ func load(name string) *Script {
 
 // A Call is one execution of a script.
 type Call struct {
-	Script *Script // what to run
+	Script *Script  // what to run
 	Keys   []string // KEYS: every key the script touches, all in one slot
 	Args   []string // ARGV
 	// Retryable lets rueidis resend the call after a connection error. Only
