@@ -100,11 +100,11 @@ func (c *Client) isClosed() bool {
 // messages are Redisson's: "0" (a lock was released: one waiter can take it)
 // wakes one; "1" (a write lock was released, so every reader may enter)
 // wakes all.
-func wakePolicy(channel, message string) int {
+func wakePolicy(channel, message string) notify.Wake {
 	if message == "1" {
-		return notify.WakeAll
+		return notify.Wake{N: notify.WakeAll}
 	}
-	return 1
+	return notify.Wake{N: 1}
 }
 
 // newUUID returns a random (version 4) UUID in its text form.

@@ -8,11 +8,20 @@ import (
 	"github.com/go-redisync/redisync/internal/lease"
 )
 
-// holdKey names one owner's hold on one lock of a Client.
+// holdKey names one owner's hold on one lock of a Client. kind separates
+// holds of different sorts on the same name (a read and a write hold).
 type holdKey struct {
+	kind  holdKind
 	name  string
 	owner uint64
 }
+
+// holdKind is the sort of a hold.
+type holdKind uint8
+
+const (
+	exclusive holdKind = iota // Mutex, FencedMutex, a write lock
+)
 
 // A hold is the local record of one owner's hold on one lock. The Client's
 // table keeps it while calls for it are in progress or while it is held, so

@@ -27,6 +27,7 @@ type channel struct {
 // A Waiter is one goroutine's interest in a channel.
 type Waiter struct {
 	ch         *channel
+	tag        string
 	wake       chan struct{}
 	prev, next *Waiter
 }
@@ -62,13 +63,26 @@ func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
 }
 
 func (ch *channel) message(m rueidis.PubSubMessage) {
-	ch.wakeN(ch.reg.policy(ch.name, m.Message))
+	ch.wake(ch.reg.policy(ch.name, m.Message))
 }
 
-func (ch *channel) wakeN(n int) {
+func (ch *channel) wakeN(n int) { ch.wake(Wake{N: n}) }
+
+func (ch *channel) wake(wk Wake) {
 	ch.mu.Lock()
-	ch.wakeLocked(n)
-	ch.mu.Unlock()
+	defer ch.mu.Unlock()
+	if wk.Tag == "" {
+		ch.wakeLocked(wk.N)
+		return
+	}
+	for w := ch.head; w != nil; w = w.next {
+		if w.tag == wk.Tag {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // wakeLocked wakes n waiters (all for WakeAll), oldest first, skipping those

@@ -24,7 +24,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// WakeAll, returned by a [Policy], wakes every waiter of the channel.
+// WakeAll, as a [Wake]'s N, wakes every waiter of the channel.
 const WakeAll = -1
 
 // Linger is how long a channel stays subscribed after its last waiter left.
@@ -32,8 +32,16 @@ const WakeAll = -1
 // subscription a moment spares each of them a SUBSCRIBE and an UNSUBSCRIBE.
 const Linger = time.Second
 
-// A Policy says how many waiters of channel a message wakes, or WakeAll.
-type Policy func(channel, message string) int
+// A Wake says which waiters of a channel a message wakes: the waiter that
+// joined with Tag when Tag is set, otherwise the N longest-waiting ones
+// (every one for WakeAll).
+type Wake struct {
+	N   int
+	Tag string
+}
+
+// A Policy turns a message on channel into the waiters it wakes.
+type Policy func(channel, message string) Wake
 
 // Registry holds the subscriptions of one Client.
 type Registry struct {
@@ -72,7 +80,11 @@ func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger) *Regi
 
 // Join registers a new waiter on channel and subscribes to it if this is the
 // channel's first waiter. The caller must Leave when it stops waiting.
-func (r *Registry) Join(name string) *Waiter {
+func (r *Registry) Join(name string) *Waiter { return r.JoinTagged(name, "") }
+
+// JoinTagged is Join for a waiter that messages (and WakeTag) can wake by
+// name, such as the head of a queue.
+func (r *Registry) JoinTagged(name, tag string) *Waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ch := r.chans[name]
@@ -93,7 +105,7 @@ func (r *Registry) Join(name string) *Waiter {
 		ch.linger.Stop()
 		ch.linger = nil
 	}
-	w := &Waiter{ch: ch, wake: make(chan struct{}, 1)}
+	w := &Waiter{ch: ch, tag: tag, wake: make(chan struct{}, 1)}
 	ch.mu.Lock()
 	ch.push(w)
 	ch.mu.Unlock()
@@ -113,6 +125,13 @@ func (r *Registry) WakeOne(name string) {
 func (r *Registry) WakeAll(name string) {
 	if ch := r.lookup(name); ch != nil {
 		ch.wakeN(WakeAll)
+	}
+}
+
+// WakeTag wakes the waiters of channel in this process that joined with tag.
+func (r *Registry) WakeTag(name, tag string) {
+	if ch := r.lookup(name); ch != nil {
+		ch.wake(Wake{Tag: tag})
 	}
 }
 

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,12 +19,16 @@ var target *redistest.Target
 
 func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
-// policy is Redisson's: "1" wakes all, anything else one.
-func policy(_, msg string) int {
-	if msg == "1" {
-		return notify.WakeAll
+// policy is Redisson's, "1" wakes all and anything else one, plus a test of
+// targeted wake-ups: "tag:X" wakes the waiter tagged X.
+func policy(_, msg string) notify.Wake {
+	if tag, ok := strings.CutPrefix(msg, "tag:"); ok {
+		return notify.Wake{Tag: tag}
 	}
-	return 1
+	if msg == "1" {
+		return notify.Wake{N: notify.WakeAll}
+	}
+	return notify.Wake{N: 1}
 }
 
 func newRegistry(t *testing.T) (*notify.Registry, rueidis.Client) {
@@ -95,6 +100,21 @@ func TestMessagesWakeByPolicy(t *testing.T) {
 	assert.Eventually(t, func() bool { return numsub(rc, ch) == 0 }, wait, 10*time.Millisecond,
 		"the channel is unsubscribed when its last waiter has left")
 	assert.Zero(t, r.Subscribed())
+}
+
+func TestTaggedWake(t *testing.T) {
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	a, b := r.JoinTagged(ch, "a"), r.JoinTagged(ch, "b")
+	ready(t, a)
+	publish(t, rc, ch, "tag:b")
+	assert.True(t, woken(b, wait), "the tagged waiter is woken")
+	assert.False(t, woken(a, 100*time.Millisecond), "a message for b must not wake a")
+	r.WakeTag(ch, "a")
+	assert.True(t, woken(a, wait))
+	assert.False(t, woken(b, 100*time.Millisecond))
+	a.Leave(false)
+	b.Leave(false)
 }
 
 func TestLeavePassesWakeOn(t *testing.T) {
