@@ -90,3 +90,36 @@ func BenchmarkMutex(b *testing.B) {
 		b.ReportMetric(pct(99), "p99-µs")
 	})
 }
+
+// BenchmarkFencedMutex measures LockToken+Unlock (one goroutine) and the same
+// from GOMAXPROCS*4 goroutines of one Client, each on its own name.
+func BenchmarkFencedMutex(b *testing.B) {
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		c, _ := newClient(b, standalone)
+		m := c.NewFencedMutex(b.Name())
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.LockToken(ctx); err != nil {
+				b.Fatal(err)
+			}
+			m.Unlock()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		c, _ := newClient(b, standalone)
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(4)
+		b.RunParallel(func(pb *testing.PB) {
+			m := c.NewFencedMutex(fmt.Sprintf("%s-%d", b.Name(), next.Add(1)))
+			for pb.Next() {
+				if _, err := m.LockToken(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				m.Unlock()
+			}
+		})
+	})
+}

@@ -49,6 +49,7 @@ type hold struct {
 type term struct {
 	lease *lease.Lease
 	done  chan struct{}
+	token atomic.Uint64 // a FencedMutex's latest token in this term
 
 	mu    sync.Mutex
 	ended bool

@@ -34,8 +34,10 @@ type Mutex struct {
 	name    string
 	channel string
 	latch   string // prefix of the unlock latch keys
-	owner   uint64 // the handle's own owner
-	leaseMS string
+	// tokenKey is the token counter of a FencedMutex, "" for a Mutex.
+	tokenKey string
+	owner    uint64 // the handle's own owner
+	leaseMS  string
 
 	cur atomic.Pointer[term] // the hold this handle took last
 }
@@ -47,16 +49,21 @@ type Mutex struct {
 // NewMutex panics if name is empty or contains "{" without a non-empty hash
 // tag "{...}", or if an option is invalid.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	m := new(Mutex)
+	c.initMutex(m, name, opts)
+	return m
+}
+
+// initMutex sets up m, a new handle on the mutex called name.
+func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 	cfg := c.handleConfig(name, opts)
-	return &Mutex{
-		c:       c,
-		cfg:     cfg,
-		name:    name,
-		channel: keys.Aux(keys.MutexChannelPrefix, name),
-		latch:   keys.Aux(keys.UnlockLatchPrefix, name),
-		owner:   lastOwner.Add(1),
-		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
-	}
+	m.c = c
+	m.cfg = cfg
+	m.name = name
+	m.channel = keys.Aux(keys.MutexChannelPrefix, name)
+	m.latch = keys.Aux(keys.UnlockLatchPrefix, name)
+	m.owner = lastOwner.Add(1)
+	m.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
 }
 
 // handleConfig validates a handle's name and options.
@@ -79,7 +86,7 @@ func (m *Mutex) Name() string { return m.name }
 // retries with backoff, logging persistent failures, until it holds the lock.
 // Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
-	err := m.c.acquire(context.Background(), m.name, m.channel, mutexAcquirer{m: m, owner: m.owner}, true, &m.cfg)
+	err := m.c.acquire(context.Background(), m.name, m.channel, &mutexAcquirer{m: m, owner: m.owner}, true, &m.cfg)
 	if err != nil { // only ErrClosed ends the retries
 		panic("redisync: Lock of " + strconv.Quote(m.name) + " on a closed Client")
 	}
@@ -104,17 +111,22 @@ func (m *Mutex) TryLock() bool {
 // outcome is unknown is undone before LockContext returns.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, m.owner)
-	return m.c.acquire(ctx, m.name, m.channel, mutexAcquirer{m: m, owner: owner, reentrant: explicit}, false, &m.cfg)
+	return m.c.acquire(ctx, m.name, m.channel, &mutexAcquirer{m: m, owner: owner, reentrant: explicit}, false, &m.cfg)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
 // reports whether it succeeded. It does not wait for the lock.
 func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
+	owner, explicit := ownerOf(ctx, m.owner)
+	return m.tryOnce(ctx, &mutexAcquirer{m: m, owner: owner, reentrant: explicit})
+}
+
+// tryOnce makes the single attempt of a TryLock, undoing it when its outcome
+// is unknown.
+func (m *Mutex) tryOnce(ctx context.Context, a *mutexAcquirer) (bool, error) {
 	if m.c.isClosed() {
 		return false, lockError(m.name, ErrClosed)
 	}
-	owner, explicit := ownerOf(ctx, m.owner)
-	a := mutexAcquirer{m: m, owner: owner, reentrant: explicit}
 	res, err := a.try(ctx)
 	if err != nil && ambiguous(err) {
 		a.undo(ctx)

@@ -3,6 +3,7 @@ package redisync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -26,14 +27,23 @@ const (
 var errHoldGone = errors.New("the hold was gone from Redis")
 
 // mutexAcquirer makes the acquire attempts of one owner on a Mutex. With
-// reentrant set, an owner that holds the lock takes it again.
+// reentrant set, an owner that holds the lock takes it again. After a
+// successful attempt on a FencedMutex, token is the token it was granted.
 type mutexAcquirer struct {
 	m         *Mutex
 	owner     uint64
 	reentrant bool
+	token     uint64
 }
 
-func (a mutexAcquirer) try(ctx context.Context) (attempt, error) {
+// Outcomes of an acquire script.
+const (
+	acquired = iota
+	busy     // value is the holder's PTTL in milliseconds
+	gone     // a re-entry found the owner's hold lost
+)
+
+func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
 	m, c := a.m, a.m.c
 	h := c.ref(holdKey{name: m.name, owner: a.owner}, true)
 	defer c.unref(h)
@@ -49,23 +59,18 @@ func (a mutexAcquirer) try(ctx context.Context) (attempt, error) {
 	}
 	field := c.field(a.owner)
 	sent := time.Now()
-	pttl, err := c.scripts.Exec(ctx, scripts.Call{
-		Script: scripts.MutexAcquire,
-		Keys:   []string{m.name},
-		Args:   []string{m.leaseMS, field, strconv.Itoa(h.count + 1)},
-	}).AsInt64()
+	outcome, value, err := m.runAcquire(ctx, field, h.count+1)
 	switch {
-	case rueidis.IsRedisNil(err): // acquired
 	case err != nil:
 		return attempt{}, lockError(m.name, err)
-	case pttl == -3:
+	case outcome == gone:
 		t := h.term.Load()
 		c.leases.Remove(t.lease)
 		c.lost(t, m.name, &m.cfg, errHoldGone)
 		_, err := t.result()
 		return attempt{}, err
-	default:
-		return attempt{wait: time.Duration(pttl) * time.Millisecond}, nil
+	case outcome == busy:
+		return attempt{wait: time.Duration(value) * time.Millisecond}, nil
 	}
 	var t *term
 	if h.count == 0 {
@@ -77,6 +82,8 @@ func (a mutexAcquirer) try(ctx context.Context) (attempt, error) {
 		h.count++
 		c.leases.Touch(t.lease, sent)
 	}
+	a.token = uint64(value)
+	t.token.Store(a.token)
 	m.cur.Store(t)
 	if c.isClosed() {
 		// Close may have ended holds before this one was recorded.
@@ -85,9 +92,44 @@ func (a mutexAcquirer) try(ctx context.Context) (attempt, error) {
 	return attempt{acquired: true}, nil
 }
 
+// runAcquire runs the acquire script that sets field's hold count to count,
+// and returns its outcome: for acquired, the fencing token (0 on a plain
+// Mutex); for busy, the holder's PTTL.
+func (m *Mutex) runAcquire(ctx context.Context, field string, count int) (outcome int, value int64, err error) {
+	args := []string{m.leaseMS, field, strconv.Itoa(count)}
+	if m.tokenKey == "" {
+		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{
+			Script: scripts.MutexAcquire, Keys: []string{m.name}, Args: args,
+		}).AsInt64()
+		switch {
+		case rueidis.IsRedisNil(err):
+			return acquired, 0, nil
+		case err != nil:
+			return 0, 0, err
+		case pttl == -3:
+			return gone, 0, nil
+		}
+		return busy, pttl, nil
+	}
+	reply, err := m.c.scripts.Exec(ctx, scripts.Call{
+		Script: scripts.FencedAcquire, Keys: []string{m.name, m.tokenKey}, Args: args,
+	}).AsIntSlice()
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case len(reply) != 2:
+		return 0, 0, fmt.Errorf("fenced acquire replied %v", reply)
+	case reply[0] == 1:
+		return acquired, reply[1], nil
+	case reply[0] == -3:
+		return gone, 0, nil
+	}
+	return busy, reply[1], nil
+}
+
 // undo sets the owner's hold count back to what it was before an attempt
 // whose outcome is unknown, releasing the lock if that attempt took it.
-func (a mutexAcquirer) undo(ctx context.Context) {
+func (a *mutexAcquirer) undo(ctx context.Context) {
 	c := a.m.c
 	h := c.ref(holdKey{name: a.m.name, owner: a.owner}, true)
 	defer c.unref(h)

@@ -17,6 +17,10 @@ import (
 const (
 	MutexChannelPrefix = "redisson_lock__channel"
 	UnlockLatchPrefix  = "redisync_unlock_latch"
+	// TokenPrefix names a FencedMutex's token counter, as RFencedLock does.
+	TokenPrefix = "redisson_lock_token"
+	// FencePrefix names the record of a resource guarded by fencing tokens.
+	FencePrefix = "redisync_fence"
 )
 
 // Check reports whether name can be used as a lock name. A name must not be

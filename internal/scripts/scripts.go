@@ -32,6 +32,8 @@ var (
 	MutexRelease     = load("mutex_release")
 	MutexRenew       = load("mutex_renew")
 	MutexForceUnlock = load("mutex_force_unlock")
+	FencedAcquire    = load("fenced_acquire")
+	FenceSet         = load("fence_set")
 )
 
 func load(name string) *Script {

@@ -1,0 +1,89 @@
+package redisync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// ErrStaleToken is returned by [Fence.Set] when the writer's fencing token is
+// lower than one the resource has already accepted: the writer's lock was
+// lost and someone else has held it since.
+var ErrStaleToken = errors.New("redisync: stale fencing token")
+
+// A Fence is a value in Redis guarded by fencing tokens: the resource side of
+// a [FencedMutex]. It remembers the highest token that has written to it and
+// rejects a write carrying a lower token, atomically in one script, so a
+// holder whose lease ran out while it was paused cannot overwrite the work
+// of the holder that came after it.
+//
+// A resource outside Redis needs the same check where it stores its data.
+// In SQL, keep the highest token in a column and make it part of the write:
+//
+//	UPDATE orders SET status = $3, fence = $1
+//	 WHERE id = $2 AND fence <= $1
+//
+// and treat "0 rows updated" as a stale token.
+type Fence struct {
+	c    *Client
+	name string
+	key  string
+}
+
+// NewFence returns the fence of the resource called name. Its record is the
+// hash redisync_fence:{name} (the name's hash tag rule as for locks), so a
+// fence named like its lock shares the lock's cluster slot.
+func (c *Client) NewFence(name string) *Fence {
+	if err := keys.Check(name); err != nil {
+		panic("redisync: invalid fence name " + strconv.Quote(name) + ": " + err.Error())
+	}
+	return &Fence{c: c, name: name, key: keys.Aux(keys.FencePrefix, name)}
+}
+
+// Set stores value if token is not lower than any token that has written to
+// f before; a write with the same token as the last one is accepted. It
+// returns an error wrapping ErrStaleToken when the write is rejected.
+func (f *Fence) Set(ctx context.Context, token uint64, value string) error {
+	reply, err := f.c.scripts.Exec(ctx, scripts.Call{
+		Script:    scripts.FenceSet,
+		Keys:      []string{f.key},
+		Args:      []string{strconv.FormatUint(token, 10), value},
+		Retryable: true, // writing the same value with the same token twice is harmless
+	}).AsIntSlice()
+	switch {
+	case err != nil:
+		return fmt.Errorf("redisync: fence %q: %w", f.name, err)
+	case len(reply) != 2:
+		return fmt.Errorf("redisync: fence %q: unexpected reply %v", f.name, reply)
+	case reply[0] == 0:
+		return fmt.Errorf("redisync: fence %q: token %d is lower than %d: %w", f.name, token, reply[1], ErrStaleToken)
+	}
+	return nil
+}
+
+// Get returns the value stored in f and the token that stored it; an empty
+// value and token 0 when nothing has been stored.
+func (f *Fence) Get(ctx context.Context) (value string, token uint64, err error) {
+	fields, err := f.c.rc.Do(ctx, f.c.rc.B().Hmget().Key(f.key).Field("value", "token").Build()).ToArray()
+	if err != nil {
+		return "", 0, fmt.Errorf("redisync: fence %q: %w", f.name, err)
+	}
+	value, err = fields[0].ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("redisync: fence %q: %w", f.name, err)
+	}
+	tok, err := fields[1].AsUint64()
+	if err != nil {
+		return "", 0, fmt.Errorf("redisync: fence %q: %w", f.name, err)
+	}
+	return value, tok, nil
+}
