@@ -14,18 +14,6 @@ import (
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
-// Unlock retries and latches. A release whose reply is lost is sent again with
-// the same request id for up to releaseBudget; its latch outlives that window
-// so the retry still finds it.
-const (
-	releaseBudget = 3 * time.Second
-	latchTTL      = "5000" // milliseconds
-	cleanupBudget = 2 * time.Second
-)
-
-// errHoldGone is the cause of a loss found by an acquire or a release.
-var errHoldGone = errors.New("the hold was gone from Redis")
-
 // mutexAcquirer makes the acquire attempts of one owner on a Mutex. With
 // reentrant set, an owner that holds the lock takes it again. After a
 // successful attempt on a FencedMutex, token is the token it was granted.
@@ -36,60 +24,39 @@ type mutexAcquirer struct {
 	token     uint64
 }
 
-// Outcomes of an acquire script.
-const (
-	acquired = iota
-	busy     // value is the holder's PTTL in milliseconds
-	gone     // a re-entry found the owner's hold lost
-)
-
 func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
-	m, c := a.m, a.m.c
-	h := c.ref(holdKey{name: m.name, owner: a.owner}, true)
-	defer c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
-	if h.count > 0 {
-		if !a.reentrant {
-			return attempt{free: h.free}, nil
-		}
-		if ended, err := h.term.Load().result(); ended {
-			return attempt{}, err
-		}
+	mode := waitFree
+	if a.reentrant {
+		mode = reenter
 	}
-	field := c.field(a.owner)
-	sent := time.Now()
-	outcome, value, err := m.runAcquire(ctx, field, h.count+1)
-	switch {
-	case err != nil:
-		return attempt{}, lockError(m.name, err)
-	case outcome == gone:
-		t := h.term.Load()
-		c.leases.Remove(t.lease)
-		c.lost(t, m.name, &m.cfg, errHoldGone)
-		_, err := t.result()
-		return attempt{}, err
-	case outcome == busy:
-		return attempt{wait: time.Duration(value) * time.Millisecond}, nil
+	res, t, token, err := a.m.c.tryHold(ctx, a.m.op(a.owner), mode)
+	if t != nil {
+		a.token = uint64(token)
+		t.token.Store(a.token)
+		a.m.cur.Store(t)
 	}
-	var t *term
-	if h.count == 0 {
-		t = newTerm()
-		t.lease = m.newLease(t, field)
-		c.begin(h, t, sent)
-	} else {
-		t = h.term.Load()
-		h.count++
-		c.leases.Touch(t.lease, sent)
+	return res, err
+}
+
+// undo sets the owner's hold count back to what it was before an attempt
+// whose outcome is unknown, releasing the lock if that attempt took it.
+func (a *mutexAcquirer) undo(ctx context.Context) { a.m.c.undoHold(ctx, a.m.op(a.owner)) }
+
+// op describes owner's hold on m.
+func (m *Mutex) op(owner uint64) *holdOp {
+	field := m.c.field(owner)
+	return &holdOp{
+		key:     holdKey{kind: exclusive, name: m.name, owner: owner},
+		cfg:     &m.cfg,
+		channel: m.channel,
+		acquire: func(ctx context.Context, count int) (int, int64, error) {
+			return m.runAcquire(ctx, field, count)
+		},
+		release: func(ctx context.Context, count int, budget time.Duration) (int64, error) {
+			return m.release(ctx, field, count, budget)
+		},
+		newLease: func(t *term) *lease.Lease { return m.newLease(t, field) },
 	}
-	a.token = uint64(value)
-	t.token.Store(a.token)
-	m.cur.Store(t)
-	if c.isClosed() {
-		// Close may have ended holds before this one was recorded.
-		t.end(lockError(m.name, ErrClosed))
-	}
-	return attempt{acquired: true}, nil
 }
 
 // runAcquire runs the acquire script that sets field's hold count to count,
@@ -127,20 +94,6 @@ func (m *Mutex) runAcquire(ctx context.Context, field string, count int) (outcom
 	return busy, reply[1], nil
 }
 
-// undo sets the owner's hold count back to what it was before an attempt
-// whose outcome is unknown, releasing the lock if that attempt took it.
-func (a *mutexAcquirer) undo(ctx context.Context) {
-	c := a.m.c
-	h := c.ref(holdKey{name: a.m.name, owner: a.owner}, true)
-	defer c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
-	if _, err := a.m.release(context.WithoutCancel(ctx), c.field(a.owner), h.count, cleanupBudget); err != nil {
-		a.m.cfg.logger.Warn("redisync: could not undo an acquire of unknown outcome; a hold it took expires with its lease",
-			"name", a.m.name, "error", err)
-	}
-}
-
 // newLease describes the lease of term t, a new hold by field, for the scheduler.
 func (m *Mutex) newLease(t *term, field string) *lease.Lease {
 	l := &lease.Lease{
@@ -158,51 +111,7 @@ func (m *Mutex) newLease(t *term, field string) *lease.Lease {
 
 // unlock releases one hold of owner.
 func (m *Mutex) unlock(ctx context.Context, owner uint64) error {
-	c := m.c
-	h := c.ref(holdKey{name: m.name, owner: owner}, false)
-	if h == nil {
-		return lockError(m.name, ErrNotHeld)
-	}
-	defer c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
-	if h.count == 0 {
-		return lockError(m.name, ErrNotHeld)
-	}
-	t := h.term.Load()
-	if ended, err := t.result(); ended {
-		// Lost or closed earlier: the owner's release acknowledges it.
-		if h.count--; h.count == 0 {
-			c.finish(h)
-		}
-		return err
-	}
-	field := c.field(owner)
-	if h.count > 1 {
-		h.count--
-		released, err := m.release(ctx, field, h.count, releaseBudget)
-		if err == nil && released < 0 {
-			c.leases.Remove(t.lease)
-			c.lost(t, m.name, &m.cfg, errHoldGone)
-			_, err = t.result()
-		}
-		return err
-	}
-	var err error
-	if !c.leases.Remove(t.lease) {
-		// The scheduler has just found it lost; its report is on the way.
-		c.lost(t, m.name, &m.cfg, lease.ErrExpired)
-	} else if released, rerr := m.release(ctx, field, 0, releaseBudget); rerr != nil {
-		t.end(rerr)
-	} else if released < 0 {
-		c.lost(t, m.name, &m.cfg, errHoldGone)
-	} else {
-		t.end(nil)
-	}
-	_, err = t.result()
-	c.finish(h)
-	c.notify.WakeOne(m.channel)
-	return err
+	return m.c.releaseHold(ctx, m.op(owner))
 }
 
 // release sets field's hold count to count (0 releases the lock), retrying a

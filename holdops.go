@@ -1,0 +1,171 @@
+package redisync
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/lease"
+)
+
+// Unlock retries and latches. A release whose reply is lost is sent again with
+// the same request id for up to releaseBudget; its latch outlives that window
+// so the retry still finds it.
+const (
+	releaseBudget = 3 * time.Second
+	latchTTL      = "5000" // milliseconds
+	cleanupBudget = 2 * time.Second
+)
+
+// errHoldGone is the cause of a loss found by an acquire or a release.
+var errHoldGone = errors.New("the hold was gone from Redis")
+
+// Outcomes of an acquire script.
+const (
+	acquired = iota
+	busy     // value is how long to wait, in milliseconds
+	gone     // a re-entry found the owner's hold lost
+)
+
+// A holdOp is one sort of hold on one lock, for one owner: the scripts that
+// take and leave it, and its lease. The primitives describe their holds this
+// way and share the bookkeeping below.
+type holdOp struct {
+	key holdKey
+	cfg *config
+	// channel is where waiters of the lock wait; wakeAll wakes all of this
+	// process's waiters on a release instead of one.
+	channel string
+	wakeAll bool
+	// acquire runs the script that gives the owner count holds. It returns
+	// the outcome and, for acquired, a value to pass on (a fencing token).
+	acquire func(ctx context.Context, count int) (outcome int, value int64, err error)
+	// release runs the script that leaves the owner count holds, retrying a
+	// lost reply for up to budget. It returns 1 when the owner's last hold is
+	// gone, 0 when it still holds, -1 when it held nothing.
+	release func(ctx context.Context, count int, budget time.Duration) (int64, error)
+	// newLease describes the lease of a new term.
+	newLease func(t *term) *lease.Lease
+}
+
+// How an owner that already holds treats another acquire.
+type holdMode uint8
+
+const (
+	waitFree holdMode = iota // wait until the hold is released (sync.Mutex)
+	reenter                  // add a hold (an explicit owner)
+	share                    // add a hold, but wait while a lost hold is unreleased
+)
+
+// tryHold makes one acquire attempt of op. On success it returns the term and
+// the value the acquire script passed on.
+func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attempt, *term, int64, error) {
+	name := op.key.name
+	h := c.ref(op.key, true)
+	defer c.unref(h)
+	h.op.Lock()
+	defer h.op.Unlock()
+	if h.count > 0 {
+		ended, err := h.term.Load().result()
+		switch {
+		case mode == waitFree, mode == share && ended:
+			return attempt{free: h.free}, nil, 0, nil
+		case ended:
+			return attempt{}, nil, 0, err
+		}
+	}
+	sent := time.Now()
+	outcome, value, err := op.acquire(ctx, h.count+1)
+	switch {
+	case err != nil:
+		return attempt{}, nil, 0, lockError(name, err)
+	case outcome == gone:
+		t := h.term.Load()
+		c.leases.Remove(t.lease)
+		c.lost(t, name, op.cfg, errHoldGone)
+		_, err := t.result()
+		return attempt{}, nil, 0, err
+	case outcome == busy:
+		return attempt{wait: time.Duration(value) * time.Millisecond}, nil, 0, nil
+	}
+	var t *term
+	if h.count == 0 {
+		t = newTerm()
+		t.lease = op.newLease(t)
+		c.begin(h, t, sent)
+	} else {
+		t = h.term.Load()
+		h.count++
+		c.leases.Touch(t.lease, sent)
+	}
+	if c.isClosed() {
+		// Close may have ended holds before this one was recorded.
+		t.end(lockError(name, ErrClosed))
+	}
+	return attempt{acquired: true}, t, value, nil
+}
+
+// undoHold sets the owner's hold count back to what it was before an attempt
+// whose outcome is unknown, releasing the lock if that attempt took it.
+func (c *Client) undoHold(ctx context.Context, op *holdOp) {
+	h := c.ref(op.key, true)
+	defer c.unref(h)
+	h.op.Lock()
+	defer h.op.Unlock()
+	if _, err := op.release(context.WithoutCancel(ctx), h.count, cleanupBudget); err != nil {
+		op.cfg.logger.Warn("redisync: could not undo an acquire of unknown outcome; a hold it took expires with its lease",
+			"name", op.key.name, "error", err)
+	}
+}
+
+// releaseHold leaves one hold of op's owner. It returns an error wrapping
+// ErrNotHeld when the owner holds nothing here.
+func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
+	name := op.key.name
+	h := c.ref(op.key, false)
+	if h == nil {
+		return lockError(name, ErrNotHeld)
+	}
+	defer c.unref(h)
+	h.op.Lock()
+	defer h.op.Unlock()
+	if h.count == 0 {
+		return lockError(name, ErrNotHeld)
+	}
+	t := h.term.Load()
+	if ended, err := t.result(); ended {
+		// Lost or closed earlier: the owner's release acknowledges it.
+		if h.count--; h.count == 0 {
+			c.finish(h)
+		}
+		return err
+	}
+	if h.count > 1 {
+		h.count--
+		released, err := op.release(ctx, h.count, releaseBudget)
+		if err == nil && released < 0 {
+			c.leases.Remove(t.lease)
+			c.lost(t, name, op.cfg, errHoldGone)
+			_, err = t.result()
+		}
+		return err
+	}
+	if !c.leases.Remove(t.lease) {
+		// The scheduler has just found it lost; its report is on the way.
+		c.lost(t, name, op.cfg, lease.ErrExpired)
+	} else if released, err := op.release(ctx, 0, releaseBudget); err != nil {
+		t.end(err)
+	} else if released < 0 {
+		c.lost(t, name, op.cfg, errHoldGone)
+	} else {
+		t.end(nil)
+	}
+	_, err := t.result()
+	c.finish(h)
+	if op.wakeAll {
+		c.notify.WakeAll(op.channel)
+	} else {
+		c.notify.WakeOne(op.channel)
+	}
+	return err
+}
