@@ -116,13 +116,13 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// forceUnlock deletes the lock key name whoever holds it, publishes the
-// release on channel, and ends this Client's holds of it as lost.
-func (c *Client) forceUnlock(ctx context.Context, name, channel string) (bool, error) {
+// forceUnlock deletes the lock key name whoever holds it, publishes message
+// on channel, and ends this Client's holds of it as lost.
+func (c *Client) forceUnlock(ctx context.Context, name, channel, message string) (bool, error) {
 	n, err := c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.MutexForceUnlock,
 		Keys:      []string{name, channel},
-		Args:      []string{c.publish},
+		Args:      []string{c.publish, message},
 		Retryable: true, // deleting twice deletes once
 	}).AsInt64()
 	if err != nil {
@@ -130,12 +130,21 @@ func (c *Client) forceUnlock(ctx context.Context, name, channel string) (bool, e
 	}
 	if n == 1 {
 		c.endHolds(name, func(name string) error { return lostError(name, errForceUnlocked) })
-		c.notify.WakeOne(channel)
+		c.notify.WakeAll(channel)
 	}
 	return n == 1, nil
 }
 
 var errForceUnlocked = errors.New("force-unlocked")
+
+// exists reports whether the lock key name exists.
+func (c *Client) exists(ctx context.Context, name string) (bool, error) {
+	n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(name).Build()).AsInt64()
+	if err != nil {
+		return false, lockError(name, err)
+	}
+	return n == 1, nil
+}
 
 // ttl returns the remaining lease of the lock key name (see Mutex.TTL).
 func (c *Client) ttl(ctx context.Context, name string) (time.Duration, error) {

@@ -16,6 +16,9 @@ var (
 	// ErrClosed is returned by calls on a closed [Client], and ends holds that
 	// were still held when it was closed.
 	ErrClosed = errors.New("redisync: client closed")
+	// ErrUpgrade is returned when an owner that holds an [RWMutex]'s read lock
+	// asks for its write lock: it would wait for its own read hold forever.
+	ErrUpgrade = errors.New("redisync: read lock held: upgrading to the write lock would deadlock")
 )
 
 // lockError wraps err with the name of the lock it is about.

@@ -21,6 +21,7 @@ type holdKind uint8
 
 const (
 	exclusive holdKind = iota // Mutex, FencedMutex, a write lock
+	shared                    // a read lock
 )
 
 // A hold is the local record of one owner's hold on one lock. The Client's

@@ -35,6 +35,7 @@ const (
 	childAddrs  = "REDISYNC_TEST_ADDRS"
 	childMode   = "REDISYNC_TEST_MODE" // "mini", "standalone" or "cluster"
 	childLeaseE = "REDISYNC_TEST_WATCHDOG"
+	childRW     = "REDISYNC_TEST_RW"
 )
 
 func TestMain(m *testing.M) {
@@ -110,7 +111,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // startChild re-executes the test binary as a process that takes the lock
 // name on tg with the given watchdog timeout, and returns once it holds it.
-func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration) *exec.Cmd {
+// env adds variables: childRW=read makes the child take an RWMutex's read
+// lock instead of a Mutex.
+func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration, env ...string) *exec.Cmd {
 	t.Helper()
 	mode := "standalone"
 	switch {
@@ -122,6 +125,7 @@ func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.D
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
 		childMode+"="+mode, childLeaseE+"="+watchdog.String())
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -157,7 +161,11 @@ func runChild(name string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
-	if err := c.NewMutex(name).LockContext(context.Background()); err != nil {
+	lock := c.NewMutex(name).LockContext
+	if os.Getenv(childRW) == "read" {
+		lock = c.NewRWMutex(name).RLockContext
+	}
+	if err := lock(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}

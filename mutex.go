@@ -190,17 +190,11 @@ func (m *Mutex) Err() error {
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports
 // whether it was locked. Holds of it through this Client end as lost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return m.c.forceUnlock(ctx, m.name, m.channel)
+	return m.c.forceUnlock(ctx, m.name, m.channel, "0")
 }
 
 // IsLocked reports whether anyone holds the lock.
-func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := m.c.rc.Do(ctx, m.c.rc.B().Exists().Key(m.name).Build()).AsInt64()
-	if err != nil {
-		return false, lockError(m.name, err)
-	}
-	return n == 1, nil
-}
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.c.exists(ctx, m.name) }
 
 // HoldCount returns how many holds the owner in ctx (m's own owner if ctx has
 // none) has on the lock, as Redis records it: 0 when it does not hold it.

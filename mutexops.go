@@ -141,5 +141,12 @@ func (m *Mutex) release(ctx context.Context, field string, count int, budget tim
 // error reply from the server or a verdict of redisync's own.
 func ambiguous(err error) bool {
 	var reply *rueidis.RedisError
-	return !errors.As(err, &reply) && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed)
+	return !errors.As(err, &reply) && !verdict(err)
+}
+
+// verdict reports whether err is redisync's own final answer (the hold was
+// lost, the Client is closed, an upgrade would deadlock), which no retry can
+// change.
+func verdict(err error) bool {
+	return errors.Is(err, ErrLockLost) || errors.Is(err, ErrClosed) || errors.Is(err, ErrUpgrade)
 }

@@ -31,6 +31,12 @@ type acquirer interface {
 	undo(ctx context.Context)
 }
 
+// A leaver is an acquirer that leaves a mark in Redis while it waits (a
+// writer's claim), which it must take back when it gives up.
+type leaver interface {
+	leave(ctx context.Context)
+}
+
 // transientBudget is how long LockContext rides out a run of transport
 // failures (a killed connection, a reconnect) before it returns the error.
 const transientBudget = time.Second
@@ -41,7 +47,8 @@ const transientBudget = time.Second
 // the first of a wake-up, the holder's remaining lease, or the end of ctx; then
 // it tries again. A lost message therefore costs at most one lease, never a hang.
 //
-// With forever set, failures are logged and retried with backoff until the
+// A verdict (ErrLockLost, ErrClosed, ErrUpgrade) is returned at once. With
+// forever set, failures are logged and retried with backoff until the
 // lock is held (Lock). Otherwise an error reply from Redis is returned at once
 // and transport failures are retried for up to transientBudget (LockContext).
 // When ctx ends, acquire returns ctx.Err() unwrapped. Whatever it returns, it
@@ -56,6 +63,9 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 		}
 		if err != nil && uncertain {
 			a.undo(ctx)
+		}
+		if l, ok := a.(leaver); ok && err != nil {
+			l.leave(ctx)
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
@@ -80,7 +90,7 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 		}
 		var wake <-chan struct{}
 		switch {
-		case tryErr != nil && !forever && (!uncertain || time.Since(firstFailure) >= transientBudget):
+		case tryErr != nil && (verdict(tryErr) || !forever && (!uncertain || time.Since(firstFailure) >= transientBudget)):
 			return tryErr
 		case tryErr != nil:
 			failures++

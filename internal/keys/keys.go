@@ -21,7 +21,20 @@ const (
 	TokenPrefix = "redisson_lock_token"
 	// FencePrefix names the record of a resource guarded by fencing tokens.
 	FencePrefix = "redisync_fence"
+	// RWChannelPrefix is the channel of an RWMutex, as RReadWriteLock names it.
+	RWChannelPrefix = "redisson_rwlock"
+	// RWWritersPrefix names an RWMutex's set of waiting writers (our own key).
+	RWWritersPrefix = "redisync_rwlock_writers"
 )
+
+// Tagged returns name in the form Redisson prefixes an RWMutex's read timeout
+// keys with: "{name}", or name itself when it has a hash tag.
+func Tagged(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
 
 // Check reports whether name can be used as a lock name. A name must not be
 // empty, and a name that contains "{" must hold a non-empty hash tag: for

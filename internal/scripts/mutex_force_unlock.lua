@@ -3,10 +3,12 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel
 -- ARGV[1]  the publish command: "publish" or "spublish"
+-- ARGV[2]  the message: "0" (wake one waiter) for a Mutex, "1" (wake all)
+--          for an RWMutex
 --
 -- Reply: 1 when a lock was deleted, 0 when there was none.
 if redis.call('del', KEYS[1]) == 1 then
-	redis.call(ARGV[1], KEYS[2], '0')
+	redis.call(ARGV[1], KEYS[2], ARGV[2])
 	return 1
 end
 return 0

@@ -34,6 +34,12 @@ var (
 	MutexForceUnlock = load("mutex_force_unlock")
 	FencedAcquire    = load("fenced_acquire")
 	FenceSet         = load("fence_set")
+	RWReadLock       = load("rw_rlock")
+	RWReadUnlock     = load("rw_runlock")
+	RWWriteLock      = load("rw_lock")
+	RWWriteUnlock    = load("rw_unlock")
+	RWRenew          = load("rw_renew")
+	RWWriterLeave    = load("rw_writer_leave")
 )
 
 func load(name string) *Script {

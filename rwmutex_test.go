@@ -1,0 +1,301 @@
+package redisync_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// rwHammer runs readers and writers from several Clients on one name, as Go's
+// own RWMutex tests do: a reader adds 1 to activity and must see no writer,
+// a writer adds 10000 and must see nobody. It returns the most Clients seen
+// reading at once.
+func rwHammer(t *testing.T, tg *redistest.Target, name string, clients, goroutines, rounds int) int32 {
+	var activity atomic.Int32
+	reading := make([]atomic.Int32, clients) // readers inside, per Client
+	var mostClients atomic.Int32
+	var wg sync.WaitGroup
+	for ci := range clients {
+		c, _ := newClient(t, tg)
+		for g := range goroutines {
+			rw := c.NewRWMutex(name)
+			writer := g%4 == 0
+			wg.Go(func() {
+				for range rounds {
+					if writer {
+						rw.Lock()
+						if n := activity.Add(10000); n != 10000 {
+							t.Errorf("writer saw activity %d", n)
+						}
+						time.Sleep(100 * time.Microsecond)
+						activity.Add(-10000)
+						rw.Unlock()
+						continue
+					}
+					require.NoError(t, rw.RLockContext(context.Background()))
+					if n := activity.Add(1); n >= 10000 {
+						t.Errorf("reader saw activity %d", n)
+					}
+					reading[ci].Add(1)
+					var inside int32
+					for i := range reading {
+						if reading[i].Load() > 0 {
+							inside++
+						}
+					}
+					if inside > mostClients.Load() {
+						mostClients.Store(inside)
+					}
+					time.Sleep(500 * time.Microsecond)
+					reading[ci].Add(-1)
+					activity.Add(-1)
+					rw.RUnlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return mostClients.Load()
+}
+
+func TestRWMutexHammer(t *testing.T) {
+	start := time.Now()
+	most := rwHammer(t, standalone, t.Name(), 4, 8, 40)
+	t.Logf("4 Clients x 8 goroutines x 40 rounds in %v; readers of %d Clients inside at once", time.Since(start), most)
+	assert.GreaterOrEqual(t, most, int32(3), "readers of 3 Clients were never inside together")
+}
+
+func TestClusterRWMutexHammer(t *testing.T) {
+	tg := clusterTarget(t)
+	for _, name := range namesOnEveryMaster(t, tg, t.Name(), 1) {
+		assert.GreaterOrEqual(t, rwHammer(t, tg, name, 3, 4, 15), int32(2))
+	}
+}
+
+// A writer that waits holds new readers back: with readers re-locking
+// continuously, it gets the lock once the readers inside have left.
+func TestRWMutexWriterPreference(t *testing.T) {
+	const readHold = 5 * time.Millisecond
+	stop := make(chan struct{})
+	type read struct{ began, got time.Time }
+	var mu sync.Mutex
+	var reads []read
+	var wg sync.WaitGroup
+	for range 2 {
+		c, _ := newClient(t, standalone)
+		for range 3 {
+			rw := c.NewRWMutex(t.Name())
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					began := time.Now()
+					rw.RLock()
+					got := time.Now()
+					time.Sleep(readHold)
+					rw.RUnlock()
+					mu.Lock()
+					reads = append(reads, read{began, got})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // readers overlapping all the time
+	wc, _ := newClient(t, standalone)
+	writer := wc.NewRWMutex(t.Name())
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	require.NoError(t, writer.LockContext(ctx), "the writer starved")
+	got := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	released := time.Now()
+	writer.Unlock()
+	close(stop)
+	wg.Wait()
+	// The bound: the longest read hold in progress when the writer came
+	// (5 ms) plus a wake-up; a second is generous for a loaded machine.
+	t.Logf("writer waited %v behind readers re-locking every %v", got.Sub(began), readHold)
+	assert.Less(t, got.Sub(began), time.Second)
+	// Readers that began after the writer's claim was in place (a round trip
+	// after it began; 50 ms is generous) got in only after it left.
+	for _, r := range reads {
+		if r.began.After(began.Add(50*time.Millisecond)) && r.began.Before(released) {
+			assert.False(t, r.got.Before(released), "a reader that came after the waiting writer went first")
+		}
+	}
+}
+
+func TestRWMutexCrashedReader(t *testing.T) {
+	const lease = time.Second
+	name := t.Name()
+	child := startChild(t, standalone, name, lease, childRW+"=read")
+	c, _ := newClient(t, standalone)
+	b := c.NewRWMutex(name)
+	b.RLock()
+	require.NoError(t, child.Process.Kill())
+	killed := time.Now()
+	b.RUnlock() // A's hold is still there; the lock now lasts as long as A's lease
+	w := c.NewRWMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	require.NoError(t, w.LockContext(ctx))
+	d := time.Since(killed)
+	t.Logf("writer got the lock %v after the reader holding it was killed", d)
+	assert.LessOrEqual(t, d, lease+500*time.Millisecond)
+	w.Unlock()
+}
+
+func TestRWMutexDowngradeAndUpgrade(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	other, _ := newClient(t, standalone)
+	rw := c.NewRWMutex(t.Name())
+	owner := redisync.WithOwner(context.Background())
+	require.NoError(t, rw.LockContext(owner))
+	require.NoError(t, rw.RLockContext(owner), "a writer may take the read lock")
+	require.NoError(t, rw.UnlockContext(owner))
+	reader, writer := other.NewRWMutex(t.Name()), other.NewRWMutex(t.Name())
+	assert.True(t, reader.TryRLock(), "after the downgrade, others may read")
+	assert.False(t, writer.TryLock(), "and the downgraded read hold keeps writers out")
+	reader.RUnlock()
+	assert.ErrorIs(t, rw.LockContext(owner), redisync.ErrUpgrade, "an upgrade is refused, not a deadlock")
+	ok, err := rw.TryLockContext(owner)
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, redisync.ErrUpgrade)
+	require.NoError(t, rw.RUnlockContext(owner))
+	assert.True(t, writer.TryLock())
+	writer.Unlock()
+
+	rw.RLock()
+	assert.PanicsWithValue(t, `redisync: Lock of RWMutex "TestRWMutexDowngradeAndUpgrade" while the handle holds its read lock (upgrade)`, rw.Lock)
+	rw.RUnlock()
+}
+
+func TestRWMutexMisuse(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	rw := c.NewRWMutex(t.Name())
+	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock)
+	assert.PanicsWithValue(t, "redisync: Unlock of unlocked RWMutex", rw.Unlock)
+	assert.ErrorIs(t, rw.RUnlockContext(context.Background()), redisync.ErrNotHeld)
+	rw.Lock()
+	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock, "a read unlock by the writer")
+	assert.ErrorIs(t, c.NewRWMutex(t.Name()).RUnlockContext(context.Background()), redisync.ErrNotHeld)
+	mode, err := rc.Do(context.Background(), rc.B().Hget().Key(t.Name()).Field("mode").Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "write", mode, "a stray read unlock must not disturb the writer")
+	rw.Unlock()
+	locked, err := rw.IsLocked(context.Background())
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
+
+// A write unlock wakes every waiting reader in one go: one message, and the
+// readers of three Clients all get in long before their timers (the writer's
+// 30 s lease) would have fired.
+func TestRWMutexWriteUnlockWakesAllReaders(t *testing.T) {
+	wc, rc := newClient(t, standalone)
+	writer := wc.NewRWMutex(t.Name())
+	writer.Lock()
+	channel := keys.Aux(keys.RWChannelPrefix, t.Name())
+	messages := make(chan string, 10)
+	sub := newRueidis(t, standalone)
+	subCtx, stopSub := context.WithCancel(context.Background())
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		_ = sub.Receive(subCtx, sub.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+			messages <- m.Message
+		})
+	}()
+	var got sync.WaitGroup
+	acquired := make(chan time.Time, 6)
+	for range 3 {
+		c, _ := newClient(t, standalone)
+		for range 2 {
+			r := c.NewRWMutex(t.Name())
+			got.Go(func() {
+				r.RLock()
+				acquired <- time.Now()
+				time.Sleep(200 * time.Millisecond) // all inside together
+				r.RUnlock()
+			})
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	writer.Unlock()
+	got.Wait()
+	close(acquired)
+	for at := range acquired {
+		assert.Less(t, at.Sub(released), time.Second, "a reader was not woken by the write unlock")
+	}
+	stopSub()
+	<-subDone
+	close(messages)
+	var seen []string
+	for m := range messages {
+		seen = append(seen, m)
+	}
+	assert.Equal(t, "1", seen[0], "the write unlock publishes Redisson's wake-all message")
+	_ = rc
+}
+
+// A reader holding through the Redisson layout (a raw script standing in for
+// a Java client) shares with Go readers and excludes Go writers, and a Go
+// reader's unlock leaves the Java reader's hold with its own lease.
+func TestRWMutexRedissonInterop(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	ctx := context.Background()
+	name := t.Name()
+	field := "0f0e0d0c-java:7"
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue("mode", "read").FieldValue(field, "1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(name).Milliseconds(20000).Build()).Error())
+	javaTimeout := keys.Tagged(name) + ":" + field + ":rwlock_timeout:1"
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(javaTimeout).Value("1").Px(20*time.Second).Build()).Error())
+
+	rw := c.NewRWMutex(name)
+	assert.False(t, rw.TryLock(), "a Java reader excludes a Go writer")
+	assert.True(t, rw.TryRLock(), "a Java reader shares with a Go reader")
+	rw.RUnlock()
+	ttl, err := rw.TTL(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 15*time.Second, "the Java reader's hold keeps its own lease")
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(name).Build()).Error())
+	assert.True(t, rw.TryLock())
+	mode, err := rc.Do(ctx, rc.B().Hget().Key(name).Field("mode").Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "write", mode)
+	n, err := rc.Do(ctx, rc.B().Hget().Key(name).Field(fmt.Sprintf("%s:write", firstField(t, rc, name))).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "the writer field is <uuid>:<owner>:write = count")
+	rw.Unlock()
+}
+
+// firstField returns the owner part of the write field of the hash name.
+func firstField(t *testing.T, rc rueidis.Client, name string) string {
+	fields, err := rc.Do(context.Background(), rc.B().Hkeys().Key(name).Build()).AsStrSlice()
+	require.NoError(t, err)
+	for _, f := range fields {
+		if owner, ok := strings.CutSuffix(f, ":write"); ok {
+			return owner
+		}
+	}
+	t.Fatalf("no write field in %v", fields)
+	return ""
+}

@@ -1,0 +1,183 @@
+package redisync
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// writerClaim is how long a waiting writer holds new readers back without
+// trying again. A writer tries at least three times per claim, so a live
+// writer keeps its claim, and a dead one releases the readers within it.
+const (
+	writerClaim   = 3 * time.Second
+	writerClaimMS = "3000"
+)
+
+// rwAcquirer makes the acquire attempts of one owner on one side of an
+// RWMutex. explicit marks an owner from WithOwner, which re-enters; waits
+// marks a writer that will wait, and so claims its turn.
+type rwAcquirer struct {
+	rw       *RWMutex
+	owner    uint64
+	explicit bool
+	write    bool
+	waits    bool
+}
+
+func (a *rwAcquirer) try(ctx context.Context) (attempt, error) {
+	rw := a.rw
+	mode := reenter
+	switch {
+	case a.write && rw.holdsRead(a.owner):
+		return attempt{}, lockError(rw.name, ErrUpgrade)
+	case a.write && !a.explicit:
+		mode = waitFree
+	case !a.write && !a.explicit:
+		mode = share
+	}
+	res, t, _, err := rw.c.tryHold(ctx, rw.op(a.owner, a.write, a.explicit, a.waits), mode)
+	if t != nil {
+		rw.cur.Store(t)
+	}
+	return res, err
+}
+
+func (a *rwAcquirer) undo(ctx context.Context) {
+	a.rw.c.undoHold(ctx, a.rw.op(a.owner, a.write, a.explicit, a.waits))
+}
+
+// leave takes back a waiting writer's claim, so that the readers it held
+// back do not wait for the claim to lapse.
+func (a *rwAcquirer) leave(ctx context.Context) {
+	if !a.waits {
+		return
+	}
+	rw := a.rw
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	err := rw.c.scripts.Exec(ctx, scripts.Call{
+		Script:    scripts.RWWriterLeave,
+		Keys:      []string{rw.writers, rw.channel},
+		Args:      []string{rw.c.field(a.owner) + ":write", rw.c.publish},
+		Retryable: true, // leaving twice leaves once
+	}).Error()
+	if err != nil {
+		rw.cfg.logger.Warn("redisync: a writer that gave up could not take back its claim; readers wait until it lapses",
+			"name", rw.name, "error", err)
+	}
+}
+
+// holdsRead reports whether owner holds rw's read lock through this Client.
+func (rw *RWMutex) holdsRead(owner uint64) bool {
+	h := rw.c.ref(holdKey{kind: shared, name: rw.name, owner: owner}, false)
+	if h == nil {
+		return false
+	}
+	defer rw.c.unref(h)
+	h.op.Lock()
+	defer h.op.Unlock()
+	return h.count > 0
+}
+
+// op describes owner's read or write hold on rw; a writer that waits claims
+// its turn when it finds the lock taken.
+func (rw *RWMutex) op(owner uint64, write, explicit, waits bool) *holdOp {
+	field := rw.c.field(owner)
+	writeField := field + ":write"
+	op := &holdOp{cfg: &rw.cfg, channel: rw.channel, wakeAll: true}
+	if write {
+		op.key = holdKey{kind: exclusive, name: rw.name, owner: owner}
+		claim := "0"
+		if waits {
+			claim = "1"
+		}
+		op.acquire = func(ctx context.Context, count int) (int, int64, error) {
+			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.writers},
+				rw.leaseMS, writeField, strconv.Itoa(count), writeField, writerClaimMS, claim)
+		}
+		op.release = func(ctx context.Context, count int, budget time.Duration) (int64, error) {
+			return rw.release(ctx, budget, scripts.RWWriteUnlock, []string{rw.name, rw.channel, rw.newLatch()},
+				writeField, strconv.Itoa(count), rw.c.publish, latchTTL)
+		}
+		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, writeField, "") }
+		return op
+	}
+	timeouts := rw.tagged + ":" + field + ":rwlock_timeout"
+	op.key = holdKey{kind: shared, name: rw.name, owner: owner}
+	op.acquire = func(ctx context.Context, count int) (int, int64, error) {
+		pass := "0"
+		if explicit && count > 1 {
+			pass = "1" // an owner re-entering must not wait behind a writer waiting for it
+		}
+		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.writers, timeouts},
+			rw.leaseMS, field, writeField, strconv.Itoa(count), pass)
+	}
+	op.release = func(ctx context.Context, count int, budget time.Duration) (int64, error) {
+		return rw.release(ctx, budget, scripts.RWReadUnlock, []string{rw.name, rw.channel, rw.newLatch(), timeouts},
+			field, strconv.Itoa(count), rw.c.publish, latchTTL, rw.tagged)
+	}
+	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, field, timeouts) }
+	return op
+}
+
+// run runs an acquire script, which replies nil (acquired), -3 (gone), or
+// how long to wait in milliseconds.
+func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, args ...string) (int, int64, error) {
+	wait, err := rw.c.scripts.Exec(ctx, scripts.Call{Script: s, Keys: keys, Args: args}).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return acquired, 0, nil
+	case err != nil:
+		return 0, 0, err
+	case wait == -3:
+		return gone, 0, nil
+	case wait < 0, s == scripts.RWWriteLock && wait > writerClaim.Milliseconds()/3:
+		// A writer comes back in time to keep its claim.
+		return busy, writerClaim.Milliseconds() / 3, nil
+	}
+	return busy, wait, nil
+}
+
+// release runs a release script with a lost reply retried for up to budget.
+func (rw *RWMutex) release(ctx context.Context, budget time.Duration, s *scripts.Script, keys []string, args ...string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	n, err := rw.c.scripts.Exec(ctx, scripts.Call{
+		Script: s, Keys: keys, Args: args,
+		Retryable: true, // idempotent: the count is set and the final release latched
+	}).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return -1, nil
+	case err != nil:
+		return 0, lockError(rw.name, err)
+	}
+	return n, nil
+}
+
+func (rw *RWMutex) newLatch() string {
+	return rw.latch + ":" + strconv.FormatUint(rand.Uint64(), 16)
+}
+
+// newLease describes the lease of term t, a new read or write hold by field,
+// for the scheduler; timeouts is a reader's timeout key prefix.
+func (rw *RWMutex) newLease(t *term, field, timeouts string) *lease.Lease {
+	l := &lease.Lease{
+		Key:  rw.name,
+		Keys: []string{rw.name},
+		Args: []string{field, rw.leaseMS, timeouts},
+		TTL:  rw.cfg.leaseTTL(),
+	}
+	if rw.cfg.lease == 0 {
+		l.Renew = scripts.RWRenew
+	}
+	l.Lost = func(cause error) { rw.c.lost(t, rw.name, &rw.cfg, cause) }
+	return l
+}
