@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// demoWatchdog is the workers' lease: short, so that a killed holder's lock
+// comes back within the demo's patience (the library's default is 30 s).
+const demoWatchdog = 1500 * time.Millisecond
+
+// A scene is one part of the demo: a story told by worker processes.
+type scene struct {
+	title string
+	intro string // what to look for, printed under the title
+	play  func(st *stage) error
+}
+
+// scenes are played in order. Each primitive adds its scene here when it lands:
+//
+//   - FairMutex: workers join a queue one after another and are served in
+//     exactly that order; a killed waiter is reaped from the queue.
+//   - Semaphore: eight workers share N permits; at most N are inside at once
+//     (the holders counter then peaks at N, not 1: give sceneResult a limit).
+//   - FencedMutex: a holder pauses past its lease (SIGSTOP), another takes
+//     over with a higher token, and the paused one's stale write is rejected
+//     by the resource that checks tokens.
+var scenes = []scene{
+	{
+		title: "Mutex: four worker processes contend for one lock",
+		intro: "Each worker locks, holds 40-90 ms, unlocks, five times. A release wakes a waiter\nthrough Pub/Sub; one line per acquisition, and never two HOLDs on a line.",
+		play:  playContention,
+	},
+	{
+		title: "Mutex: the holder is killed with SIGKILL; its lease runs out and a waiter takes over",
+		intro: fmt.Sprintf("Watchdog mode with a %v lease: renewed every %v while its holder lives.\nA dead holder cannot unlock, so the waiters get the lock when the lease runs out.", demoWatchdog, demoWatchdog/3),
+		play:  playCrash,
+	},
+}
+
+// A sceneResult holds one scene's numbers for the summary.
+type sceneResult struct {
+	title        string
+	workers      int
+	acquisitions int
+	maxHolders   int
+	handoffs     []time.Duration
+	takeover     time.Duration // from a kill to the next acquisition; 0 if none
+}
+
+// A demo is one run of the scenes.
+type demo struct {
+	ctx   context.Context
+	std   *stdio
+	srv   *server
+	rc    rueidis.Client // the demo's own connection: oracle fix-ups, cleanup
+	exe   string
+	color bool
+}
+
+// runDemo is "redisync demo [--redis URL]".
+func runDemo(ctx context.Context, std *stdio, args []string) error {
+	fs := newFlagSet(std, "demo", "demo [connection flags]")
+	var cf connFlags
+	cf.register(fs)
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected arguments %q", rest)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary to start workers: %w", err)
+	}
+	srv, err := serverFor(ctx, std, &cf)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	rc, err := dial(ctx, srv.opt)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	d := &demo{ctx: ctx, std: std, srv: srv, rc: rc, exe: exe, color: isTerminal(std.out)}
+	fmt.Fprintln(std.out, "Each worker (w1, w2, ...) is a separate process. Its column shows HOLD while it holds\nthe lock, wait while blocked in LockContext, DEAD once killed.")
+	run := fmt.Sprintf("redisync-demo:%04x", rand.Uint32N(1<<16))
+	var results []sceneResult
+	for i, sc := range scenes {
+		fmt.Fprintf(std.out, "\n%s\n%s\n\n", d.bold(fmt.Sprintf("scene %d · %s", i+1, sc.title)), indent(sc.intro))
+		st := &stage{d: d, name: fmt.Sprintf("%s:%d", run, i+1), start: time.Now(), events: make(chan workerEvent, 1024)}
+		st.res.title = sc.title
+		err := sc.play(st)
+		st.stop()
+		d.cleanup(st.name)
+		if err != nil {
+			return fmt.Errorf("scene %d: %w", i+1, err)
+		}
+		results = append(results, st.res)
+	}
+	return d.summary(results)
+}
+
+// playContention: four workers, five rounds each, short holds.
+func playContention(st *stage) error {
+	st.header(4)
+	for range 4 {
+		if _, err := st.spawn("--rounds", "5", "--watchdog", demoWatchdog.String()); err != nil {
+			return err
+		}
+	}
+	return st.until(func(workerEvent) bool { return false })
+}
+
+// playCrash: w1 takes the lock and hangs; w2 and w3 queue behind it; w1 is
+// killed; after its lease runs out w2 or w3 takes over and both finish.
+func playCrash(st *stage) error {
+	st.header(3)
+	victim, err := st.spawn("--hang", "--watchdog", demoWatchdog.String())
+	if err != nil {
+		return err
+	}
+	if err := st.until(func(ev workerEvent) bool { return ev.lane == victim && ev.kind == "acquired" }); err != nil {
+		return err
+	}
+	for range 2 {
+		if _, err := st.spawn("--rounds", "3", "--watchdog", demoWatchdog.String()); err != nil {
+			return err
+		}
+	}
+	waiting := 0
+	if err := st.until(func(ev workerEvent) bool {
+		if ev.kind == "waiting" {
+			waiting++
+		}
+		return waiting == 2
+	}); err != nil {
+		return err
+	}
+	sleep(st.d.ctx, 500*time.Millisecond) // let the watchdog renew once, for realism
+	if err := st.kill(victim, fmt.Sprintf("while holding; nobody renews its %v lease now", demoWatchdog)); err != nil {
+		return err
+	}
+	// The dead worker never leaves the critical section by itself: account
+	// for its exit in the holders counter, as its process ending does in fact.
+	// Nobody can enter before its lease runs out, so this cannot hide an overlap.
+	if err := st.d.rc.Do(st.d.ctx, st.d.rc.B().Decr().Key(keys.Aux(holdersPrefix, st.name)).Build()).Error(); err != nil {
+		return err
+	}
+	return st.until(func(workerEvent) bool { return false })
+}
+
+// cleanup deletes what a scene left in Redis: the holders counter (the lock
+// itself is gone once its last holder released it or its lease ran out).
+func (d *demo) cleanup(name string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 2*time.Second)
+	defer cancel()
+	_ = d.rc.Do(ctx, d.rc.B().Del().Key(keys.Aux(holdersPrefix, name)).Build()).Error()
+}
+
+// summary prints the table of every scene and fails if any scene saw two
+// holders at once.
+func (d *demo) summary(results []sceneResult) error {
+	fmt.Fprintf(d.std.out, "\n%s\n", d.bold("summary"))
+	tw := tabwriter.NewWriter(d.std.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  scene\tworkers\tacquisitions\tmost holders at once\thandoff p50\thandoff p99\ttakeover after kill")
+	most := 0
+	for i, r := range results {
+		slices.Sort(r.handoffs)
+		take := "-"
+		if r.takeover > 0 {
+			take = fmt.Sprintf("%s (lease %v)", roundDuration(r.takeover), demoWatchdog)
+		}
+		fmt.Fprintf(tw, "  %d %s\t%d\t%d\t%d\t%s\t%s\t%s\n", i+1, strings.SplitN(r.title, ";", 2)[0], r.workers,
+			r.acquisitions, r.maxHolders, roundDuration(percentile(r.handoffs, 50)), roundDuration(percentile(r.handoffs, 99)), take)
+		most = max(most, r.maxHolders)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical section)\n", most)
+	fmt.Fprintf(d.std.out, "handoff: from the start of one worker's Unlock to the next worker holding the lock, across processes\n")
+	if most > 1 {
+		return fmt.Errorf("mutual exclusion violated: %d holders at once", most)
+	}
+	return nil
+}
+
+// laneText is how show prints each lane state.
+var laneText = map[string]string{"": "·", "start": "·", "idle": "·", "wait": "wait", "HOLD": "HOLD", "done": "done", "dead": "DEAD"}
+
+// paint renders a lane state as a fixed-width cell, colored on a terminal.
+func (d *demo) paint(state string) string {
+	cell := fmt.Sprintf(" %-5s", laneText[state])
+	if !d.color {
+		return cell
+	}
+	switch state {
+	case "HOLD":
+		return "\x1b[1;32m" + cell + "\x1b[0m"
+	case "dead":
+		return "\x1b[1;31m" + cell + "\x1b[0m"
+	case "wait", "done":
+		return "\x1b[2m" + cell + "\x1b[0m"
+	}
+	return cell
+}
+
+// bold renders s in bold on a terminal.
+func (d *demo) bold(s string) string {
+	if !d.color {
+		return s
+	}
+	return "\x1b[1m" + s + "\x1b[0m"
+}
+
+// isTerminal reports whether w is a terminal that takes colors.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// indent prefixes every line of s with two spaces.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// workerCommand is the hidden subcommand a demo worker process runs: the
+// demo re-executes its own binary with it.
+const workerCommand = "demo-worker"
+
+// workerMaxHang bounds how long a --hang worker holds its lock if nobody
+// kills it, so that a worker orphaned by a crashed demo goes away by itself.
+const workerMaxHang = time.Minute
+
+// holdersPrefix names the demo's oracle: a counter each worker increments
+// right after acquiring and decrements right before releasing, so its value
+// is the number of workers inside the critical section at once.
+const holdersPrefix = "redisync_demo_holders"
+
+// runWorker is the body of one demo worker. It reports on stdout, one line
+// per event: "<unix-nanoseconds> <event> [values]", where event is
+//
+//	ready                     connected
+//	waiting                   about to lock
+//	acquired <holders> <ns>   holds the lock; the counter's value; the wait
+//	releasing                 about to unlock (the start of the handoff)
+//	done                      finished its rounds
+//
+// Errors go to stderr, with a non-zero exit.
+func runWorker(ctx context.Context, std *stdio, args []string) error {
+	fs := newFlagSet(std, workerCommand, workerCommand+" [flags]")
+	var cf connFlags
+	cf.register(fs)
+	name := fs.String("name", "", "lock name")
+	rounds := fs.Int("rounds", 3, "acquisitions before exiting")
+	holdMin := fs.Duration("hold-min", 40*time.Millisecond, "shortest hold")
+	holdMax := fs.Duration("hold-max", 90*time.Millisecond, "longest hold")
+	think := fs.Duration("think", 20*time.Millisecond, "longest pause between rounds")
+	watchdog := fs.Duration("watchdog", redisync.DefaultWatchdogTimeout, "watchdog timeout (lease)")
+	hang := fs.Bool("hang", false, "hold the first acquisition until killed")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	rc, err := cf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(*watchdog),
+		redisync.WithLogger(slog.New(slog.NewTextHandler(std.err, nil))))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	m := c.NewMutex(*name)
+	counter := keys.Aux(holdersPrefix, *name)
+	report := func(event string, values ...int64) {
+		fields := []string{strconv.FormatInt(time.Now().UnixNano(), 10), event}
+		for _, v := range values {
+			fields = append(fields, strconv.FormatInt(v, 10))
+		}
+		_, _ = io.WriteString(std.out, strings.Join(fields, " ")+"\n")
+	}
+	report("ready")
+	for range *rounds {
+		report("waiting")
+		start := time.Now()
+		if err := m.LockContext(ctx); err != nil {
+			return err
+		}
+		waited := time.Since(start)
+		holders, err := rc.Do(ctx, rc.B().Incr().Key(counter).Build()).AsInt64()
+		if err != nil {
+			return err
+		}
+		report("acquired", holders, waited.Nanoseconds())
+		if *hang {
+			select {
+			case <-ctx.Done():
+			case <-time.After(workerMaxHang):
+			}
+			return fmt.Errorf("hung worker was not killed")
+		}
+		sleep(ctx, *holdMin+rand.N(*holdMax-*holdMin+1))
+		if err := rc.Do(ctx, rc.B().Decr().Key(counter).Build()).Error(); err != nil {
+			return err
+		}
+		report("releasing")
+		if err := m.UnlockContext(ctx); err != nil {
+			return err
+		}
+		sleep(ctx, rand.N(*think+1))
+	}
+	report("done")
+	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

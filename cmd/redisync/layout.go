@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// A lockInfo is what inspect reports about one name, and its JSON form. The
+// fields a primitive does not have stay empty and are left out of the JSON.
+type lockInfo struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"` // "Mutex"; later "RWMutex", "FencedMutex", "FairMutex", "Semaphore"
+	Key    string `json:"key"`  // the Redis key that identified the layout
+	Locked bool   `json:"locked"`
+	// TTLMillis is the lock key's remaining lease in milliseconds; -1 when
+	// the key has no expiry (set outside redisync), 0 when not locked.
+	TTLMillis int64        `json:"ttl_ms"`
+	Holders   []holderInfo `json:"holders"`
+
+	// To be added with their primitives (see layouts):
+	//   Waiters []waiterInfo `json:"waiters,omitempty"` // FairMutex, in queue order
+	//   Permits *permitInfo  `json:"permits,omitempty"` // Semaphore: size, taken, per holder
+	//   Token   *uint64      `json:"token,omitempty"`   // FencedMutex: latest token issued
+}
+
+// A holderInfo is one owner's hold.
+type holderInfo struct {
+	Client string `json:"client"` // the holding Client's UUID (Redisson: its UUID too)
+	Owner  string `json:"owner"`  // the owner within that Client (Redisson: the thread id)
+	Count  int64  `json:"count"`  // hold count: above 1 when the owner re-entered
+	// TTLMillis is this hold's own remaining lease; for a Mutex, the key's.
+	TTLMillis int64 `json:"ttl_ms"`
+}
+
+// A layout recognises one primitive's data in Redis.
+//
+// detect is given the name and the Redis type of the key NAME ("none" when
+// absent). It returns nil, nil when the data is not its layout, so the next
+// layout is tried; an error ends the search.
+type layout struct {
+	kind   string
+	detect func(ctx context.Context, rc rueidis.Client, name, keyType string) (*lockInfo, error)
+}
+
+// layouts are tried in order; the first that recognises the data wins. More
+// specific layouts come first. Each primitive adds one entry (and a case in
+// printInfo when it has more than holders to show):
+//
+//   - RWMutex: the hash at NAME with a field "mode" ("read"/"write"); readers
+//     are "<uuid>:<owner>" fields, the writer "<uuid>:<owner>:write", per-read
+//     leases in "{NAME}:<uuid>:<owner>:rwlock_timeout:<n>". Before Mutex.
+//   - FencedMutex: a Mutex hash plus the counter keys.Aux(keys.TokenPrefix,
+//     NAME) (latest token); the counter outlives the hold, so also when NAME
+//     is absent. Before Mutex.
+//   - FairMutex: redisync_fair...:{NAME} (holder, queue in order).
+//   - Semaphore: redisync_sem...:{NAME} (size, permits per holder).
+var layouts = []layout{
+	{kind: "Mutex", detect: detectMutex},
+}
+
+// errNotFound is wrapped when nothing is stored under a name.
+var errNotFound = errors.New("no lock")
+
+// detect identifies the primitive stored under name and reads it.
+func detect(ctx context.Context, rc rueidis.Client, name string) (*lockInfo, error) {
+	keyType, err := rc.Do(ctx, rc.B().Type().Key(name).Build()).ToString()
+	if err != nil {
+		return nil, fmt.Errorf("read key %q: %w", name, err)
+	}
+	for _, l := range layouts {
+		info, err := l.detect(ctx, rc, name, keyType)
+		if err != nil || info != nil {
+			return info, err
+		}
+	}
+	if keyType == "none" {
+		return nil, fmt.Errorf("%w named %q: key %q does not exist (a Mutex that nobody holds has no key)", errNotFound, name, name)
+	}
+	return nil, foreignKeyError(ctx, rc, name, keyType)
+}
+
+// foreignKeyError explains that the key name holds data no layout knows.
+func foreignKeyError(ctx context.Context, rc rueidis.Client, name, keyType string) error {
+	msg := fmt.Sprintf("key %q is a %s that is not a redisync lock", name, keyType)
+	if keyType == "hash" {
+		if fields, err := rc.Do(ctx, rc.B().Hkeys().Key(name).Build()).AsStrSlice(); err == nil && len(fields) > 0 {
+			sort.Strings(fields)
+			msg += fmt.Sprintf(" (its fields, such as %q, are not \"<client-uuid>:<owner>\" hold counts)", fields[0])
+		}
+	}
+	return errors.New(msg)
+}
+
+// detectMutex recognises Redisson's RLock layout: a hash at NAME whose every
+// field is "<client-uuid>:<owner>" (owner a decimal number) with a positive
+// integer hold count, normally exactly one field. A hash with a "mode" field
+// is an RWMutex and is left to that layout.
+func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (*lockInfo, error) {
+	if keyType != "hash" {
+		return nil, nil
+	}
+	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(name).Build()).AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("read lock %q: %w", name, err)
+	}
+	if _, ok := fields["mode"]; ok {
+		return nil, nil
+	}
+	info := &lockInfo{Name: name, Kind: "Mutex", Key: name, Locked: len(fields) > 0}
+	for field, value := range fields {
+		h, ok := parseHolder(field, value)
+		if !ok {
+			return nil, nil
+		}
+		info.Holders = append(info.Holders, h)
+	}
+	sort.Slice(info.Holders, func(i, j int) bool {
+		return info.Holders[i].Client+info.Holders[i].Owner < info.Holders[j].Client+info.Holders[j].Owner
+	})
+	if info.TTLMillis, err = pttl(ctx, rc, name); err != nil {
+		return nil, err
+	}
+	for i := range info.Holders {
+		info.Holders[i].TTLMillis = info.TTLMillis
+	}
+	return info, nil
+}
+
+// parseHolder parses an owner field "<client-uuid>:<owner>" and its hold count.
+func parseHolder(field, value string) (holderInfo, bool) {
+	i := strings.LastIndexByte(field, ':')
+	if i <= 0 {
+		return holderInfo{}, false
+	}
+	client, owner := field[:i], field[i+1:]
+	if _, err := strconv.ParseUint(owner, 10, 64); err != nil {
+		return holderInfo{}, false
+	}
+	count, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || count < 1 {
+		return holderInfo{}, false
+	}
+	return holderInfo{Client: client, Owner: owner, Count: count}, true
+}
+
+// pttl returns key's remaining time to live in milliseconds: -1 without an
+// expiry, 0 when the key is gone.
+func pttl(ctx context.Context, rc rueidis.Client, key string) (int64, error) {
+	ms, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("read lease of %q: %w", key, err)
+	}
+	if ms == -2 {
+		return 0, nil
+	}
+	return ms, nil
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+
+	"log/slog"
+	"strings"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// errDeclined is returned when the operator does not confirm.
+var errDeclined = errors.New("not unlocked: not confirmed")
+
+// runUnlock is "redisync unlock --force [--yes] NAME". It shows what it is
+// about to delete, asks, and force-unlocks through the library, so that the
+// release message wakes the lock's waiters exactly as the library sends it.
+func runUnlock(ctx context.Context, std *stdio, args []string) error {
+	fs := newFlagSet(std, "unlock", "unlock --force [--yes] [connection flags] NAME")
+	var cf connFlags
+	cf.register(fs)
+	force := fs.Bool("force", false, "required: delete the lock whoever holds it; its holders lose it")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usagef("want one lock NAME, got %d arguments", len(rest))
+	}
+	name := rest[0]
+	if !*force {
+		return usagef("unlock needs --force: it takes %q away from whoever holds it, who may still be in its critical section", name)
+	}
+	if err := keys.Check(name); err != nil {
+		return usagef("invalid lock name %q: %v", name, err)
+	}
+	rc, err := cf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	info, err := detect(ctx, rc, name)
+	if err != nil {
+		return err
+	}
+	if info.Kind != "Mutex" {
+		// Each primitive adds its own force release here when it lands.
+		return fmt.Errorf("force unlock of a %s is not supported yet", info.Kind)
+	}
+	printInfo(std.out, info)
+	if !*yes && !confirm(std, fmt.Sprintf("Force-unlock %s %q? Its holders lose it. [y/N] ", info.Kind, name)) {
+		return errDeclined
+	}
+	c, err := redisync.New(rc, redisync.WithLogger(slog.New(slog.NewTextHandler(std.err, nil))))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	unlocked, err := c.NewMutex(name).ForceUnlock(ctx)
+	if err != nil {
+		return err
+	}
+	if unlocked {
+		fmt.Fprintf(std.out, "unlocked %q; its waiters were woken\n", name)
+	} else {
+		fmt.Fprintf(std.out, "%q was released meanwhile; nothing to do\n", name)
+	}
+	return nil
+}
+
+// confirm asks question on std.out and reports whether the answer read from
+// std.in is yes. End of input counts as no.
+func confirm(std *stdio, question string) bool {
+	fmt.Fprint(std.out, question)
+	line, err := bufio.NewReader(std.in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(std.out)
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

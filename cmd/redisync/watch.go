@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// runWatch is "redisync watch [--count N] [--duration D] [PATTERN]": it
+// prints lock events until interrupted, N events were printed, or D passed.
+//
+// Releases come from the locks' own Pub/Sub channels, so they are seen on any
+// server. Acquisitions, expiries and renewals are only visible through
+// keyspace notifications, which watch uses when the server has them on; it
+// never changes the server's configuration.
+func runWatch(ctx context.Context, std *stdio, args []string) error {
+	fs := newFlagSet(std, "watch", "watch [--count N] [--duration D] [--renewals] [connection flags] [PATTERN]")
+	var cf connFlags
+	cf.register(fs)
+	count := fs.Int("count", 0, "stop after `N` events (0: no limit)")
+	duration := fs.Duration("duration", 0, "stop after `D`, such as 30s (0: no limit)")
+	renewals := fs.Bool("renewals", false, "also print lease renewals (needs keyspace notifications)")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	pattern := "*"
+	switch len(rest) {
+	case 0:
+	case 1:
+		pattern = rest[0]
+	default:
+		return usagef("want at most one PATTERN, got %d arguments", len(rest))
+	}
+	match, err := globMatcher(pattern)
+	if err != nil {
+		return usagef("bad PATTERN %q: %v", pattern, err)
+	}
+	if *count < 0 || *duration < 0 {
+		return usagef("--count and --duration must not be negative")
+	}
+	opt, err := cf.options()
+	if err != nil {
+		return err
+	}
+	rc, err := dial(ctx, opt)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if *duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	w := &watcher{out: std, match: match, limit: *count, renewals: *renewals, stop: cancel, known: map[string]bool{}}
+	subs, notes := watchPlan(ctx, rc, opt.SelectDB, pattern, literalPattern(pattern))
+	for _, n := range notes {
+		fmt.Fprintln(std.out, "# "+n)
+	}
+	return w.run(ctx, subs, pattern)
+}
+
+// A subscription is one Receive: a client (one node on a cluster) and a
+// subscribe command with its number of channels or patterns.
+type subscription struct {
+	rc    rueidis.Client
+	cmd   rueidis.Completed
+	count int
+}
+
+// lockChannels are the Pub/Sub channel prefixes whose messages watch
+// reports, with the primitive and a describer of the messages. Each
+// primitive adds its channel here (RWMutex: "redisson_rwlock", where "1" is a
+// write release waking all readers; FairMutex and Semaphore: their own).
+var lockChannels = []struct {
+	prefix   string
+	describe func(message string) string
+}{
+	{prefix: mutexChannelPrefix, describe: func(msg string) string {
+		if msg == "0" {
+			return "release"
+		}
+		return fmt.Sprintf("message %q", msg)
+	}},
+}
+
+// watchPlan chooses the subscriptions: the lock channels (PSUBSCRIBE; on a
+// cluster, whose locks publish with SPUBLISH, which has no pattern form, an
+// SSUBSCRIBE of one lock's channel when PATTERN names one lock) and, where
+// enabled, keyspace notifications (on a cluster, on every node). It also
+// returns notes for the operator on what cannot be seen.
+func watchPlan(ctx context.Context, rc rueidis.Client, db int, pattern string, literal bool) (subs []subscription, notes []string) {
+	cluster := rc.Mode() == rueidis.ClientModeCluster
+	var channels []string
+	for _, lc := range lockChannels {
+		if cluster {
+			if literal {
+				channels = append(channels, auxName(lc.prefix, pattern))
+			}
+		} else {
+			channels = append(channels, lc.prefix+":*")
+		}
+	}
+	switch {
+	case cluster && len(channels) > 0:
+		subs = append(subs, subscription{rc: rc, cmd: rc.B().Ssubscribe().Channel(channels...).Build(), count: len(channels)})
+	case cluster:
+		notes = append(notes, "releases are not shown: on a cluster locks publish with sharded Pub/Sub, which has no pattern subscription; give one lock NAME to see its releases")
+	default:
+		subs = append(subs, subscription{rc: rc, cmd: rc.B().Psubscribe().Pattern(channels...).Build(), count: len(channels)})
+	}
+	nodes := map[string]rueidis.Client{"": rc}
+	if cluster {
+		nodes = rc.Nodes()
+	}
+	for addr, node := range nodes {
+		setting, on := keyspaceSetting(ctx, node)
+		if !on {
+			where := ""
+			if addr != "" {
+				where = " on " + addr
+			}
+			notes = append(notes, fmt.Sprintf("keyspace notifications are off%s (notify-keyspace-events=%q): acquisitions and expiries are not shown; enable them with CONFIG SET notify-keyspace-events Khgx", where, setting))
+			continue
+		}
+		ks := fmt.Sprintf("__keyspace@%d__:*", db)
+		subs = append(subs, subscription{rc: node, cmd: node.B().Psubscribe().Pattern(ks).Build(), count: 1})
+	}
+	return subs, notes
+}
+
+// keyspaceSetting reads notify-keyspace-events and reports whether keyspace
+// events for hashes, generic commands and expiries are all on. A server that
+// refuses CONFIG GET (managed services, miniredis) counts as off.
+func keyspaceSetting(ctx context.Context, rc rueidis.Client) (string, bool) {
+	m, err := rc.Do(ctx, rc.B().ConfigGet().Parameter("notify-keyspace-events").Build()).AsStrMap()
+	if err != nil {
+		return "unknown: " + err.Error(), false
+	}
+	v := m["notify-keyspace-events"]
+	if !strings.Contains(v, "K") {
+		return v, false
+	}
+	if strings.Contains(v, "A") {
+		return v, true
+	}
+	return v, strings.Contains(v, "h") && strings.Contains(v, "g") && strings.Contains(v, "x")
+}
+
+// A watcher turns messages into event lines.
+type watcher struct {
+	out      *stdio
+	match    func(string) bool
+	limit    int
+	renewals bool
+	stop     context.CancelFunc
+
+	mu      sync.Mutex
+	printed int
+	ready   bool
+	known   map[string]bool // keys seen acquired, whose expiry is a lock's
+}
+
+// run subscribes, prints a header once every subscription is confirmed, and
+// prints events until ctx ends. A resubscription after a reconnect is noted,
+// since events in between are lost.
+func (w *watcher) run(ctx context.Context, subs []subscription, pattern string) error {
+	if len(subs) == 0 {
+		return errors.New("nothing to watch")
+	}
+	total := 0
+	for _, s := range subs {
+		total += s.count
+	}
+	var confirmed int
+	hook := func(s rueidis.PubSubSubscription) {
+		if !strings.HasSuffix(s.Kind, "subscribe") || strings.HasSuffix(s.Kind, "unsubscribe") {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if confirmed++; confirmed == total {
+			w.ready = true
+			fmt.Fprintf(w.out.out, "# watching locks matching %q; Ctrl-C to stop\n", pattern)
+		} else if confirmed > total {
+			fmt.Fprintf(w.out.out, "# resubscribed to %s (events in between are lost)\n", s.Channel)
+		}
+	}
+	errs := make(chan error, len(subs))
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		wg.Go(func() {
+			errs <- s.rc.Receive(rueidis.WithOnSubscriptionHook(ctx, hook), s.cmd, w.handle)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("subscription ended: %w", err)
+		}
+	}
+	return nil
+}
+
+// handle classifies one message and prints it if it is a lock event.
+func (w *watcher) handle(msg rueidis.PubSubMessage) {
+	if key, ok := strings.CutPrefix(msg.Channel, "__keyspace@"); ok {
+		if _, key, ok = strings.Cut(key, "__:"); ok {
+			w.keyspace(key, msg.Message)
+		}
+		return
+	}
+	for _, lc := range lockChannels {
+		if rest, ok := strings.CutPrefix(msg.Channel, lc.prefix+":"); ok {
+			w.emit(lc.describe(msg.Message), nameFromAux(rest), "")
+			return
+		}
+	}
+}
+
+// keyspace handles a keyspace notification: event happened to key.
+// Auxiliary keys (latches, counters, named redisson_* or redisync_*) are
+// skipped. A hash write is reported as an acquisition: narrow PATTERN to
+// lock names if other hashes match it.
+func (w *watcher) keyspace(key, event string) {
+	if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") {
+		return
+	}
+	switch event {
+	case "hset", "hincrby":
+		w.mu.Lock()
+		w.known[key] = true
+		w.mu.Unlock()
+		w.emit("acquire", key, "")
+	case "expire":
+		if w.renewals {
+			w.emit("renew", key, "")
+		}
+	case "expired":
+		w.mu.Lock()
+		known := w.known[key]
+		delete(w.known, key)
+		w.mu.Unlock()
+		if known {
+			w.emit("expire", key, "lease ran out: its holder stopped renewing")
+		}
+	case "del":
+		w.mu.Lock()
+		delete(w.known, key) // its release arrives on the lock's channel
+		w.mu.Unlock()
+	}
+}
+
+// emit prints one event line if name matches, and stops the watch once
+// --count events have been printed.
+func (w *watcher) emit(event, name, detail string) {
+	if !w.match(name) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.limit > 0 && w.printed >= w.limit {
+		return
+	}
+	line := fmt.Sprintf("%s  %-8s %s", time.Now().Format("15:04:05.000"), event, name)
+	if detail != "" {
+		line += "  (" + detail + ")"
+	}
+	fmt.Fprintln(w.out.out, line)
+	if w.printed++; w.limit > 0 && w.printed >= w.limit {
+		w.stop()
+	}
+}
