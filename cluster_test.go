@@ -29,18 +29,6 @@ func namesOnEveryMaster(t *testing.T, tg *redistest.Target, prefix string, perMa
 	return names
 }
 
-func TestClusterMutexHammer(t *testing.T) {
-	tg := clusterTarget(t)
-	start := time.Now()
-	hammer(t, tg, namesOnEveryMaster(t, tg, t.Name(), 1), 4, 8, 200)
-	t.Logf("6400 critical sections over 3 names on 3 masters in %v", time.Since(start))
-}
-
-func TestClusterMutexCrashedHolderExpires(t *testing.T) {
-	tg := clusterTarget(t)
-	crash(t, tg, namesOnEveryMaster(t, tg, t.Name(), 1))
-}
-
 func TestClusterHashTaggedNames(t *testing.T) {
 	tg := clusterTarget(t)
 	hammer(t, tg, []string{"{" + t.Name() + "}:a", "x{" + t.Name() + "}y"}, 2, 4, 50)
@@ -69,6 +57,16 @@ func TestClusterMutexWakeupByShardedPubSub(t *testing.T) {
 				rc.B().PubsubShardnumsub().Channel(channel).Build()).AsIntMap()
 			return err == nil && n[channel] == 1
 		}, hang, 10*time.Millisecond, "no shard subscription on the slot's node %s", owner)
+		for addr, node := range rc.Nodes() {
+			shard, err := node.Do(context.Background(), node.B().PubsubShardnumsub().Channel(channel).Build()).AsIntMap()
+			require.NoError(t, err)
+			plain, err := node.Do(context.Background(), node.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+			require.NoError(t, err)
+			assert.Zero(t, plain[channel], "a plain subscription on %s", addr)
+			if addr != owner {
+				assert.Zero(t, shard[channel], "a shard subscription on %s, which does not own the slot", addr)
+			}
+		}
 		released := time.Now()
 		h.Unlock()
 		handoff := (<-got).Sub(released)

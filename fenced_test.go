@@ -80,14 +80,18 @@ func fencedHammer(t *testing.T, tg *redistest.Target, name string, clients, goro
 	return grants
 }
 
-func TestFencedMutexTokensIncrease(t *testing.T) {
-	grants := fencedHammer(t, standalone, t.Name(), 4, 8, 200)
+func TestFencedMutexTokensIncrease(t *testing.T) { forEachTopology(t, testFencedMutexTokensIncrease) }
+
+func testFencedMutexTokensIncrease(t *testing.T, tg *redistest.Target) {
+	grants := fencedHammer(t, tg, t.Name(), 4, 8, 200)
 	require.Len(t, grants, 4*8*200)
 	checkGrants(t, grants)
 }
 
-func TestFencedMutexTokenLifecycle(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestFencedMutexTokenLifecycle(t *testing.T) { forEachTopology(t, testFencedMutexTokenLifecycle) }
+
+func testFencedMutexTokenLifecycle(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	fm := c.NewFencedMutex(t.Name())
 	assert.Zero(t, fm.Token(), "not held")
 	owner := redisync.WithOwner(context.Background())
@@ -154,8 +158,12 @@ func TestFencedMutexTokensSurviveLoss(t *testing.T) {
 // A holder whose fixed lease ran out while it slept writes through the fence
 // after the next holder did: its write is rejected, the new holder's stands.
 func TestFencedMutexStaleHolderIsFenced(t *testing.T) {
-	a, _ := newClient(t, standalone)
-	b, _ := newClient(t, standalone)
+	forEachTopology(t, testFencedMutexStaleHolderIsFenced)
+}
+
+func testFencedMutexStaleHolderIsFenced(t *testing.T, tg *redistest.Target) {
+	a, _ := newClient(t, tg)
+	b, _ := newClient(t, tg)
 	ctx := context.Background()
 	slow := a.NewFencedMutex(t.Name(), redisync.WithLease(300*time.Millisecond))
 	staleToken, err := slow.LockToken(ctx)
@@ -227,11 +235,4 @@ func TestFencedMutexRedissonInterop(t *testing.T) {
 	assert.EqualValues(t, -1, java(), "a lock held by the Go handle excludes the Java stand-in")
 	fm.Unlock()
 	assert.Positive(t, java())
-}
-
-func TestClusterFencedMutex(t *testing.T) {
-	tg := clusterTarget(t)
-	for _, name := range namesOnEveryMaster(t, tg, t.Name(), 1) {
-		checkGrants(t, fencedHammer(t, tg, name, 2, 4, 50))
-	}
 }

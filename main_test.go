@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +20,7 @@ import (
 )
 
 // standalone is the server most tests use; cluster starts on first use.
-var (
-	standalone *redistest.Target
-
-	clusterOnce sync.Once
-	cluster     *redistest.Target
-	clusterErr  error
-)
+var standalone *redistest.Target
 
 // Environment of a child process started by startChild.
 const (
@@ -49,24 +42,8 @@ func TestMain(m *testing.M) {
 		},
 		func() {
 			_ = standalone.Stop()
-			if cluster != nil {
-				_ = cluster.Stop()
-			}
+			stopTopologies()
 		}))
-}
-
-// clusterTarget returns the shared 3-master cluster, skipping the test when
-// there is no redis-server binary (unless REDISYNC_REQUIRE_SERVER=1).
-func clusterTarget(t *testing.T) *redistest.Target {
-	t.Helper()
-	clusterOnce.Do(func() { cluster, clusterErr = redistest.StartClusterTarget(3) })
-	if clusterErr != nil {
-		if !redistest.RequireServer() {
-			t.Skip(clusterErr.Error())
-		}
-		t.Fatal(clusterErr)
-	}
-	return cluster
 }
 
 // requireReal skips a test that needs what miniredis does not emulate.
@@ -115,16 +92,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 // lock instead of a Mutex.
 func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration, env ...string) *exec.Cmd {
 	t.Helper()
-	mode := "standalone"
-	switch {
-	case tg.Mini != nil:
-		mode = "mini"
-	case tg.Cluster != nil:
-		mode = "cluster"
-	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
-		childMode+"="+mode, childLeaseE+"="+watchdog.String())
+		childMode+"="+childModeOf(tg), childLeaseE+"="+watchdog.String())
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -141,12 +111,28 @@ func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.D
 	return cmd
 }
 
+// childModeOf names tg's kind for a child process.
+func childModeOf(tg *redistest.Target) string {
+	switch {
+	case tg.Mini != nil:
+		return "mini"
+	case tg.Cluster != nil:
+		return "cluster"
+	case tg.Sentinel != nil:
+		return "sentinel"
+	}
+	return "standalone"
+}
+
 // runChild is the body of a child process: hold the lock until killed.
 func runChild(name string) int {
 	addrs := strings.Split(os.Getenv(childAddrs), ",")
 	tg := &redistest.Target{Addrs: addrs}
-	if os.Getenv(childMode) == "cluster" {
+	switch os.Getenv(childMode) {
+	case "cluster":
 		tg.Cluster = &redistest.Cluster{Addrs: addrs}
+	case "sentinel":
+		tg.Sentinel = &redistest.SentinelSet{Addrs: addrs}
 	}
 	opt := tg.ClientOption()
 	opt.AlwaysRESP2 = os.Getenv(childMode) == "mini"

@@ -21,8 +21,10 @@ import (
 // hang bounds waits that should end long before it; it only catches hangs.
 const hang = 10 * time.Second
 
-func TestMutexLockUnlock(t *testing.T) {
-	c, rc := newClient(t, standalone)
+func TestMutexLockUnlock(t *testing.T) { forEachTopology(t, testMutexLockUnlock) }
+
+func testMutexLockUnlock(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	m := c.NewMutex(t.Name())
 	m.Lock()
@@ -97,22 +99,30 @@ func hammer(t *testing.T, tg *redistest.Target, names []string, clients, gorouti
 	assert.EqualValues(t, clients*goroutines*rounds, total.Load())
 }
 
-func TestMutexHammerOneName(t *testing.T) {
+func TestMutexHammerOneName(t *testing.T) { forEachTopology(t, testMutexHammerOneName) }
+
+func testMutexHammerOneName(t *testing.T, tg *redistest.Target) {
 	start := time.Now()
-	hammer(t, standalone, []string{t.Name()}, 4, 8, 200)
+	hammer(t, tg, spread(t, tg, t.Name()), 4, 8, 200)
 	t.Logf("6400 critical sections on one name in %v", time.Since(start))
 }
 
-func TestMutexHammerDistinctNames(t *testing.T) {
+func TestMutexHammerDistinctNames(t *testing.T) { forEachTopology(t, testMutexHammerDistinctNames) }
+
+func testMutexHammerDistinctNames(t *testing.T, tg *redistest.Target) {
 	names := make([]string, 8)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", t.Name(), i)
 	}
-	hammer(t, standalone, names, 4, 8, 200)
+	hammer(t, tg, names, 4, 8, 200)
 }
 
 func TestMutexSecondLockOnHandleWaits(t *testing.T) {
-	c, _ := newClient(t, standalone)
+	forEachTopology(t, testMutexSecondLockOnHandleWaits)
+}
+
+func testMutexSecondLockOnHandleWaits(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	m.Lock()
 	acquired := make(chan struct{})
@@ -134,8 +144,10 @@ func TestMutexSecondLockOnHandleWaits(t *testing.T) {
 	m.Unlock() // sync semantics: any goroutine may unlock
 }
 
-func TestMutexReentrantOwner(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestMutexReentrantOwner(t *testing.T) { forEachTopology(t, testMutexReentrantOwner) }
+
+func testMutexReentrantOwner(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	owner := redisync.WithOwner(context.Background())
 	for range 2 {
@@ -171,8 +183,10 @@ func TestMutexReentrantOwner(t *testing.T) {
 	require.NoError(t, m.UnlockContext(other))
 }
 
-func TestMutexWatchdogRenews(t *testing.T) {
-	c, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
+func TestMutexWatchdogRenews(t *testing.T) { forEachTopology(t, testMutexWatchdogRenews) }
+
+func testMutexWatchdogRenews(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	m := c.NewMutex(t.Name())
 	m.Lock()
 	lowest := time.Hour
@@ -188,8 +202,10 @@ func TestMutexWatchdogRenews(t *testing.T) {
 	m.Unlock()
 }
 
-func TestMutexFixedLeaseExpires(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestMutexFixedLeaseExpires(t *testing.T) { forEachTopology(t, testMutexFixedLeaseExpires) }
+
+func testMutexFixedLeaseExpires(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name(), redisync.WithLease(500*time.Millisecond))
 	m.Lock()
 	ttl, err := m.TTL(context.Background())
@@ -208,12 +224,14 @@ func TestMutexFixedLeaseExpires(t *testing.T) {
 		return err == nil && !locked
 	}, hang, 5*time.Millisecond, "a fixed lease is not renewed")
 	assert.NotPanics(t, m.Unlock, "Unlock of an expired hold")
-	other, _ := newClient(t, standalone)
+	other, _ := newClient(t, tg)
 	assert.True(t, other.NewMutex(t.Name()).TryLock())
 }
 
-func TestMutexLossIsReported(t *testing.T) {
-	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
+func TestMutexLossIsReported(t *testing.T) { forEachTopology(t, testMutexLossIsReported) }
+
+func testMutexLossIsReported(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	m := c.NewMutex(t.Name())
 	m.Lock()
 	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(t.Name()).Build()).Error())
@@ -231,8 +249,10 @@ func TestMutexLossIsReported(t *testing.T) {
 	m.Unlock()
 }
 
-func TestMutexCrashedHolderExpires(t *testing.T) {
-	crash(t, standalone, []string{t.Name()})
+func TestMutexCrashedHolderExpires(t *testing.T) { forEachTopology(t, testMutexCrashedHolderExpires) }
+
+func testMutexCrashedHolderExpires(t *testing.T, tg *redistest.Target) {
+	crash(t, tg, spread(t, tg, t.Name()))
 }
 
 // crash has child processes take names with a 1 s watchdog lease, kills them
@@ -277,9 +297,11 @@ func crash(t *testing.T, tg *redistest.Target, names []string) {
 	}
 }
 
-func TestMutexWakeupByPubSub(t *testing.T) {
-	holder, _ := newClient(t, standalone)
-	waiter, _ := newClient(t, standalone) // another Client: only Pub/Sub can wake it
+func TestMutexWakeupByPubSub(t *testing.T) { forEachTopology(t, testMutexWakeupByPubSub) }
+
+func testMutexWakeupByPubSub(t *testing.T, tg *redistest.Target) {
+	holder, _ := newClient(t, tg)
+	waiter, _ := newClient(t, tg) // another Client: only Pub/Sub can wake it
 	h := holder.NewMutex(t.Name())
 	h.Lock()
 	got := make(chan time.Time, 1)
@@ -303,11 +325,13 @@ func TestMutexWakeupByPubSub(t *testing.T) {
 	assert.Less(t, handoff, 2*time.Second)
 }
 
-func TestMutexWakeupSurvivesFaults(t *testing.T) {
-	requireReal(t, standalone, "CLIENT KILL")
+func TestMutexWakeupSurvivesFaults(t *testing.T) { forEachTopology(t, testMutexWakeupSurvivesFaults) }
+
+func testMutexWakeupSurvivesFaults(t *testing.T, tg *redistest.Target) {
+	requireReal(t, tg, "CLIENT KILL")
 	faults := map[string]func(t *testing.T, rc rueidis.Client){
 		"CLIENT KILL TYPE pubsub": func(t *testing.T, _ rueidis.Client) {
-			require.Positive(t, redistest.KillSubscribers(t, standalone))
+			require.Positive(t, redistest.KillSubscribers(t, tg))
 		},
 		"script flush": func(t *testing.T, rc rueidis.Client) {
 			require.NoError(t, rc.Do(context.Background(), rc.B().ScriptFlush().Build()).Error())
@@ -315,8 +339,8 @@ func TestMutexWakeupSurvivesFaults(t *testing.T) {
 	}
 	for name, fault := range faults {
 		t.Run(name, func(t *testing.T) {
-			holder, _ := newClient(t, standalone)
-			waiter, rc := newClient(t, standalone)
+			holder, _ := newClient(t, tg)
+			waiter, rc := newClient(t, tg)
 			h := holder.NewMutex(t.Name())
 			h.Lock()
 			errs := make(chan error, 1)
@@ -348,9 +372,11 @@ func TestMutexWakeupSurvivesFaults(t *testing.T) {
 	}
 }
 
-func TestMutexCancelLeavesNothing(t *testing.T) {
-	holder, _ := newClient(t, standalone)
-	waiter, rc := newClient(t, standalone)
+func TestMutexCancelLeavesNothing(t *testing.T) { forEachTopology(t, testMutexCancelLeavesNothing) }
+
+func testMutexCancelLeavesNothing(t *testing.T, tg *redistest.Target) {
+	holder, _ := newClient(t, tg)
+	waiter, _ := newClient(t, tg)
 	h := holder.NewMutex(t.Name())
 	h.Lock()
 	defer h.Unlock()
@@ -369,10 +395,8 @@ func TestMutexCancelLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "no hold left by the cancelled waiter")
 	channel := keys.Aux(keys.MutexChannelPrefix, t.Name())
-	assert.Eventually(t, func() bool {
-		subs, err := rc.Do(context.Background(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
-		return err == nil && subs[channel] == 0
-	}, hang, 10*time.Millisecond, "PUBSUB NUMSUB stays above 0 after the last waiter left")
+	assert.Eventually(t, func() bool { return subscribers(t, tg, channel) == 0 },
+		hang, 10*time.Millisecond, "PUBSUB NUMSUB stays above 0 after the last waiter left")
 	select {
 	case <-w.Done():
 	default:
@@ -380,14 +404,16 @@ func TestMutexCancelLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestMutexMisuse(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestMutexMisuse(t *testing.T) { forEachTopology(t, testMutexMisuse) }
+
+func testMutexMisuse(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", m.Unlock)
 	assert.ErrorIs(t, m.UnlockContext(context.Background()), redisync.ErrNotHeld)
 
 	m.Lock()
-	other, _ := newClient(t, standalone)
+	other, _ := newClient(t, tg)
 	intruder := other.NewMutex(t.Name())
 	assert.ErrorIs(t, intruder.UnlockContext(context.Background()), redisync.ErrNotHeld)
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", intruder.Unlock)
@@ -405,9 +431,11 @@ func TestMutexMisuse(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestMutexForceUnlock(t *testing.T) {
-	holder, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	admin, _ := newClient(t, standalone)
+func TestMutexForceUnlock(t *testing.T) { forEachTopology(t, testMutexForceUnlock) }
+
+func testMutexForceUnlock(t *testing.T, tg *redistest.Target) {
+	holder, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
+	admin, _ := newClient(t, tg)
 	h := holder.NewMutex(t.Name())
 	h.Lock()
 	ok, err := admin.NewMutex(t.Name()).ForceUnlock(context.Background())
@@ -425,11 +453,13 @@ func TestMutexForceUnlock(t *testing.T) {
 	h.Unlock()
 }
 
-func TestClientClose(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestClientClose(t *testing.T) { forEachTopology(t, testClientClose) }
+
+func testClientClose(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	m.Lock()
-	other, _ := newClient(t, standalone)
+	other, _ := newClient(t, tg)
 	waiting := make(chan error, 1)
 	w := other.NewMutex(t.Name())
 	go func() { waiting <- w.LockContext(context.Background()) }()
@@ -439,7 +469,7 @@ func TestClientClose(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, m.Err(), redisync.ErrClosed)
 	assert.NotPanics(t, m.Unlock)
-	assert.PanicsWithValue(t, `redisync: Lock of "TestClientClose" on a closed Client`, m.Lock)
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of %q on a closed Client", t.Name()), m.Lock)
 	ok, err := m.TryLockContext(context.Background())
 	assert.False(t, ok)
 	assert.True(t, errors.Is(err, redisync.ErrClosed))

@@ -70,23 +70,20 @@ func rwHammer(t *testing.T, tg *redistest.Target, name string, clients, goroutin
 	return mostClients.Load()
 }
 
-func TestRWMutexHammer(t *testing.T) {
+func TestRWMutexHammer(t *testing.T) { forEachTopology(t, testRWMutexHammer) }
+
+func testRWMutexHammer(t *testing.T, tg *redistest.Target) {
 	start := time.Now()
-	most := rwHammer(t, standalone, t.Name(), 4, 8, 40)
+	most := rwHammer(t, tg, t.Name(), 4, 8, 40)
 	t.Logf("4 Clients x 8 goroutines x 40 rounds in %v; readers of %d Clients inside at once", time.Since(start), most)
 	assert.GreaterOrEqual(t, most, int32(3), "readers of 3 Clients were never inside together")
 }
 
-func TestClusterRWMutexHammer(t *testing.T) {
-	tg := clusterTarget(t)
-	for _, name := range namesOnEveryMaster(t, tg, t.Name(), 1) {
-		assert.GreaterOrEqual(t, rwHammer(t, tg, name, 3, 4, 15), int32(2))
-	}
-}
-
 // A writer that waits holds new readers back: with readers re-locking
 // continuously, it gets the lock once the readers inside have left.
-func TestRWMutexWriterPreference(t *testing.T) {
+func TestRWMutexWriterPreference(t *testing.T) { forEachTopology(t, testRWMutexWriterPreference) }
+
+func testRWMutexWriterPreference(t *testing.T, tg *redistest.Target) {
 	const readHold = 5 * time.Millisecond
 	stop := make(chan struct{})
 	type read struct{ began, got time.Time }
@@ -94,7 +91,7 @@ func TestRWMutexWriterPreference(t *testing.T) {
 	var reads []read
 	var wg sync.WaitGroup
 	for range 2 {
-		c, _ := newClient(t, standalone)
+		c, _ := newClient(t, tg)
 		for range 3 {
 			rw := c.NewRWMutex(t.Name())
 			wg.Go(func() {
@@ -117,7 +114,7 @@ func TestRWMutexWriterPreference(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // readers overlapping all the time
-	wc, _ := newClient(t, standalone)
+	wc, _ := newClient(t, tg)
 	writer := wc.NewRWMutex(t.Name())
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -142,11 +139,13 @@ func TestRWMutexWriterPreference(t *testing.T) {
 	}
 }
 
-func TestRWMutexCrashedReader(t *testing.T) {
+func TestRWMutexCrashedReader(t *testing.T) { forEachTopology(t, testRWMutexCrashedReader) }
+
+func testRWMutexCrashedReader(t *testing.T, tg *redistest.Target) {
 	const lease = time.Second
 	name := t.Name()
-	child := startChild(t, standalone, name, lease, childRW+"=read")
-	c, _ := newClient(t, standalone)
+	child := startChild(t, tg, name, lease, childRW+"=read")
+	c, _ := newClient(t, tg)
 	b := c.NewRWMutex(name)
 	b.RLock()
 	require.NoError(t, child.Process.Kill())
@@ -162,9 +161,11 @@ func TestRWMutexCrashedReader(t *testing.T) {
 	w.Unlock()
 }
 
-func TestRWMutexDowngradeAndUpgrade(t *testing.T) {
-	c, _ := newClient(t, standalone)
-	other, _ := newClient(t, standalone)
+func TestRWMutexDowngradeAndUpgrade(t *testing.T) { forEachTopology(t, testRWMutexDowngradeAndUpgrade) }
+
+func testRWMutexDowngradeAndUpgrade(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
+	other, _ := newClient(t, tg)
 	rw := c.NewRWMutex(t.Name())
 	owner := redisync.WithOwner(context.Background())
 	require.NoError(t, rw.LockContext(owner))
@@ -183,12 +184,14 @@ func TestRWMutexDowngradeAndUpgrade(t *testing.T) {
 	writer.Unlock()
 
 	rw.RLock()
-	assert.PanicsWithValue(t, `redisync: Lock of RWMutex "TestRWMutexDowngradeAndUpgrade" while the handle holds its read lock (upgrade)`, rw.Lock)
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of RWMutex %q while the handle holds its read lock (upgrade)", t.Name()), rw.Lock)
 	rw.RUnlock()
 }
 
-func TestRWMutexMisuse(t *testing.T) {
-	c, rc := newClient(t, standalone)
+func TestRWMutexMisuse(t *testing.T) { forEachTopology(t, testRWMutexMisuse) }
+
+func testRWMutexMisuse(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	rw := c.NewRWMutex(t.Name())
 	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock)
 	assert.PanicsWithValue(t, "redisync: Unlock of unlocked RWMutex", rw.Unlock)
@@ -209,24 +212,20 @@ func TestRWMutexMisuse(t *testing.T) {
 // readers of three Clients all get in long before their timers (the writer's
 // 30 s lease) would have fired.
 func TestRWMutexWriteUnlockWakesAllReaders(t *testing.T) {
-	wc, rc := newClient(t, standalone)
+	forEachTopology(t, testRWMutexWriteUnlockWakesAllReaders)
+}
+
+func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redistest.Target) {
+	wc, rc := newClient(t, tg)
 	writer := wc.NewRWMutex(t.Name())
 	writer.Lock()
 	channel := keys.Aux(keys.RWChannelPrefix, t.Name())
 	messages := make(chan string, 10)
-	sub := newRueidis(t, standalone)
-	subCtx, stopSub := context.WithCancel(context.Background())
-	subDone := make(chan struct{})
-	go func() {
-		defer close(subDone)
-		_ = sub.Receive(subCtx, sub.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
-			messages <- m.Message
-		})
-	}()
+	stopSub := subscribe(t, newRueidis(t, tg), channel, func(m rueidis.PubSubMessage) { messages <- m.Message })
 	var got sync.WaitGroup
 	acquired := make(chan time.Time, 6)
 	for range 3 {
-		c, _ := newClient(t, standalone)
+		c, _ := newClient(t, tg)
 		for range 2 {
 			r := c.NewRWMutex(t.Name())
 			got.Go(func() {
@@ -246,7 +245,6 @@ func TestRWMutexWriteUnlockWakesAllReaders(t *testing.T) {
 		assert.Less(t, at.Sub(released), time.Second, "a reader was not woken by the write unlock")
 	}
 	stopSub()
-	<-subDone
 	close(messages)
 	var seen []string
 	for m := range messages {

@@ -18,13 +18,16 @@ const (
 	clusterFormTimeout = 20 * time.Second
 )
 
-// Cluster is a Redis Cluster of master-only nodes on loopback, each owning
-// one contiguous, evenly sized range of hash slots.
+// Cluster is a Redis Cluster on loopback: masters each owning one contiguous,
+// evenly sized range of hash slots, and optionally replicas.
 type Cluster struct {
-	// Nodes are the cluster's servers; node i owns the i-th slot range.
+	// Nodes are the cluster's masters as started; node i owned the i-th slot
+	// range at the start (a failover or a migration changes that).
 	Nodes []*Server
-	// Addrs are the nodes' addresses, in the same order as Nodes.
+	// Addrs are the masters' addresses, in the same order as Nodes.
 	Addrs []string
+	// Replicas are the replicas; Replicas[i] replicated Nodes[i] at the start.
+	Replicas []*Server
 }
 
 // StartCluster starts masters cluster nodes (at least one), splits the hash
@@ -37,12 +40,7 @@ func StartCluster(masters int) (*Cluster, error) {
 	}
 	c := &Cluster{}
 	for range masters {
-		// A short node timeout keeps failure detection quick in tests.
-		s, err := startServer(freeClusterPort, []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "2000",
-		})
+		s, err := startServer(freeClusterPort, clusterNodeArgs)
 		if err != nil {
 			return nil, errors.Join(err, c.Stop())
 		}
@@ -58,7 +56,7 @@ func StartCluster(masters int) (*Cluster, error) {
 // Stop stops every node and removes their directories.
 func (c *Cluster) Stop() error {
 	var errs []error
-	for _, s := range c.Nodes {
+	for _, s := range append(c.Nodes, c.Replicas...) {
 		errs = append(errs, s.Stop())
 	}
 	return errors.Join(errs...)

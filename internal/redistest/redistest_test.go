@@ -113,7 +113,7 @@ func TestStandalone(t *testing.T) {
 }
 
 func TestCluster(t *testing.T) {
-	tgt, err := redistest.StartClusterTarget(3)
+	tgt, err := redistest.StartClusterTarget(3, 0)
 	if errors.Is(err, redistest.ErrNoServer) && !redistest.RequireServer() {
 		t.Skip(err.Error())
 	}

@@ -42,6 +42,7 @@ type Server struct {
 	Dir string
 
 	bin  string    // redis-server binary
+	conf string    // config file given before all arguments (a sentinel's), or ""
 	args []string  // extra arguments, replayed by Restart
 	cmd  *exec.Cmd // running process, nil once stopped or killed
 }
@@ -56,6 +57,12 @@ func StartServer(args ...string) (*Server, error) {
 // startServer starts a server in a new temporary directory on a port chosen
 // by pick, choosing another port whenever the previous one was taken.
 func startServer(pick func() (int, error), args []string) (*Server, error) {
+	return startServerConf(pick, "", args)
+}
+
+// startServerConf is startServer for a server that reads the config file
+// named conf (written into its directory) before its arguments.
+func startServerConf(pick func() (int, error), conf string, args []string) (*Server, error) {
 	bin, err := ServerBinary()
 	if err != nil {
 		return nil, err
@@ -65,6 +72,13 @@ func startServer(pick func() (int, error), args []string) (*Server, error) {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	s := &Server{Dir: dir, bin: bin, args: append([]string(nil), args...)}
+	if conf != "" {
+		s.conf = filepath.Join(dir, "redis.conf")
+		if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+	}
 	for range startAttempts {
 		port, perr := pick()
 		if perr != nil {
@@ -153,6 +167,9 @@ func (s *Server) launch() error {
 		"--logfile", logPath,
 		"--protected-mode", "no",
 	}, s.args...)
+	if s.conf != "" {
+		argv = append([]string{s.conf}, argv...)
+	}
 
 	// An *os.File (not a pipe) keeps os/exec from starting copy goroutines.
 	stderr, err := os.Create(filepath.Join(s.Dir, stderrName))

@@ -19,6 +19,8 @@ type Target struct {
 	Server *Server
 	// Cluster is the real cluster, else nil.
 	Cluster *Cluster
+	// Sentinel is the real primary, replica and sentinels, else nil.
+	Sentinel *SentinelSet
 }
 
 // StartStandalone starts a real standalone redis-server if a binary is
@@ -46,21 +48,43 @@ func StartStandalone() (*Target, error) {
 	return &Target{Addrs: []string{s.Addr}, Server: s}, nil
 }
 
-// StartClusterTarget starts a real cluster of masters nodes. There is no
-// miniredis fallback for clusters: without a binary the error wraps
-// ErrNoServer, and callers should skip unless RequireServer is true.
-func StartClusterTarget(masters int) (*Target, error) {
+// StartClusterTarget starts a real cluster of masters nodes, with replicas
+// replicas each (0 or 1). There is no miniredis fallback for clusters:
+// without a binary the error wraps ErrNoServer, and callers should skip
+// unless RequireServer is true.
+func StartClusterTarget(masters, replicas int) (*Target, error) {
 	if _, err := ServerBinary(); err != nil {
 		if RequireServer() {
 			return nil, requireError(err)
 		}
 		return nil, err
 	}
-	c, err := StartCluster(masters)
+	start := StartCluster
+	if replicas > 0 {
+		start = StartClusterWithReplicas
+	}
+	c, err := start(masters)
 	if err != nil {
 		return nil, err
 	}
 	return &Target{Addrs: append([]string(nil), c.Addrs...), Cluster: c}, nil
+}
+
+// StartSentinelTarget starts a primary, a replica and three sentinels. As for
+// clusters there is no miniredis fallback: without a binary the error wraps
+// ErrNoServer.
+func StartSentinelTarget() (*Target, error) {
+	if _, err := ServerBinary(); err != nil {
+		if RequireServer() {
+			return nil, requireError(err)
+		}
+		return nil, err
+	}
+	ss, err := StartSentinelSet()
+	if err != nil {
+		return nil, err
+	}
+	return &Target{Addrs: append([]string(nil), ss.Addrs...), Sentinel: ss}, nil
 }
 
 // Real reports whether the target is a real redis-server rather than
@@ -82,6 +106,19 @@ func (t *Target) ClientOption() rueidis.ClientOption {
 			DisableCache:      true,
 			ForceSingleClient: true,
 			AlwaysRESP2:       true,
+		}
+	case t.Sentinel != nil:
+		// Clients find the primary through the sentinels; the periodic
+		// refresh recovers from a missed +switch-master event.
+		return rueidis.ClientOption{
+			InitAddress:      addrs,
+			DisableCache:     true,
+			AlwaysPipelining: true,
+			ConnWriteTimeout: 3 * time.Second,
+			Sentinel: rueidis.SentinelOption{
+				MasterSet:               MasterSet,
+				TopologyRefreshInterval: time.Second,
+			},
 		}
 	case t.Cluster != nil:
 		// Without ForceSingleClient rueidis detects cluster mode itself.
@@ -123,6 +160,9 @@ func (t *Target) Stop() error {
 	}
 	if t.Cluster != nil {
 		errs = append(errs, t.Cluster.Stop())
+	}
+	if t.Sentinel != nil {
+		errs = append(errs, t.Sentinel.Stop())
 	}
 	return errors.Join(errs...)
 }

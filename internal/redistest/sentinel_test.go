@@ -1,0 +1,94 @@
+package redistest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+func TestSentinelSet(t *testing.T) {
+	start := time.Now()
+	tg, err := redistest.StartSentinelTarget()
+	if err != nil {
+		if !redistest.RequireServer() {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	defer tg.Stop()
+	t.Logf("sentinel set ready in %v", time.Since(start))
+	rc, err := tg.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if rc.Mode() != rueidis.ClientModeSentinel {
+		t.Fatalf("mode %s", rc.Mode())
+	}
+	ctx := context.Background()
+	if err := rc.Do(ctx, rc.B().Set().Key("k").Value("before").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start = time.Now()
+	primary, err := tg.Sentinel.Failover(fctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failed over to %s in %v", primary, time.Since(start))
+	if primary != tg.Sentinel.Replica.Addr {
+		t.Fatalf("new primary %s, want the replica %s", primary, tg.Sentinel.Replica.Addr)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := rc.Do(ctx, rc.B().Set().Key("k").Value("after").Build()).Error()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("client did not follow the new primary: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestClusterWithReplicas(t *testing.T) {
+	if _, err := redistest.ServerBinary(); err != nil {
+		t.Skip(err)
+	}
+	start := time.Now()
+	c, err := redistest.StartClusterWithReplicas(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	t.Logf("3 masters + 3 replicas ready in %v", time.Since(start))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const slot = 100
+	before, err := c.MasterForSlot(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	after, err := c.Failover(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("slot %d: %s -> %s in %v", slot, before, after, time.Since(start))
+	if after == before {
+		t.Fatal("failover kept the master")
+	}
+	if err := c.MigrateSlot(ctx, slot, c.Addrs[2]); err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.MasterForSlot(ctx, slot)
+	if err != nil || now != c.Addrs[2] {
+		t.Fatalf("after migration slot %d is on %s (%v), want %s", slot, now, err, c.Addrs[2])
+	}
+}
