@@ -12,6 +12,8 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
+	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -72,13 +74,51 @@ func NewRunner(rc rueidis.Client) *Runner {
 	return &Runner{rc: rc}
 }
 
-// Exec runs one call: EVALSHA, then EVAL when the node does not know the script.
+// TransientRetry bounds how long Exec keeps resending a call that a node
+// refused for now: a failover in progress (READONLY, MASTERDOWN), a slot
+// being migrated (TRYAGAIN), a cluster or a server not ready (CLUSTERDOWN,
+// LOADING), a busy script (BUSY). Such a refusal means the call did not run,
+// so sending it again is safe whatever the call does.
+const TransientRetry = 2 * time.Second
+
+// Exec runs one call: EVALSHA, then EVAL when the node does not know the
+// script. A transient refusal is retried with backoff for up to
+// TransientRetry (or until ctx ends).
 func (r *Runner) Exec(ctx context.Context, call Call) rueidis.RedisResult {
-	res := r.rc.Do(ctx, r.command(call, true))
-	if isNoScript(res.Error()) {
-		res = r.rc.Do(ctx, r.command(call, false))
+	var deadline time.Time
+	for attempt := 1; ; attempt++ {
+		res := r.rc.Do(ctx, r.command(call, true))
+		if isNoScript(res.Error()) {
+			res = r.rc.Do(ctx, r.command(call, false))
+		}
+		if !Transient(res.Error()) {
+			return res
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(TransientRetry)
+		}
+		wait := min(time.Duration(attempt)*5*time.Millisecond, 100*time.Millisecond)
+		if time.Now().Add(wait).After(deadline) {
+			return res
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return res
+		}
 	}
-	return res
+}
+
+// Transient reports whether err is a node's refusal to run a call for now,
+// which means the call did not run (see TransientRetry).
+func Transient(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	msg := re.Error()
+	return re.IsTryAgain() || re.IsLoading() || re.IsClusterDown() ||
+		strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "BUSY ")
 }
 
 // ExecMulti runs calls pipelined together (rueidis splits them per node on a

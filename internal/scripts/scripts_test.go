@@ -2,6 +2,8 @@ package scripts_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -119,4 +121,47 @@ func TestRenewChecksOwner(t *testing.T) {
 	assert.LessOrEqual(t, pttl, int64(10000), "a renewal with the wrong owner must not extend the lock")
 	pttl, _ = rc.Do(ctx, rc.B().Pttl().Key("r1"+t.Name()).Build()).AsInt64()
 	assert.Greater(t, pttl, int64(50000))
+}
+
+func TestTransient(t *testing.T) {
+	_, rc := newRunner(t)
+	ctx := context.Background()
+	for msg, want := range map[string]bool{
+		"TRYAGAIN Multiple keys request during rehashing of slot":  true,
+		"READONLY You can't write against a read only replica.":    true,
+		"CLUSTERDOWN The cluster is down":                          true,
+		"LOADING Redis is loading the dataset in memory":           true,
+		"MASTERDOWN Link with MASTER is down":                      true,
+		"BUSY Redis is busy running a script.":                     true,
+		"WRONGTYPE Operation against a key holding the wrong kind": false,
+		"ERR unknown command":                                      false,
+	} {
+		err := rc.Do(ctx, rc.B().Eval().Script("return redis.error_reply(ARGV[1])").Numkeys(0).Arg(msg).Build()).Error()
+		require.Error(t, err)
+		assert.Equal(t, want, scripts.Transient(err), msg)
+	}
+	assert.False(t, scripts.Transient(context.Canceled))
+}
+
+// A refusal that means "not now" is retried until it passes.
+func TestExecRetriesTransientRefusals(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	key := t.Name()
+	// The script refuses with TRYAGAIN twice (counting in a key), then runs.
+	refuser := &scripts.Script{Name: "refuser", Source: `
+if redis.call('incr', KEYS[1]) <= 2 then return redis.error_reply('TRYAGAIN not yet') end
+return 'ran'`}
+	refuser.SHA1 = sha1hex(refuser.Source)
+	got, err := r.Exec(ctx, scripts.Call{Script: refuser, Keys: []string{key}}).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "ran", got)
+	n, err := rc.Do(ctx, rc.B().Get().Key(key).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n)
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
