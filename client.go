@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/go-redisync/redisync/internal/keys"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -101,6 +103,10 @@ func (c *Client) isClosed() bool {
 // wakes one; "1" (a write lock was released, so every reader may enter)
 // wakes all.
 func wakePolicy(channel, message string) notify.Wake {
+	if strings.HasPrefix(channel, keys.FairChannelPrefix+":") || strings.HasPrefix(channel, keys.SemChannelPrefix+":") {
+		// A FairMutex or Semaphore message is the id of the one waiter it is for.
+		return notify.Wake{Tag: message}
+	}
 	if message == "1" {
 		return notify.Wake{N: notify.WakeAll}
 	}

@@ -16,8 +16,9 @@ import (
 
 // contention keeps clients x goroutines locking name (a FencedMutex, so that
 // tokens can be checked too) until stop is called, which returns the number
-// of critical sections, the most holders seen at once and the grants.
-func contention(t *testing.T, tg *redistest.Target, name string, clients, goroutines int) (stop func() (ops int64, worst int32, grants []grant)) {
+// of critical sections, the most holders seen at once and the grants;
+// opsSoFar counts the critical sections while it runs.
+func contention(t *testing.T, tg *redistest.Target, name string, clients, goroutines int) (stop func() (ops int64, worst int32, grants []grant), opsSoFar func() int64) {
 	var inside, most atomic.Int32
 	var ops atomic.Int64
 	var mu sync.Mutex
@@ -62,7 +63,7 @@ func contention(t *testing.T, tg *redistest.Target, name string, clients, gorout
 		close(done)
 		wg.Wait()
 		return ops.Load(), most.Load(), all
-	}
+	}, ops.Load
 }
 
 // shardSubscribers returns the shard subscriptions of channel on the node at addr.
@@ -91,7 +92,7 @@ func TestClusterFailoverUnderContention(t *testing.T) {
 	channel := keys.Aux(keys.MutexChannelPrefix, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stop := contention(t, tg, name, 3, 4)
+	stop, opsSoFar := contention(t, tg, name, 3, 4)
 	const failovers = 2
 	for i := range failovers {
 		time.Sleep(500 * time.Millisecond)
@@ -99,8 +100,15 @@ func TestClusterFailoverUnderContention(t *testing.T) {
 		after, err := tg.Cluster.Failover(ctx, slot)
 		require.NoError(t, err)
 		t.Logf("failover %d: slot %d moved from %s to %s", i+1, slot, before, after)
-		assert.Eventually(t, func() bool { return shardSubscribers(t, tg, after, channel) > 0 },
-			hang, 20*time.Millisecond, "the waiters' subscription did not move to %s", after)
+		// Messages published in a shard reach its replicas too, so a
+		// subscription left on the demoted node (now the new owner's replica)
+		// still wakes the waiters; one on any other node would not.
+		assert.Eventually(t, func() bool {
+			return shardSubscribers(t, tg, after, channel)+shardSubscribers(t, tg, before, channel) > 0
+		}, hang, 20*time.Millisecond, "the waiters' subscription is not in the shard of %s", after)
+		opsBefore := opsSoFar()
+		time.Sleep(500 * time.Millisecond)
+		assert.Greater(t, opsSoFar()-opsBefore, int64(10), "the waiters stalled after failover %d", i+1)
 	}
 	time.Sleep(500 * time.Millisecond) // the waiters carry on after the last one
 	ops, worst, grants := stop()
@@ -123,7 +131,7 @@ func TestSentinelFailoverUnderContention(t *testing.T) {
 	defer tg.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stop := contention(t, tg, t.Name(), 3, 4)
+	stop, _ := contention(t, tg, t.Name(), 3, 4)
 	time.Sleep(500 * time.Millisecond)
 	primary, err := tg.Sentinel.Failover(ctx)
 	require.NoError(t, err)
@@ -162,7 +170,7 @@ func TestClusterSlotMigrationUnderContention(t *testing.T) {
 	channel := keys.Aux(keys.MutexChannelPrefix, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stop := contention(t, tg, name, 3, 4)
+	stop, _ := contention(t, tg, name, 3, 4)
 	const migrations = 2
 	for i := range migrations {
 		time.Sleep(500 * time.Millisecond)

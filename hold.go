@@ -22,6 +22,8 @@ type holdKind uint8
 const (
 	exclusive holdKind = iota // Mutex, FencedMutex, a write lock
 	shared                    // a read lock
+	fair                      // FairMutex (its holdKey.name is the lock key)
+	semaphore                 // Semaphore (name: its holders key; owner: the handle)
 )
 
 // A hold is the local record of one owner's hold on one lock. The Client's

@@ -147,6 +147,9 @@ func runChild(name string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
+	if kind := os.Getenv(childKind); kind != "" {
+		return runQueuedChild(c, kind, name) // FairMutex and Semaphore children
+	}
 	lock := c.NewMutex(name).LockContext
 	if os.Getenv(childRW) == "read" {
 		lock = c.NewRWMutex(name).RLockContext

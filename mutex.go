@@ -39,7 +39,8 @@ type Mutex struct {
 	owner    uint64 // the handle's own owner
 	leaseMS  string
 
-	cur atomic.Pointer[term] // the hold this handle took last
+	cur  atomic.Pointer[term]   // the hold this handle took last
+	self atomic.Pointer[holdOp] // the handle's own owner's hold, built on first use
 }
 
 // NewMutex returns a handle on the mutex called name. Creating a handle

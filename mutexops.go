@@ -42,32 +42,66 @@ func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
 // whose outcome is unknown, releasing the lock if that attempt took it.
 func (a *mutexAcquirer) undo(ctx context.Context) { a.m.c.undoHold(ctx, a.m.op(a.owner)) }
 
-// op describes owner's hold on m.
+// op describes owner's hold on m. The handle's own owner's is built once.
 func (m *Mutex) op(owner uint64) *holdOp {
+	if owner == m.owner {
+		if op := m.self.Load(); op != nil {
+			return op
+		}
+		op := m.newOp(owner)
+		m.self.Store(op)
+		return op
+	}
+	return m.newOp(owner)
+}
+
+func (m *Mutex) newOp(owner uint64) *holdOp {
 	field := m.c.field(owner)
+	// The arguments of the common calls, made once per owner and shared by
+	// its calls and its leases (nobody writes them).
+	lockKey := []string{m.name}
+	acquireKeys := lockKey
+	if m.tokenKey != "" {
+		acquireKeys = []string{m.name, m.tokenKey}
+	}
+	firstAcquire := []string{m.leaseMS, field, "1"}
+	finalRelease := []string{field, "0", m.c.publish, latchTTL}
+	renew := []string{field, m.leaseMS}
 	return &holdOp{
 		key:     holdKey{kind: exclusive, name: m.name, owner: owner},
 		cfg:     &m.cfg,
 		channel: m.channel,
 		acquire: func(ctx context.Context, count int) (int, int64, error) {
-			return m.runAcquire(ctx, field, count)
+			args := firstAcquire
+			if count != 1 {
+				args = []string{m.leaseMS, field, strconv.Itoa(count)}
+			}
+			return m.runAcquire(ctx, acquireKeys, args)
 		},
 		release: func(ctx context.Context, count int, budget time.Duration) (int64, error) {
-			return m.release(ctx, field, count, budget)
+			args := finalRelease
+			if count != 0 {
+				args = []string{field, strconv.Itoa(count), m.c.publish, latchTTL}
+			}
+			return m.release(ctx, args, budget)
 		},
-		newLease: func(t *term) *lease.Lease { return m.newLease(t, field) },
+		newLease: func(t *term) *lease.Lease {
+			l := &lease.Lease{Key: m.name, Keys: lockKey, Args: renew, TTL: m.cfg.leaseTTL()}
+			if m.cfg.lease == 0 {
+				l.Renew = scripts.MutexRenew
+			}
+			l.Lost = func(cause error) { m.c.lost(t, m.name, &m.cfg, cause) }
+			return l
+		},
 	}
 }
 
-// runAcquire runs the acquire script that sets field's hold count to count,
-// and returns its outcome: for acquired, the fencing token (0 on a plain
-// Mutex); for busy, the holder's PTTL.
-func (m *Mutex) runAcquire(ctx context.Context, field string, count int) (outcome int, value int64, err error) {
-	args := []string{m.leaseMS, field, strconv.Itoa(count)}
+// runAcquire runs the acquire script, which sets the owner's hold count, and
+// returns its outcome: for acquired, the fencing token (0 on a plain Mutex);
+// for busy, the holder's PTTL.
+func (m *Mutex) runAcquire(ctx context.Context, keys, args []string) (outcome int, value int64, err error) {
 	if m.tokenKey == "" {
-		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{
-			Script: scripts.MutexAcquire, Keys: []string{m.name}, Args: args,
-		}).AsInt64()
+		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.MutexAcquire, Keys: keys, Args: args}).AsInt64()
 		switch {
 		case rueidis.IsRedisNil(err):
 			return acquired, 0, nil
@@ -78,9 +112,7 @@ func (m *Mutex) runAcquire(ctx context.Context, field string, count int) (outcom
 		}
 		return busy, pttl, nil
 	}
-	reply, err := m.c.scripts.Exec(ctx, scripts.Call{
-		Script: scripts.FencedAcquire, Keys: []string{m.name, m.tokenKey}, Args: args,
-	}).AsIntSlice()
+	reply, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.FencedAcquire, Keys: keys, Args: args}).AsIntSlice()
 	switch {
 	case err != nil:
 		return 0, 0, err
@@ -94,37 +126,22 @@ func (m *Mutex) runAcquire(ctx context.Context, field string, count int) (outcom
 	return busy, reply[1], nil
 }
 
-// newLease describes the lease of term t, a new hold by field, for the scheduler.
-func (m *Mutex) newLease(t *term, field string) *lease.Lease {
-	l := &lease.Lease{
-		Key:  m.name,
-		Keys: []string{m.name},
-		Args: []string{field, m.leaseMS},
-		TTL:  m.cfg.leaseTTL(),
-	}
-	if m.cfg.lease == 0 {
-		l.Renew = scripts.MutexRenew
-	}
-	l.Lost = func(cause error) { m.c.lost(t, m.name, &m.cfg, cause) }
-	return l
-}
-
 // unlock releases one hold of owner.
 func (m *Mutex) unlock(ctx context.Context, owner uint64) error {
 	return m.c.releaseHold(ctx, m.op(owner))
 }
 
-// release sets field's hold count to count (0 releases the lock), retrying a
-// lost reply with the same request id for up to budget. It returns 1 when the
-// lock was released, 0 when still held, and -1 when field did not hold it.
-func (m *Mutex) release(ctx context.Context, field string, count int, budget time.Duration) (int64, error) {
+// release runs the release script with args (the owner's field and the
+// hold count to leave: 0 releases the lock), retrying a lost reply with the
+// same request id for up to budget. It returns 1 when the lock was
+// released, 0 when still held, and -1 when the owner did not hold it.
+func (m *Mutex) release(ctx context.Context, args []string, budget time.Duration) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	latch := m.latch + ":" + strconv.FormatUint(rand.Uint64(), 16)
 	n, err := m.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.MutexRelease,
-		Keys:      []string{m.name, m.channel, latch},
-		Args:      []string{field, strconv.Itoa(count), m.c.publish, latchTTL},
+		Keys:      []string{m.name, m.channel, newLatch(m.latch)},
+		Args:      args,
 		Retryable: true, // idempotent: the count is set and the final release latched
 	}).AsInt64()
 	switch {
@@ -134,6 +151,15 @@ func (m *Mutex) release(ctx context.Context, field string, count int, budget tim
 		return 0, lockError(m.name, err)
 	}
 	return n, nil
+}
+
+// newLatch names a release's latch key: prefix, ":" and a random request id.
+// It is built in one allocation: every release makes one.
+func newLatch(prefix string) string {
+	var buf [128]byte
+	b := append(buf[:0], prefix...)
+	b = append(b, ':')
+	return string(strconv.AppendUint(b, rand.Uint64(), 16))
 }
 
 // ambiguous reports whether a failed call may nevertheless have run: a

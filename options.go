@@ -18,14 +18,15 @@ const DefaultWatchdogTimeout = 30 * time.Second
 type Option func(*config)
 
 type config struct {
-	watchdog time.Duration // lease in watchdog mode
-	lease    time.Duration // fixed lease; 0 selects watchdog mode
-	logger   *slog.Logger
-	err      error
+	watchdog  time.Duration // lease in watchdog mode
+	lease     time.Duration // fixed lease; 0 selects watchdog mode
+	heartbeat time.Duration // a queued waiter's liveness timeout (FairMutex, Semaphore)
+	logger    *slog.Logger
+	err       error
 }
 
 func defaultConfig() config {
-	return config{watchdog: DefaultWatchdogTimeout, logger: slog.Default()}
+	return config{watchdog: DefaultWatchdogTimeout, heartbeat: DefaultHeartbeatTimeout, logger: slog.Default()}
 }
 
 func (cfg config) with(opts []Option) config {

@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -162,9 +161,7 @@ func (rw *RWMutex) release(ctx context.Context, budget time.Duration, s *scripts
 	return n, nil
 }
 
-func (rw *RWMutex) newLatch() string {
-	return rw.latch + ":" + strconv.FormatUint(rand.Uint64(), 16)
-}
+func (rw *RWMutex) newLatch() string { return newLatch(rw.latch) }
 
 // newLease describes the lease of term t, a new read or write hold by field,
 // for the scheduler; timeouts is a reader's timeout key prefix.

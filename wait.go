@@ -68,8 +68,20 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 			l.leave(ctx)
 		}
 	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	// The timer is made on the first wait: most acquisitions need none.
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	sleep := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+	}
 	var firstFailure time.Time
 	for failures := 0; ; {
 		if c.isClosed() {
@@ -98,19 +110,19 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 				cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", name, "attempts", failures, "error", tryErr)
 			}
 			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
-			timer.Reset(d/2 + rand.N(d))
+			sleep(d/2 + rand.N(d))
 		case res.acquired:
 			return nil
 		case res.free != nil:
 			wake = res.free
-			timer.Reset(time.Hour)
+			sleep(time.Hour)
 		case w == nil:
 			w = c.notify.Join(channel)
 			wake = w.Ready()
-			timer.Reset(waitBound(res.wait))
+			sleep(waitBound(res.wait))
 		default:
 			wake = w.Wake()
-			timer.Reset(waitBound(res.wait))
+			sleep(waitBound(res.wait))
 		}
 		select {
 		case <-wake:

@@ -1,0 +1,79 @@
+package redisync_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redisync/redisync"
+)
+
+// BenchmarkFairMutex measures a FairMutex against the test's redis-server on
+// loopback:
+//
+//   - serial: Lock+Unlock by one goroutine, no queue;
+//   - contended: four Clients (their own connections, as four processes
+//     would have) and GOMAXPROCS*4 goroutines on one name, every Lock
+//     queueing: the time per handoff, also reported as handoffs/s;
+//   - handoff: the time from the start of Unlock in one Client until the
+//     queued head in another Client holds the lock, as percentiles.
+//
+// Run with: go test -run '^$' -bench FairMutex -benchmem
+func BenchmarkFairMutex(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		c, _ := newClient(b, standalone)
+		fm := c.NewFairMutex(b.Name())
+		b.ReportAllocs()
+		for b.Loop() {
+			fm.Lock()
+			//lint:ignore SA2001 the Lock+Unlock pair is what is measured
+			fm.Unlock()
+		}
+	})
+	b.Run("contended", func(b *testing.B) {
+		clients := make([]*redisync.Client, 4)
+		for i := range clients {
+			clients[i], _ = newClient(b, standalone)
+		}
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(4)
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			fm := clients[next.Add(1)%4].NewFairMutex(b.Name())
+			for pb.Next() {
+				fm.Lock()
+				//lint:ignore SA2001 the Lock+Unlock pair is what is measured
+				fm.Unlock()
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handoffs/s")
+	})
+	b.Run("handoff", func(b *testing.B) {
+		holder, _ := newClient(b, standalone)
+		waiter, _ := newClient(b, standalone)
+		h, w := holder.NewFairMutex(b.Name()), waiter.NewFairMutex(b.Name())
+		handoffs := make([]time.Duration, 0, b.N)
+		acquired := make(chan time.Time)
+		for b.Loop() {
+			h.Lock()
+			go func() {
+				if err := w.LockContext(context.Background()); err != nil {
+					b.Error(err)
+				}
+				acquired <- time.Now()
+				w.Unlock()
+			}()
+			time.Sleep(time.Millisecond) // let the waiter queue
+			released := time.Now()
+			h.Unlock()
+			handoffs = append(handoffs, (<-acquired).Sub(released))
+		}
+		slices.Sort(handoffs)
+		pct := func(p int) float64 { return float64(handoffs[len(handoffs)*p/100].Microseconds()) }
+		b.ReportMetric(pct(50), "p50-µs")
+		b.ReportMetric(pct(99), "p99-µs")
+	})
+}

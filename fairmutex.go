@@ -1,0 +1,244 @@
+package redisync
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// A FairMutex is a mutual exclusion lock that serves its waiters strictly in
+// the order they asked for it, across every process that uses the same name
+// on the same Redis, as Redisson's RFairLock and etcd's concurrency.Mutex do.
+// Apart from the order it behaves like [Mutex]: it is reentrant per owner
+// (see [WithOwner]), one owner per handle otherwise, held under a lease, and
+// [FairMutex.Done] and [FairMutex.Err] report a loss.
+//
+// A waiter's turn is fixed when it joins the queue, and [FairMutex.TryLock]
+// does not take a free lock while others are queued. Only the waiter whose
+// turn it is gets woken by a release. A waiter proves it is alive by a
+// heartbeat (see [WithHeartbeatTimeout]) renewed for it by the Client while it
+// waits: one whose process dies leaves the queue when its heartbeat lapses,
+// and a live one is never evicted however long it waits. A waiter that gives
+// up (its context ends) takes itself out of the queue.
+//
+// A re-entry by an owner that holds the lock does not queue. When Redis could
+// not be reached for longer than the heartbeat timeout, a waiter loses its
+// place and queues again at the end.
+//
+// The layout is redisync's own (Redisson's fair lock evicts live waiters by
+// predicted deadlines): a hash redisync_fair:{name} like [Mutex]'s, a queue
+// and heartbeats in sorted sets redisync_fair_queue:{name} and
+// redisync_fair_alive:{name}, and wake-ups naming one waiter on
+// redisync_fair_channel:{name}. A FairMutex and a Mutex of the same name are
+// different locks.
+//
+// A FairMutex must not be copied after first use.
+type FairMutex struct {
+	_ noCopy
+
+	c       *Client
+	cfg     config
+	name    string
+	key     string // the lock hash
+	queue   string
+	alive   string
+	channel string
+	latch   string // prefix of the unlock latch keys
+	owner   uint64 // the handle's own owner
+	leaseMS string
+
+	cur atomic.Pointer[term] // the hold this handle took last
+}
+
+// NewFairMutex returns a handle on the fair mutex called name. Creating a
+// handle touches neither Redis nor the network. The options override the
+// Client's for this handle.
+//
+// NewFairMutex panics if name is empty or contains "{" without a non-empty
+// hash tag "{...}", or if an option is invalid.
+func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
+	cfg := c.handleConfig(name, opts)
+	return &FairMutex{
+		c:       c,
+		cfg:     cfg,
+		name:    name,
+		key:     keys.Aux(keys.FairLockPrefix, name),
+		queue:   keys.Aux(keys.FairQueuePrefix, name),
+		alive:   keys.Aux(keys.FairAlivePrefix, name),
+		channel: keys.Aux(keys.FairChannelPrefix, name),
+		latch:   keys.Aux(keys.FairLatchPrefix, name),
+		owner:   lastOwner.Add(1),
+		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
+	}
+}
+
+// Name returns the name of the fair mutex.
+func (fm *FairMutex) Name() string { return fm.name }
+
+// Lock locks fm. If the lock is already in use or others wait for it, the
+// calling goroutine joins the queue and blocks until its turn comes. Redis
+// failures do not end the wait: Lock retries with backoff, logging persistent
+// failures, until it holds the lock. Lock panics if the Client is closed.
+func (fm *FairMutex) Lock() {
+	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
+	err := fm.c.acquireQueued(context.Background(), fm.name, fm.channel, fairAcquirer{fm: fm, owner: fm.owner}, tk, true, &fm.cfg)
+	if err != nil { // only ErrClosed ends the retries
+		panic("redisync: Lock of " + strconv.Quote(fm.name) + " on a closed Client")
+	}
+}
+
+// TryLock tries to lock fm and reports whether it succeeded. It makes one
+// attempt, which fails while others are queued even if the lock is free, and
+// does not wait; a Redis failure counts as not acquired.
+func (fm *FairMutex) TryLock() bool {
+	ok, err := fm.TryLockContext(context.Background())
+	if err != nil && !errors.Is(err, ErrClosed) {
+		fm.cfg.logger.Warn("redisync: TryLock failed", "name", fm.name, "error", err)
+	}
+	return ok
+}
+
+// LockContext locks fm in queue order, waiting until the caller's turn comes
+// and the lock is free, or until ctx is done. With an owner from [WithOwner]
+// in ctx it acquires for that owner, re-entering at once (without queueing) a
+// lock the owner already holds.
+//
+// When ctx ends first, LockContext returns ctx.Err() and leaves no lock, no
+// queue entry and no subscription behind. A Redis failure is returned,
+// wrapped; an attempt whose outcome is unknown is undone before LockContext
+// returns.
+func (fm *FairMutex) LockContext(ctx context.Context) error {
+	owner, explicit := ownerOf(ctx, fm.owner)
+	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
+	return fm.c.acquireQueued(ctx, fm.name, fm.channel, fairAcquirer{fm: fm, owner: owner, reentrant: explicit}, tk, false, &fm.cfg)
+}
+
+// TryLockContext makes one attempt to lock fm, for the owner in ctx if any,
+// and reports whether it succeeded. It does not queue: it fails while the lock
+// is held or others are queued for it, unless the owner re-enters.
+func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
+	if fm.c.isClosed() {
+		return false, lockError(fm.name, ErrClosed)
+	}
+	owner, explicit := ownerOf(ctx, fm.owner)
+	a := fairAcquirer{fm: fm, owner: owner, reentrant: explicit}
+	res, err := a.try(ctx, nil)
+	if err != nil && ambiguous(err) {
+		a.leave(ctx, nil)
+	}
+	if ctx.Err() != nil && !res.acquired {
+		return false, ctx.Err()
+	}
+	return res.acquired, err
+}
+
+// Unlock unlocks fm and wakes the waiter whose turn is next. Like
+// [sync.Mutex], a locked FairMutex is not associated with a goroutine: one
+// goroutine may lock it and another unlock it.
+//
+// It is a run-time error, and Unlock panics, if fm is not locked by its own
+// owner in this process. If the hold was lost, or Redis cannot be reached,
+// Unlock does not panic: the loss was reported through Done and Err, and a
+// failure is logged; a lock that could not be released expires with its lease.
+func (fm *FairMutex) Unlock() {
+	err := fm.unlock(context.Background(), fm.owner)
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		panic("redisync: unlock of unlocked mutex")
+	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
+		fm.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", fm.name, "error", err)
+	}
+}
+
+// UnlockContext releases one hold of fm by the owner in ctx (fm's own owner if
+// ctx has none); the lock is released, and the next waiter woken, when the
+// owner's last hold is. It returns an error wrapping ErrNotHeld if the owner
+// holds no lock through this Client, and one wrapping ErrLockLost if the hold
+// had been lost. The hold ends even when Redis cannot be reached; the error
+// then says so and the lock expires with its lease.
+func (fm *FairMutex) UnlockContext(ctx context.Context) error {
+	owner, _ := ownerOf(ctx, fm.owner)
+	return fm.unlock(ctx, owner)
+}
+
+// Done returns a channel that is closed when the hold taken by the latest
+// successful lock through fm ends, by release or by loss. If fm has never been
+// locked, Done returns a closed channel.
+func (fm *FairMutex) Done() <-chan struct{} {
+	if t := fm.cur.Load(); t != nil {
+		return t.done
+	}
+	return closedChan
+}
+
+// Err returns nil while the hold taken by the latest lock through fm lasts and
+// after it was released cleanly. After a loss it returns an error wrapping
+// ErrLockLost (ErrClosed if the Client was closed while the lock was held);
+// after a release that Redis could not confirm, that release's error.
+func (fm *FairMutex) Err() error {
+	if t := fm.cur.Load(); t != nil {
+		_, err := t.result()
+		return err
+	}
+	return nil
+}
+
+// ForceUnlock deletes the lock whoever holds it, wakes the waiter whose turn
+// is next, and reports whether it was locked. The queue is kept. Holds of it
+// through this Client end as lost.
+func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
+	n, err := fm.c.scripts.Exec(ctx, scripts.Call{
+		Script:    scripts.FairForceUnlock,
+		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel},
+		Args:      []string{fm.c.publish},
+		Retryable: true, // deleting twice deletes once; the head may be woken twice
+	}).AsInt64()
+	if err != nil {
+		return false, lockError(fm.name, err)
+	}
+	if n == 1 {
+		fm.c.endHolds(fm.key, func(string) error { return lostError(fm.name, errForceUnlocked) })
+	}
+	return n == 1, nil
+}
+
+// IsLocked reports whether anyone holds the lock.
+func (fm *FairMutex) IsLocked(ctx context.Context) (bool, error) {
+	n, err := fm.c.rc.Do(ctx, fm.c.rc.B().Exists().Key(fm.key).Build()).AsInt64()
+	if err != nil {
+		return false, lockError(fm.name, err)
+	}
+	return n == 1, nil
+}
+
+// HoldCount returns how many holds the owner in ctx (fm's own owner if ctx has
+// none) has on the lock, as Redis records it: 0 when it does not hold it.
+func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) {
+	owner, _ := ownerOf(ctx, fm.owner)
+	n, err := fm.c.rc.Do(ctx, fm.c.rc.B().Hget().Key(fm.key).Field(fm.c.field(owner)).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, lockError(fm.name, err)
+	}
+	return int(n), nil
+}
+
+// TTL returns how long the lock will last unless renewed: 0 when nobody holds
+// it, and a negative duration when its key has no expiry (set outside
+// redisync).
+func (fm *FairMutex) TTL(ctx context.Context) (time.Duration, error) {
+	d, err := fm.c.ttl(ctx, fm.key)
+	if err != nil {
+		return 0, lockError(fm.name, errors.Unwrap(err))
+	}
+	return d, nil
+}

@@ -1,0 +1,63 @@
+package redisync_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redisync/redisync"
+)
+
+// A FairMutex serves its waiters in the order they queued, whichever process
+// they are in.
+func ExampleFairMutex() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc)
+	defer c.Close()
+
+	printer := c.NewFairMutex("printer")
+	printer.Lock()
+	var wg sync.WaitGroup
+	for _, job := range []string{"first", "second", "third"} {
+		m := c.NewFairMutex("printer") // in real life, in other processes
+		wg.Go(func() {
+			m.Lock()
+			fmt.Println(job)
+			m.Unlock()
+		})
+		time.Sleep(100 * time.Millisecond) // let it join the queue
+	}
+	printer.Unlock()
+	wg.Wait()
+	// Output:
+	// first
+	// second
+	// third
+}
+
+// TryLock makes one attempt and does not wait (nor jump the queue: it also
+// fails while others are queued). LockContext waits in the queue until its
+// context ends, and then leaves it.
+func ExampleFairMutex_TryLock() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc)
+	defer c.Close()
+
+	fm := c.NewFairMutex("batch:nightly")
+	fmt.Println(fm.TryLock())
+	fmt.Println(c.NewFairMutex("batch:nightly").TryLock())
+	fm.Unlock()
+
+	fm.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	fmt.Println(c.NewFairMutex("batch:nightly").LockContext(ctx))
+	fm.Unlock()
+	// Output:
+	// true
+	// false
+	// context deadline exceeded
+}

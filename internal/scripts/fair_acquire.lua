@@ -1,0 +1,106 @@
+-- fair_acquire: take a FairMutex in queue order, or join (or keep) a place in
+-- its queue.
+--
+-- KEYS[1]  the lock: a hash of one field "<client-uuid>:<owner>" = hold count
+-- KEYS[2]  the queue: a sorted set of waiter ids scored by arrival (1, 2, ...)
+-- KEYS[3]  the heartbeats: a sorted set of the same ids scored by the server
+--          time (ms) after which a waiter counts as dead
+-- KEYS[4]  the wake-up channel
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  the owner's field
+-- ARGV[3]  the hold count the owner has after this acquire (1 for a first hold)
+-- ARGV[4]  the waiter id, chosen once per waiting call, or "" to try without
+--          queueing (TryLock)
+-- ARGV[5]  heartbeat timeout in milliseconds
+-- ARGV[6]  the publish command: "publish" or "spublish"
+-- ARGV[7]  "own": an existing field of the owner can only have been written by
+--          an earlier attempt of this same call, so it counts as taken;
+--          "queue": the owner holds the lock through another call, so only
+--          queue (or keep the place) and never take
+--
+-- Reply: {1, 0}     the owner holds the lock now with ARGV[3] holds;
+--        {-3, 0}    a re-entry (ARGV[3] > 1) found the owner's hold gone;
+--        {0, wait}  not acquired: wait is how long (ms) the caller may sleep
+--                   unless woken: the lock's PTTL for the head of the queue,
+--                   else the time until the heartbeat deadline of the waiter
+--                   just ahead (the one whose death would concern it); -1 or
+--                   -2 when unknown.
+--
+-- Idempotent: the count is set, not incremented; queueing an id that is
+-- queued keeps its place and refreshes its heartbeat. Time is the server's.
+local lock, queue, alive, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local field, count, id = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+
+local function take()
+	redis.call('hset', lock, field, count)
+	redis.call('pexpire', lock, ARGV[1])
+	if id ~= '' then
+		redis.call('zrem', queue, id)
+		redis.call('zrem', alive, id)
+	end
+	return {1, 0}
+end
+
+-- Keep a queue key at least ms alive, so that entries of crashed waiters
+-- cannot outlive it when nobody comes back to reap them.
+local function extend(key, ms)
+	local ttl = redis.call('pttl', key)
+	if ttl == -1 or (ttl >= 0 and ttl < ms) then
+		redis.call('pexpire', key, ms)
+	end
+end
+
+-- A re-entry does not queue: the owner already holds the lock.
+if count > 1 then
+	if redis.call('hexists', lock, field) == 0 then
+		return {-3, 0}
+	end
+	return take()
+end
+if ARGV[7] == 'own' and redis.call('hexists', lock, field) == 1 then
+	return take()
+end
+
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local before = redis.call('zrange', queue, 0, 0)[1]
+for _, dead in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
+	redis.call('zrem', queue, dead)
+	redis.call('zrem', alive, dead)
+end
+local held = redis.call('exists', lock) == 1
+local head = redis.call('zrange', queue, 0, 0)[1]
+if ARGV[7] == 'own' and not held and (head == nil or head == id) then
+	return take()
+end
+if not held and head ~= nil and head ~= before and head ~= id then
+	-- Reaping a dead head made a waiter the head of a free lock: tell it.
+	redis.call(ARGV[6], channel, head)
+end
+if id == '' then
+	return {0, redis.call('pttl', lock)}
+end
+
+local rank = redis.call('zrank', queue, id)
+if not rank then
+	local last = redis.call('zrange', queue, -1, -1, 'withscores')
+	local seq = 1
+	if last[2] then
+		seq = tonumber(last[2]) + 1
+	end
+	redis.call('zadd', queue, seq, id)
+	rank = redis.call('zcard', queue) - 1
+end
+local hb = tonumber(ARGV[5])
+redis.call('zadd', alive, now + hb, id)
+extend(queue, hb)
+extend(alive, hb)
+if rank == 0 then
+	return {0, redis.call('pttl', lock)}
+end
+local ahead = redis.call('zrange', queue, rank - 1, rank - 1)[1]
+local deadline = redis.call('zscore', alive, ahead)
+if not deadline then
+	return {0, -1}
+end
+return {0, tonumber(deadline) - now}

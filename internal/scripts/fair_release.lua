@@ -1,0 +1,66 @@
+-- fair_release: leave a reentrant hold of a FairMutex, or release it and wake
+-- the head of its queue; optionally take a waiter out of the queue first.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the queue (sorted set of waiter ids by arrival)
+-- KEYS[3]  the heartbeats (sorted set of waiter ids by deadline, server ms)
+-- KEYS[4]  the wake-up channel
+-- KEYS[5]  this release's latch, named by its request id
+-- ARGV[1]  the owner's field
+-- ARGV[2]  the hold count to leave (0 releases the lock)
+-- ARGV[3]  the publish command: "publish" or "spublish"
+-- ARGV[4]  latch lifetime in milliseconds
+-- ARGV[5]  a waiter id to remove from the queue (a waiter giving up), or ""
+--
+-- Reply: {status, head}: status 1 released, 0 still held with ARGV[2] holds,
+--        -1 the owner does not hold the lock; head is the id of the waiter
+--        woken (its id published on the channel), or "".
+--
+-- Idempotent: the count is set, removing a waiter twice removes it once, and
+-- the final release leaves a latch so that its retry answers 1 again. A
+-- waiter that gives up while it is the head of a free lock passes the turn on.
+local lock, queue, alive, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local field, id = ARGV[1], ARGV[5]
+
+local wasHead = false
+if id ~= '' then
+	wasHead = redis.call('zrank', queue, id) == 0
+	redis.call('zrem', queue, id)
+	redis.call('zrem', alive, id)
+end
+
+-- Reap dead waiters and wake the head if the lock is free.
+local function wakeHead()
+	local time = redis.call('time')
+	local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+	for _, dead in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
+		redis.call('zrem', queue, dead)
+		redis.call('zrem', alive, dead)
+	end
+	if redis.call('exists', lock) == 1 then
+		return ''
+	end
+	local head = redis.call('zrange', queue, 0, 0)[1]
+	if not head then
+		return ''
+	end
+	redis.call(ARGV[3], channel, head)
+	return head
+end
+
+if redis.call('hexists', lock, field) == 0 then
+	if redis.call('exists', KEYS[5]) == 1 then
+		return {1, ''}
+	end
+	if wasHead or id == '' then
+		return {-1, wakeHead()}
+	end
+	return {-1, ''}
+end
+if tonumber(ARGV[2]) > 0 then
+	redis.call('hset', lock, field, ARGV[2])
+	return {0, ''}
+end
+redis.call('del', lock)
+redis.call('set', KEYS[5], '1', 'px', ARGV[4])
+return {1, wakeHead()}

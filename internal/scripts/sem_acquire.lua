@@ -1,0 +1,155 @@
+-- sem_acquire: take permits of a Semaphore in queue order, or join (or keep)
+-- a place in its queue.
+--
+-- KEYS[1]  the holders: a hash of holder id -> permits held
+-- KEYS[2]  the leases: a sorted set of holder ids scored by the server time
+--          (ms) at which their permits come back
+-- KEYS[3]  the size, recorded on first use (a string, no expiry)
+-- KEYS[4]  the queue: a sorted set of waiter ids scored by arrival
+-- KEYS[5]  the heartbeats: a sorted set of waiter ids scored by the server
+--          time (ms) after which a waiter counts as dead
+-- KEYS[6]  the requests: a hash of waiter id -> permits wanted
+-- KEYS[7]  the wake-up channel
+-- ARGV[1]  the size of the caller's handle
+-- ARGV[2]  the holder id (one per handle)
+-- ARGV[3]  the permits requested, n > 0
+-- ARGV[4]  the permits the holder has after this acquire (held + n)
+-- ARGV[5]  lease in milliseconds
+-- ARGV[6]  the waiter id, chosen once per waiting call, or "" to try without
+--          queueing (TryAcquire)
+-- ARGV[7]  heartbeat timeout in milliseconds
+-- ARGV[8]  the publish command: "publish" or "spublish"
+--
+-- Reply: {1, 0}     acquired: the holder has ARGV[4] permits, leased anew;
+--        {-2, size} the recorded size differs from ARGV[1];
+--        {0, wait}  not acquired: wait is how long (ms) the caller may sleep
+--                   unless woken: until the earliest holder's lease ends for
+--                   the head of the queue, else until the heartbeat deadline
+--                   of the waiter just ahead; -1 when unknown.
+--
+-- FIFO as golang.org/x/sync/semaphore: a request is granted only when it fits
+-- together with every request queued ahead of it, so small requests cannot
+-- starve a large one. Idempotent: the holder's count is set, not added, and
+-- queueing a queued id keeps its place. Time is the server's.
+local holders, leases, sizeKey, queue, alive, want, channel =
+	KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local holder, target, id = ARGV[2], tonumber(ARGV[4]), ARGV[6]
+
+local recorded = redis.call('get', sizeKey)
+if not recorded then
+	redis.call('set', sizeKey, ARGV[1])
+elseif recorded ~= ARGV[1] then
+	return {-2, tonumber(recorded)}
+end
+local size = tonumber(ARGV[1])
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local function extend(key, ms)
+	local ttl = redis.call('pttl', key)
+	if ttl == -1 or (ttl >= 0 and ttl < tonumber(ms)) then
+		redis.call('pexpire', key, ms)
+	end
+end
+
+-- Expired holders give their permits back; dead waiters leave the queue.
+local freed = false
+for _, h in ipairs(redis.call('zrangebyscore', leases, '-inf', now)) do
+	redis.call('hdel', holders, h)
+	redis.call('zrem', leases, h)
+	freed = true
+end
+for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
+	redis.call('zrem', queue, w)
+	redis.call('zrem', alive, w)
+	redis.call('hdel', want, w)
+	freed = true
+end
+
+local function grant()
+	redis.call('hset', holders, holder, target)
+	redis.call('zadd', leases, now + tonumber(ARGV[5]), holder)
+	extend(holders, ARGV[5])
+	extend(leases, ARGV[5])
+	if id ~= '' then
+		redis.call('zrem', queue, id)
+		redis.call('zrem', alive, id)
+		redis.call('hdel', want, id)
+	end
+	return {1, 0}
+end
+
+local mine = tonumber(redis.call('hget', holders, holder) or '0')
+if mine == target then
+	return grant() -- an earlier attempt of this call was granted
+end
+local total = 0
+for _, v in ipairs(redis.call('hvals', holders)) do
+	total = total + tonumber(v)
+end
+local others = total - mine
+
+local queued = redis.call('zcard', queue)
+local rank = false
+if id ~= '' then
+	rank = redis.call('zrank', queue, id)
+end
+if not rank then
+	if queued == 0 and others + target <= size then
+		return grant()
+	end
+	if id == '' then
+		return {0, 0}
+	end
+	local last = redis.call('zrange', queue, -1, -1, 'withscores')
+	local seq = 1
+	if last[2] then
+		seq = tonumber(last[2]) + 1
+	end
+	redis.call('zadd', queue, seq, id)
+	redis.call('hset', want, id, ARGV[3])
+	rank = queued
+else
+	local ahead = 0
+	if rank > 0 then
+		for _, w in ipairs(redis.call('zrange', queue, 0, rank - 1)) do
+			ahead = ahead + tonumber(redis.call('hget', want, w) or '0')
+		end
+	end
+	if others + target + ahead <= size then
+		return grant()
+	end
+end
+local hb = tonumber(ARGV[7])
+redis.call('zadd', alive, now + hb, id)
+extend(queue, hb)
+extend(alive, hb)
+extend(want, hb)
+
+if freed then
+	-- Reaping gave permits back: wake the waiters that fit now.
+	local acc, free = 0, size - total
+	for _, w in ipairs(redis.call('zrange', queue, 0, -1)) do
+		acc = acc + tonumber(redis.call('hget', want, w) or '0')
+		if acc > free then
+			break
+		end
+		if w ~= id then
+			redis.call(ARGV[8], channel, w)
+		end
+	end
+end
+
+if rank == 0 then
+	local earliest = redis.call('zrange', leases, 0, 0, 'withscores')
+	if earliest[2] then
+		return {0, tonumber(earliest[2]) - now}
+	end
+	return {0, -1}
+end
+local ahead = redis.call('zrange', queue, rank - 1, rank - 1)[1]
+local deadline = redis.call('zscore', alive, ahead)
+if not deadline then
+	return {0, -1}
+end
+return {0, tonumber(deadline) - now}

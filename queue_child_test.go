@@ -1,0 +1,92 @@
+package redisync_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// More environment of a child process, for FairMutex and Semaphore children.
+const (
+	childKind      = "REDISYNC_TEST_KIND"      // see runQueuedChild
+	childHeartbeat = "REDISYNC_TEST_HEARTBEAT" // heartbeat timeout of a queued child
+)
+
+// startQueuedChild re-executes the test binary as a process of the given
+// kind (see runQueuedChild) on the lock name, and returns once the child has
+// printed its first line, which must be want.
+func startQueuedChild(t *testing.T, tg *redistest.Target, kind, name string, watchdog, heartbeat time.Duration, want string) *exec.Cmd {
+	t.Helper()
+	mode := "standalone"
+	switch {
+	case tg.Mini != nil:
+		mode = "mini"
+	case tg.Cluster != nil:
+		mode = "cluster"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
+		childMode+"="+mode, childLeaseE+"="+watchdog.String(), childKind+"="+kind,
+		childHeartbeat+"="+heartbeat.String())
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "child output")
+	require.Equal(t, want+"\n", line)
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return cmd
+}
+
+// runQueuedChild is the body of a FairMutex or Semaphore child process:
+//
+//   - "fair-hold": lock the FairMutex name, print "held", wait to be killed;
+//   - "fair-wait": print "waiting", then queue for the FairMutex name (the
+//     parent watches the queue) and, if it ever gets it, print "held";
+//   - "sem-hold": acquire all 3 permits of the Semaphore name (size 3),
+//     print "held", wait to be killed.
+func runQueuedChild(c *redisync.Client, kind, name string) int {
+	heartbeat, _ := time.ParseDuration(os.Getenv(childHeartbeat))
+	opts := []redisync.Option{}
+	if heartbeat > 0 {
+		opts = append(opts, redisync.WithHeartbeatTimeout(heartbeat))
+	}
+	switch kind {
+	case "fair-hold":
+		if err := c.NewFairMutex(name, opts...).LockContext(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		fmt.Println("held")
+	case "fair-wait":
+		fmt.Println("waiting")
+		c.NewFairMutex(name, opts...).Lock()
+		fmt.Println("held")
+	case "sem-hold":
+		if err := c.NewSemaphore(name, 3, opts...).Acquire(context.Background(), 3); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		fmt.Println("held")
+	default:
+		fmt.Fprintln(os.Stderr, "child: unknown kind", kind)
+		return 2
+	}
+	select {} // until SIGKILL
+}

@@ -1,0 +1,287 @@
+package redisync_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// semQueued returns the length of the queue of the semaphore name.
+func semQueued(t testing.TB, rc rueidis.Client, name string) int64 {
+	t.Helper()
+	n, err := rc.Do(context.Background(), rc.B().Zcard().Key(keys.Aux(keys.SemQueuePrefix, name)).Build()).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// waitSemQueued waits until the queue of the semaphore name has n waiters.
+func waitSemQueued(t testing.TB, rc rueidis.Client, name string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return semQueued(t, rc, name) == n }, hang, time.Millisecond,
+		"queue of %s never reached %d", name, n)
+}
+
+// semHolders returns the holders hash of the semaphore name.
+func semHolders(t testing.TB, rc rueidis.Client, name string) map[string]string {
+	t.Helper()
+	m, err := rc.Do(context.Background(), rc.B().Hgetall().Key(keys.Aux(keys.SemHoldersPrefix, name)).Build()).AsStrMap()
+	require.NoError(t, err)
+	return m
+}
+
+// overAdmit runs clients x goroutines workers that acquire random weights
+// 1..3 of a semaphore of size 5, rounds times each, and fails if the weights
+// inside ever sum above 5.
+func overAdmit(t *testing.T, tg *redistest.Target, name string, clients, goroutines, rounds int) {
+	const size = 5
+	var inside, worst, total atomic.Int64
+	var wg sync.WaitGroup
+	for ci := range clients {
+		c, _ := newClient(t, tg)
+		for g := range goroutines {
+			s := c.NewSemaphore(name, size)
+			wg.Go(func() {
+				for range rounds {
+					n := 1 + rand.Int64N(3)
+					ctx, cancel := context.WithTimeout(context.Background(), hang)
+					err := s.Acquire(ctx, n)
+					cancel()
+					if err != nil {
+						t.Errorf("client %d goroutine %d: %v", ci, g, err)
+						return
+					}
+					now := inside.Add(n)
+					for w := worst.Load(); now > w && !worst.CompareAndSwap(w, now); w = worst.Load() {
+					}
+					total.Add(1)
+					time.Sleep(time.Millisecond) // hold a while, so that holds overlap
+					inside.Add(-n)
+					s.Release(n)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, worst.Load(), int64(size), "most weight seen inside at once")
+	assert.EqualValues(t, clients*goroutines*rounds, total.Load(), "every acquire finished")
+}
+
+func TestSemaphoreNeverOverAdmits(t *testing.T) {
+	start := time.Now()
+	overAdmit(t, standalone, t.Name(), 4, 8, 25)
+	t.Logf("800 weighted acquisitions by 4 Clients x 8 goroutines in %v", time.Since(start))
+}
+
+// A request for all 5 permits queued behind held permits is served before
+// later requests for 1, although those would fit at once.
+func TestSemaphoreFIFONoStarvation(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	holder := c.NewSemaphore(t.Name(), 5)
+	require.NoError(t, holder.Acquire(context.Background(), 3))
+	served := make(chan string, 3)
+	var wg sync.WaitGroup
+	start := func(label string, n int64) *redisync.Semaphore {
+		oc, _ := newClient(t, standalone)
+		s := oc.NewSemaphore(t.Name(), 5)
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			if err := s.Acquire(ctx, n); err != nil {
+				t.Errorf("%s: %v", label, err)
+				return
+			}
+			served <- label
+		})
+		return s
+	}
+	big := start("big", 5)
+	waitSemQueued(t, rc, t.Name(), 1)
+	small1 := start("small1", 1)
+	waitSemQueued(t, rc, t.Name(), 2)
+	small2 := start("small2", 1)
+	waitSemQueued(t, rc, t.Name(), 3)
+	assert.False(t, holder.TryAcquire(1), "TryAcquire must fail while others are queued")
+	select {
+	case who := <-served:
+		t.Fatalf("%s served while the large request waits", who)
+	case <-time.After(200 * time.Millisecond):
+	}
+	holder.Release(3)
+	assert.Equal(t, "big", <-served)
+	big.Release(5)
+	wg.Wait()
+	close(served)
+	var rest []string
+	for who := range served {
+		rest = append(rest, who)
+	}
+	assert.ElementsMatch(t, []string{"small1", "small2"}, rest)
+	small1.Release(1)
+	small2.Release(1)
+	assert.Empty(t, semHolders(t, rc, t.Name()))
+}
+
+func TestSemaphoreCrashedHolder(t *testing.T) {
+	crashSemaphore(t, standalone, t.Name())
+}
+
+// crashSemaphore has a child process hold all 3 permits of the semaphore
+// name with a 1 s watchdog lease, kills it with SIGKILL, and checks that a
+// waiter here gets them within the lease plus 500 ms.
+func crashSemaphore(t *testing.T, tg *redistest.Target, name string) {
+	const lease = time.Second
+	child := startQueuedChild(t, tg, "sem-hold", name, lease, 0, "held")
+	c, rc := newClient(t, tg)
+	s := c.NewSemaphore(name, 3)
+	assert.False(t, s.TryAcquire(1))
+	took := make(chan time.Time, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		if err := s.Acquire(ctx, 3); err != nil {
+			t.Error(err)
+		}
+		took <- time.Now()
+	}()
+	waitSemQueued(t, rc, name, 1)
+	require.NoError(t, child.Process.Kill())
+	killed := time.Now()
+	d := (<-took).Sub(killed)
+	t.Logf("%s: the crashed holder's permits were taken %v after SIGKILL", name, d)
+	assert.LessOrEqual(t, d, lease+500*time.Millisecond)
+	s.Release(3)
+}
+
+// Release wakes the waiters that fit, in other Clients, without waiting for
+// a timer (the holder's lease is 30 s, the heartbeat 5 s).
+func TestSemaphoreReleaseWakesWaiters(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	holder := c.NewSemaphore(t.Name(), 5)
+	require.NoError(t, holder.Acquire(context.Background(), 5))
+	got := make(chan time.Time, 2)
+	var handles []*redisync.Semaphore
+	for i, n := range []int64{2, 3} {
+		oc, _ := newClient(t, standalone)
+		s := oc.NewSemaphore(t.Name(), 5)
+		handles = append(handles, s)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			if err := s.Acquire(ctx, n); err != nil {
+				t.Error(err)
+			}
+			got <- time.Now()
+		}()
+		waitSemQueued(t, rc, t.Name(), int64(i+1))
+	}
+	time.Sleep(50 * time.Millisecond) // subscribed
+	before := redisync.QueueWakeups()
+	released := time.Now()
+	holder.Release(5)
+	for range 2 {
+		d := (<-got).Sub(released)
+		t.Logf("waiter served %v after the release", d)
+		assert.Less(t, d, 2*time.Second, "woken by the release, not by a timer")
+	}
+	assert.EqualValues(t, 2, redisync.QueueWakeups()-before, "one wake-up per waiter that fits")
+	handles[0].Release(2)
+	handles[1].Release(3)
+}
+
+func TestSemaphoreCancelLeavesNothing(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	holder := c.NewSemaphore(t.Name(), 5)
+	require.NoError(t, holder.Acquire(context.Background(), 4))
+	// A live waiter stays queued throughout.
+	oc, _ := newClient(t, standalone)
+	first := oc.NewSemaphore(t.Name(), 5)
+	firstErr := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		firstErr <- first.Acquire(ctx, 3)
+	}()
+	waitSemQueued(t, rc, t.Name(), 1)
+	holders := semHolders(t, rc, t.Name())
+
+	w := oc.NewSemaphore(t.Name(), 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	assert.Equal(t, context.DeadlineExceeded, w.Acquire(ctx, 1), "ctx.Err() comes back unwrapped")
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	assert.Equal(t, context.Canceled, w.Acquire(ctx, 2))
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	assert.Equal(t, context.DeadlineExceeded, w.Acquire(ctx, 6), "more than the size waits for ctx")
+	assert.EqualValues(t, 1, semQueued(t, rc, t.Name()), "queue length after cancelled waiters")
+	assert.Equal(t, holders, semHolders(t, rc, t.Name()), "permits after cancelled waiters")
+	assert.Zero(t, w.Held())
+
+	holder.Release(4)
+	require.NoError(t, <-firstErr)
+	first.Release(3)
+}
+
+func TestSemaphoreSizeMismatch(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	s := c.NewSemaphore(t.Name(), 5)
+	require.NoError(t, s.Acquire(context.Background(), 1))
+	other := c.NewSemaphore(t.Name(), 4)
+	err := other.Acquire(context.Background(), 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "size")
+	assert.False(t, other.TryAcquire(1))
+	s.Release(1)
+}
+
+func TestSemaphoreMisuse(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	s := c.NewSemaphore(t.Name(), 2)
+	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
+	require.True(t, s.TryAcquire(2))
+	assert.False(t, s.TryAcquire(1))
+	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(3) })
+	s.Release(1)
+	s.Release(1)
+	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
+	assert.NoError(t, s.Err())
+	assert.Panics(t, func() { c.NewSemaphore("x", -1) })
+	assert.Panics(t, func() { _ = s.Acquire(context.Background(), -1) })
+}
+
+func TestSemaphoreLossIsReported(t *testing.T) {
+	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
+	s := c.NewSemaphore(t.Name(), 3)
+	require.NoError(t, s.Acquire(context.Background(), 2))
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(keys.Aux(keys.SemLeasesPrefix, t.Name())).Build()).Error())
+	select {
+	case <-s.Done():
+	case <-time.After(hang):
+		t.Fatal("loss not reported")
+	}
+	assert.ErrorIs(t, s.Err(), redisync.ErrLockLost)
+	assert.NotPanics(t, func() { s.Release(2) }, "the lost permits may still be released")
+	require.True(t, s.TryAcquire(3), "the handle is usable again")
+	s.Release(3)
+}
+
+func TestClusterSemaphore(t *testing.T) {
+	tg := clusterTarget(t)
+	names := namesOnEveryMaster(t, tg, t.Name(), 1)
+	for _, name := range names {
+		overAdmit(t, tg, name, 2, 4, 10)
+	}
+	crashSemaphore(t, tg, namesOnEveryMaster(t, tg, t.Name()+"-crash", 1)[1])
+}
