@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,9 +34,8 @@ type scene struct {
 //     exactly that order; a killed waiter is reaped from the queue.
 //   - Semaphore: eight workers share N permits; at most N are inside at once
 //     (the holders counter then peaks at N, not 1: give sceneResult a limit).
-//   - FencedMutex: a holder pauses past its lease (SIGSTOP), another takes
-//     over with a higher token, and the paused one's stale write is rejected
-//     by the resource that checks tokens.
+//   - RWMutex: readers overlap; a writer waits, new readers queue behind it,
+//     and it is served when the readers leave.
 var scenes = []scene{
 	{
 		title: "Mutex: four worker processes contend for one lock",
@@ -46,6 +47,7 @@ var scenes = []scene{
 		intro: fmt.Sprintf("Watchdog mode with a %v lease: renewed every %v while its holder lives.\nA dead holder cannot unlock, so the waiters get the lock when the lease runs out.", demoWatchdog, demoWatchdog/3),
 		play:  playCrash,
 	},
+	fencedScene, // demofenced.go
 }
 
 // A sceneResult holds one scene's numbers for the summary.
@@ -55,7 +57,14 @@ type sceneResult struct {
 	acquisitions int
 	maxHolders   int
 	handoffs     []time.Duration
-	takeover     time.Duration // from a kill to the next acquisition; 0 if none
+	takeover     time.Duration // from a kill or pause to the next acquisition; 0 if none
+	lease        time.Duration // the lease that ran out before the takeover
+
+	// fenced marks the fenced scene. It does not count holders: its point is
+	// that a paused holder still believes it holds the lock after its lease
+	// ran out. It counts the stale writes the fence rejected instead.
+	fenced        bool
+	staleRejected int
 }
 
 // A demo is one run of the scenes.
@@ -95,7 +104,7 @@ func runDemo(ctx context.Context, std *stdio, args []string) error {
 	}
 	defer rc.Close()
 	d := &demo{ctx: ctx, std: std, srv: srv, rc: rc, exe: exe, color: isTerminal(std.out)}
-	fmt.Fprintln(std.out, "Each worker (w1, w2, ...) is a separate process. Its column shows HOLD while it holds\nthe lock, wait while blocked in LockContext, DEAD once killed.")
+	fmt.Fprintln(std.out, "Each worker (w1, w2, ...) is a separate process. Its column shows HOLD while it holds\nthe lock, wait while blocked in LockContext, DEAD once killed, PAUSE while stopped.")
 	run := fmt.Sprintf("redisync-demo:%04x", rand.Uint32N(1<<16))
 	var results []sceneResult
 	for i, sc := range scenes {
@@ -162,12 +171,14 @@ func playCrash(st *stage) error {
 	return st.until(func(workerEvent) bool { return false })
 }
 
-// cleanup deletes what a scene left in Redis: the holders counter (the lock
-// itself is gone once its last holder released it or its lease ran out).
+// cleanup deletes what a scene left in Redis: the holders counter, and the
+// fenced scene's token counter and fence record (the lock itself is gone
+// once its last holder released it or its lease ran out). The scene's names
+// are the demo's own, so deleting their counter cannot lower anyone's token.
 func (d *demo) cleanup(name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 2*time.Second)
 	defer cancel()
-	_ = d.rc.Do(ctx, d.rc.B().Del().Key(keys.Aux(holdersPrefix, name)).Build()).Error()
+	_ = d.rc.Do(ctx, d.rc.B().Del().Key(keys.Aux(holdersPrefix, name), keys.Aux(keys.TokenPrefix, name), keys.Aux(keys.FencePrefix, name)).Build()).Error()
 }
 
 // summary prints the table of every scene and fails if any scene saw two
@@ -175,21 +186,31 @@ func (d *demo) cleanup(name string) {
 func (d *demo) summary(results []sceneResult) error {
 	fmt.Fprintf(d.std.out, "\n%s\n", d.bold("summary"))
 	tw := tabwriter.NewWriter(d.std.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  scene\tworkers\tacquisitions\tmost holders at once\thandoff p50\thandoff p99\ttakeover after kill")
+	fmt.Fprintln(tw, "  scene\tworkers\tacquisitions\tmost holders at once\thandoff p50\thandoff p99\ttakeover\tstale writes rejected")
 	most := 0
 	for i, r := range results {
 		slices.Sort(r.handoffs)
-		take := "-"
-		if r.takeover > 0 {
-			take = fmt.Sprintf("%s (lease %v)", roundDuration(r.takeover), demoWatchdog)
+		holders, p50, p99, take, stale := strconv.Itoa(r.maxHolders), "-", "-", "-", "-"
+		if len(r.handoffs) > 0 {
+			p50, p99 = roundDuration(percentile(r.handoffs, 50)).String(), roundDuration(percentile(r.handoffs, 99)).String()
 		}
-		fmt.Fprintf(tw, "  %d %s\t%d\t%d\t%d\t%s\t%s\t%s\n", i+1, strings.SplitN(r.title, ";", 2)[0], r.workers,
-			r.acquisitions, r.maxHolders, roundDuration(percentile(r.handoffs, 50)), roundDuration(percentile(r.handoffs, 99)), take)
-		most = max(most, r.maxHolders)
+		if r.takeover > 0 {
+			take = fmt.Sprintf("%s (lease %v)", roundDuration(r.takeover), cmp.Or(r.lease, demoWatchdog))
+		}
+		if r.fenced {
+			holders, stale = "-", strconv.Itoa(r.staleRejected)
+		} else {
+			most = max(most, r.maxHolders)
+		}
+		fmt.Fprintf(tw, "  %d %s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", i+1, strings.SplitN(r.title, ";", 2)[0], r.workers,
+			r.acquisitions, holders, p50, p99, take, stale)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical section)\n", most)
 	fmt.Fprintf(d.std.out, "handoff: from the start of one worker's Unlock to the next worker holding the lock, across processes\n")
+	fmt.Fprintf(d.std.out, "takeover: from a holder's kill or pause to the next worker holding the lock, once the lease ran out\n")
+	fmt.Fprintf(d.std.out, "stale writes rejected: writes with an outdated fencing token refused by the Fence; the fenced scene\n"+
+		"does not count holders, since a paused holder still believes it holds the lock: the token is what protects the data\n")
 	if most > 1 {
 		return fmt.Errorf("mutual exclusion violated: %d holders at once", most)
 	}
@@ -197,7 +218,8 @@ func (d *demo) summary(results []sceneResult) error {
 }
 
 // laneText is how show prints each lane state.
-var laneText = map[string]string{"": "·", "start": "·", "idle": "·", "wait": "wait", "HOLD": "HOLD", "done": "done", "dead": "DEAD"}
+var laneText = map[string]string{"": "·", "start": "·", "idle": "·", "wait": "wait", "HOLD": "HOLD", "done": "done", "dead": "DEAD",
+	"paused": "PAUSE", "stale": "STALE"}
 
 // paint renders a lane state as a fixed-width cell, colored on a terminal.
 func (d *demo) paint(state string) string {
@@ -208,8 +230,10 @@ func (d *demo) paint(state string) string {
 	switch state {
 	case "HOLD":
 		return "\x1b[1;32m" + cell + "\x1b[0m"
-	case "dead":
+	case "dead", "stale":
 		return "\x1b[1;31m" + cell + "\x1b[0m"
+	case "paused":
+		return "\x1b[1;33m" + cell + "\x1b[0m"
 	case "wait", "done":
 		return "\x1b[2m" + cell + "\x1b[0m"
 	}

@@ -56,6 +56,7 @@ type stage struct {
 	lastRelease time.Time // the latest release, for the next handoff
 	releaser    *lane
 	killedAt    time.Time // the latest kill, for the takeover
+	pausedAt    time.Time // the latest pause, for the takeover
 	failed      error
 }
 
@@ -152,6 +153,8 @@ func (st *stage) apply(ev workerEvent) {
 		l.state = "done"
 	case "acquired":
 		st.acquired(ev)
+	case "wrote", "rejected":
+		st.fenced(ev)
 	case "exit":
 		st.running--
 		l.exited = true
@@ -172,14 +175,13 @@ func (st *stage) acquired(ev workerEvent) {
 	l := ev.lane
 	l.state = "HOLD"
 	st.res.acquisitions++
-	holders := 0
-	for _, o := range st.lanes {
-		if o.state == "HOLD" {
-			holders++
-		}
-	}
+	// The oracle is the Redis counter each worker raises inside its critical
+	// section. The lanes only draw the screen: events of different workers
+	// come through different pipes, and under load one can be shown late, so
+	// counting lanes marked HOLD could report an overlap that never was.
+	holders := 1
 	if len(ev.vals) > 0 {
-		holders = max(holders, int(ev.vals[0])) // the Redis counter's view
+		holders = int(ev.vals[0])
 	}
 	st.res.maxHolders = max(st.res.maxHolders, holders)
 	var note string
@@ -195,10 +197,16 @@ func (st *stage) acquired(ev workerEvent) {
 	case !st.killedAt.IsZero():
 		st.res.takeover = ev.at.Sub(st.killedAt)
 		note = fmt.Sprintf("took over %s after the kill: the dead holder's lease ran out", roundDuration(st.res.takeover))
+	case !st.pausedAt.IsZero():
+		st.res.takeover = ev.at.Sub(st.pausedAt)
+		note = fmt.Sprintf("took over %s after the pause: the paused holder's lease ran out", roundDuration(st.res.takeover))
 	case len(ev.vals) > 1:
 		note = fmt.Sprintf("waited %s", roundDuration(time.Duration(ev.vals[1])))
 	}
-	st.lastRelease, st.releaser, st.killedAt = time.Time{}, nil, time.Time{}
+	if len(ev.vals) > 2 {
+		note += fmt.Sprintf(", token %d", ev.vals[2])
+	}
+	st.lastRelease, st.releaser, st.killedAt, st.pausedAt = time.Time{}, nil, time.Time{}, time.Time{}
 	if holders > 1 {
 		note += fmt.Sprintf("  !! %d HOLDERS AT ONCE", holders)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,10 @@ const holdersPrefix = "redisync_demo_holders"
 //
 //	ready                     connected
 //	waiting                   about to lock
-//	acquired <holders> <ns>   holds the lock; the counter's value; the wait
+//	acquired <holders> <ns> [<token>]  holds the lock; the counter's value
+//	                          (0: not counted); the wait; a FencedMutex's token
+//	wrote <token>             its write through the Fence was accepted
+//	rejected <token>          its write was rejected: a stale token
 //	releasing                 about to unlock (the start of the handoff)
 //	done                      finished its rounds
 //
@@ -48,9 +52,13 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 	think := fs.Duration("think", 20*time.Millisecond, "longest pause between rounds")
 	watchdog := fs.Duration("watchdog", redisync.DefaultWatchdogTimeout, "watchdog timeout (lease)")
 	hang := fs.Bool("hang", false, "hold the first acquisition until killed")
+	fenced := fs.Bool("fenced", false, "lock a FencedMutex once and write through its Fence (the fenced scene)")
+	lease := fs.Duration("lease", time.Second, "with --fenced: the fixed lease (WithLease)")
+	awaitCont := fs.Bool("await-cont", false, "with --fenced: write only after being resumed with SIGCONT")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	resumed := notifyContinue() // before anything can pause this process
 	rc, err := cf.connect(ctx)
 	if err != nil {
 		return err
@@ -62,8 +70,6 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
-	m := c.NewMutex(*name)
-	counter := keys.Aux(holdersPrefix, *name)
 	report := func(event string, values ...int64) {
 		fields := []string{strconv.FormatInt(time.Now().UnixNano(), 10), event}
 		for _, v := range values {
@@ -72,6 +78,15 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		_, _ = io.WriteString(std.out, strings.Join(fields, " ")+"\n")
 	}
 	report("ready")
+	if *fenced {
+		var wait <-chan os.Signal
+		if *awaitCont {
+			wait = resumed
+		}
+		return fencedWorker(ctx, c, *name, *lease, *holdMin, wait, report)
+	}
+	m := c.NewMutex(*name)
+	counter := keys.Aux(holdersPrefix, *name)
 	for range *rounds {
 		report("waiting")
 		start := time.Now()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -40,26 +41,96 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 	return nil
 }
 
-// printInfo writes info as text: a headline, then one row per holder.
+// printInfo writes info as text: a headline, one row per holder, then what
+// the primitive has besides: waiting writers, the latest token, a fence.
 func printInfo(w io.Writer, info *lockInfo) {
-	state := "not locked"
-	if info.Locked {
-		state = "locked, " + formatTTL(info.TTLMillis)
+	fmt.Fprintf(w, "%s %q: %s\n", info.Kind, info.Name, headline(info))
+	if len(info.Holders) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		if info.Kind == "RWMutex" {
+			fmt.Fprintln(tw, "  CLIENT\tOWNER\tMODE\tHOLDS\tTTL")
+			for _, h := range info.Holders {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Mode, h.Count, holdTTLs(h))
+			}
+		} else {
+			fmt.Fprintln(tw, "  CLIENT\tOWNER\tHOLDS\tTTL")
+			for _, h := range info.Holders {
+				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Count, formatTTL(h.TTLMillis))
+			}
+		}
+		_ = tw.Flush()
 	}
-	fmt.Fprintf(w, "%s %q: %s\n", info.Kind, info.Name, state)
-	if len(info.Holders) == 0 {
-		return
+	if len(info.WaitingWriters) > 0 {
+		fmt.Fprintln(w, "\n  waiting writers (new readers wait behind them):")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CLIENT\tOWNER\tCLAIM")
+		for _, ww := range info.WaitingWriters {
+			claim := fmt.Sprintf("lapses in %s unless it tries again", durationMS(ww.ClaimMillis))
+			if ww.ClaimMillis <= 0 {
+				claim = fmt.Sprintf("lapsed %s ago: ignored (its writer gave up or died)", durationMS(-ww.ClaimMillis))
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", ww.Client, ww.Owner, claim)
+		}
+		_ = tw.Flush()
 	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CLIENT\tOWNER\tHOLDS\tTTL")
-	for _, h := range info.Holders {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Count, formatTTL(h.TTLMillis))
+	if info.Token != nil || info.Fence != nil {
+		fmt.Fprintln(w)
 	}
-	_ = tw.Flush()
+	if info.Token != nil {
+		fmt.Fprintf(w, "  latest token: %d (counter %s; kept after release: the next token is higher)\n", *info.Token, info.TokenKey)
+	}
+	if f := info.Fence; f != nil {
+		fmt.Fprintf(w, "  fence %s: highest accepted token %d, value %d bytes (writes with a lower token are rejected)\n", f.Key, f.Token, f.ValueBytes)
+	}
 	// Per-primitive sections go here as the primitives land: the FairMutex
-	// queue in order, the Semaphore's permits, the FencedMutex's latest token.
+	// queue in order, the Semaphore's permits.
 }
+
+// headline is the state shown after a lock's kind and name.
+func headline(info *lockInfo) string {
+	switch {
+	case info.Kind == "Fence":
+		return "a fenced resource's record; no lock is stored under this name"
+	case !info.Locked:
+		return "not locked"
+	case info.Mode == "write":
+		return "locked for writing, " + formatTTL(info.TTLMillis)
+	case info.Mode == "read":
+		readers := 0
+		for _, h := range info.Holders {
+			if h.Mode == "read" {
+				readers++
+			}
+		}
+		noun := "readers"
+		if readers == 1 {
+			noun = "reader"
+		}
+		return fmt.Sprintf("locked for reading by %d %s, %s", readers, noun, formatTTL(info.TTLMillis))
+	}
+	return "locked, " + formatTTL(info.TTLMillis)
+}
+
+// holdTTLs describes an RWMutex holder's lease: a reader with several read
+// holds has one lease per hold.
+func holdTTLs(h holderInfo) string {
+	s := formatTTL(h.TTLMillis)
+	if len(h.HoldTTLsMillis) < 2 {
+		return s
+	}
+	each := make([]string, len(h.HoldTTLsMillis))
+	for i, ms := range h.HoldTTLsMillis {
+		each[i] = durationMS(ms)
+		if ms == 0 {
+			each[i] = "expired"
+		}
+	}
+	return s + " (holds: " + strings.Join(each, ", ") + ")"
+}
+
+// durationMS formats milliseconds as a duration.
+func durationMS(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
 
 // formatTTL describes a remaining lease given in milliseconds.
 func formatTTL(ms int64) string {
@@ -69,5 +140,5 @@ func formatTTL(ms int64) string {
 	case ms == 0:
 		return "expired"
 	}
-	return (time.Duration(ms) * time.Millisecond).String() + " left"
+	return durationMS(ms) + " left"
 }

@@ -23,10 +23,22 @@ type lockInfo struct {
 	TTLMillis int64        `json:"ttl_ms"`
 	Holders   []holderInfo `json:"holders"`
 
+	// Mode is an RWMutex's "read" or "write".
+	Mode string `json:"mode,omitempty"`
+	// WaitingWriters are an RWMutex's writers waiting for the lock, soonest
+	// lapsing claim first; new readers wait behind them.
+	WaitingWriters []writerInfo `json:"waiting_writers,omitempty"`
+	// Token is a FencedMutex's latest token granted (the counter's value).
+	// The counter has no expiry and outlives the hold, so it is reported
+	// also when the lock is not held.
+	Token    *uint64 `json:"token,omitempty"`
+	TokenKey string  `json:"token_key,omitempty"`
+	// Fence is the record of a Fence with the same name, when there is one.
+	Fence *fenceInfo `json:"fence,omitempty"`
+
 	// To be added with their primitives (see layouts):
 	//   Waiters []waiterInfo `json:"waiters,omitempty"` // FairMutex, in queue order
 	//   Permits *permitInfo  `json:"permits,omitempty"` // Semaphore: size, taken, per holder
-	//   Token   *uint64      `json:"token,omitempty"`   // FencedMutex: latest token issued
 }
 
 // A holderInfo is one owner's hold.
@@ -35,7 +47,14 @@ type holderInfo struct {
 	Owner  string `json:"owner"`  // the owner within that Client (Redisson: the thread id)
 	Count  int64  `json:"count"`  // hold count: above 1 when the owner re-entered
 	// TTLMillis is this hold's own remaining lease; for a Mutex, the key's.
+	// For an RWMutex reader, the longest of its read holds' leases.
 	TTLMillis int64 `json:"ttl_ms"`
+	// Mode is "read" or "write" for an RWMutex holder.
+	Mode string `json:"mode,omitempty"`
+	// HoldTTLsMillis are an RWMutex reader's read holds' own remaining
+	// leases, hold 1 first, read from their timeout keys; 0 for a hold whose
+	// lease ran out (its reader crashed or stopped renewing).
+	HoldTTLsMillis []int64 `json:"hold_ttls_ms,omitempty"`
 }
 
 // A layout recognises one primitive's data in Redis.
@@ -52,16 +71,19 @@ type layout struct {
 // specific layouts come first. Each primitive adds one entry (and a case in
 // printInfo when it has more than holders to show):
 //
-//   - RWMutex: the hash at NAME with a field "mode" ("read"/"write"); readers
-//     are "<uuid>:<owner>" fields, the writer "<uuid>:<owner>:write", per-read
-//     leases in "{NAME}:<uuid>:<owner>:rwlock_timeout:<n>". Before Mutex.
-//   - FencedMutex: a Mutex hash plus the counter keys.Aux(keys.TokenPrefix,
-//     NAME) (latest token); the counter outlives the hold, so also when NAME
-//     is absent. Before Mutex.
+//   - RWMutex (layout_rw.go): the hash at NAME with a field "mode".
+//   - FencedMutex (layout_fenced.go): a Mutex hash plus the token counter;
+//     the counter outlives the hold, so also when NAME is absent.
+//   - Mutex: the hash at NAME alone.
 //   - FairMutex: redisync_fair...:{NAME} (holder, queue in order).
 //   - Semaphore: redisync_sem...:{NAME} (size, permits per holder).
+//   - Fence (layout_fenced.go): only a Fence record under the name. Last: a
+//     lock's own data says more.
 var layouts = []layout{
+	{kind: "RWMutex", detect: detectRWMutex},
+	{kind: "FencedMutex", detect: detectFencedMutex},
 	{kind: "Mutex", detect: detectMutex},
+	{kind: "Fence", detect: detectFence},
 }
 
 // errNotFound is wrapped when nothing is stored under a name.
@@ -75,7 +97,13 @@ func detect(ctx context.Context, rc rueidis.Client, name string) (*lockInfo, err
 	}
 	for _, l := range layouts {
 		info, err := l.detect(ctx, rc, name, keyType)
-		if err != nil || info != nil {
+		if err != nil {
+			return nil, err
+		}
+		if info != nil {
+			if info.Fence == nil {
+				info.Fence, err = readFence(ctx, rc, name)
+			}
 			return info, err
 		}
 	}

@@ -139,7 +139,8 @@ func checkDemo(t *testing.T, out string) {
 	// 2 workers x 3 rounds. Columns: workers, acquisitions, most holders.
 	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock +4 +20 +1 `, out)
 	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL +3 +7 +1 `, out)
-	require.Regexp(t, `(?m)^  2 .* [0-9.]+m?s \(lease 1.5s\)$`, out)
+	require.Regexp(t, `(?m)^  2 .* [0-9.]+m?s \(lease 1.5s\) +-$`, out)
+	checkFencedScene(t, out)
 }
 
 func TestBench(t *testing.T) {

@@ -10,6 +10,9 @@ import (
 // mutexChannelPrefix is the Mutex release channel's prefix (Redisson's).
 const mutexChannelPrefix = keys.MutexChannelPrefix
 
+// rwChannelPrefix is the RWMutex channel's prefix (Redisson's RReadWriteLock).
+const rwChannelPrefix = keys.RWChannelPrefix
+
 // auxName returns the auxiliary key or channel with prefix for the lock name.
 func auxName(prefix, name string) string { return keys.Aux(prefix, name) }
 

@@ -48,11 +48,26 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	if info.Kind != "Mutex" {
+	var forceUnlock func(c *redisync.Client) (bool, error)
+	var after string // what the release leaves behind, said after it
+	switch info.Kind {
+	case "Mutex":
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewMutex(name).ForceUnlock(ctx) }
+	case "FencedMutex":
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewFencedMutex(name).ForceUnlock(ctx) }
+		after = fmt.Sprintf("the token counter %s is kept (latest token %d): tokens never go back, and the next holder's is higher", info.TokenKey, *info.Token)
+	case "RWMutex":
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewRWMutex(name).ForceUnlock(ctx) }
+		after = "readers and writer alike lost it; waiting writers' claims and the read holds' timeout keys lapse by themselves"
+	default:
 		// Each primitive adds its own force release here when it lands.
-		return fmt.Errorf("force unlock of a %s is not supported yet", info.Kind)
+		return fmt.Errorf("force unlock of a %s is not supported", info.Kind)
 	}
 	printInfo(std.out, info)
+	if !info.Locked {
+		fmt.Fprintf(std.out, "%s %q is not locked; nothing to unlock\n", info.Kind, name)
+		return nil
+	}
 	if !*yes && !confirm(std, fmt.Sprintf("Force-unlock %s %q? Its holders lose it. [y/N] ", info.Kind, name)) {
 		return errDeclined
 	}
@@ -61,14 +76,17 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
-	unlocked, err := c.NewMutex(name).ForceUnlock(ctx)
+	unlocked, err := forceUnlock(c)
 	if err != nil {
 		return err
 	}
-	if unlocked {
-		fmt.Fprintf(std.out, "unlocked %q; its waiters were woken\n", name)
-	} else {
+	if !unlocked {
 		fmt.Fprintf(std.out, "%q was released meanwhile; nothing to do\n", name)
+		return nil
+	}
+	fmt.Fprintf(std.out, "unlocked %q; its waiters were woken\n", name)
+	if after != "" {
+		fmt.Fprintf(std.out, "(%s)\n", after)
 	}
 	return nil
 }

@@ -77,18 +77,33 @@ type subscription struct {
 }
 
 // lockChannels are the Pub/Sub channel prefixes whose messages watch
-// reports, with the primitive and a describer of the messages. Each
-// primitive adds its channel here (RWMutex: "redisson_rwlock", where "1" is a
-// write release waking all readers; FairMutex and Semaphore: their own).
+// reports, with the primitive and a describer of the messages, which
+// returns the event and a detail. Each primitive adds its channel here
+// (FairMutex and Semaphore: their own).
 var lockChannels = []struct {
 	prefix   string
-	describe func(message string) string
+	describe func(message string) (event, detail string)
 }{
-	{prefix: mutexChannelPrefix, describe: func(msg string) string {
+	{prefix: mutexChannelPrefix, describe: func(msg string) (string, string) {
 		if msg == "0" {
-			return "release"
+			return "release", ""
 		}
-		return fmt.Sprintf("message %q", msg)
+		return fmt.Sprintf("message %q", msg), ""
+	}},
+	// An RWMutex's "1" wakes every waiter. redisync and Redisson publish it
+	// when a writer unlocks or downgrades; redisync also when the last
+	// reader leaves (a reader who is not last publishes nothing) and when the
+	// last waiting writer gives up. The message alone cannot tell these
+	// apart, so the detail names them all rather than guess. A "0" is a
+	// Redisson reader's unlock, which wakes one waiter.
+	{prefix: rwChannelPrefix, describe: func(msg string) (string, string) {
+		switch msg {
+		case "1":
+			return "release", "RWMutex: a write unlock or downgrade, or the last reader left; wakes every waiter"
+		case "0":
+			return "release", "RWMutex: a read unlock (Redisson); wakes one waiter"
+		}
+		return fmt.Sprintf("message %q", msg), "RWMutex"
 	}},
 }
 
@@ -115,26 +130,32 @@ func watchPlan(ctx context.Context, rc rueidis.Client, db int, pattern string, l
 	case cluster:
 		notes = append(notes, "releases are not shown: on a cluster locks publish with sharded Pub/Sub, which has no pattern subscription; give one lock NAME to see its releases")
 	default:
-		subs = append(subs, subscription{rc: rc, cmd: rc.B().Psubscribe().Pattern(channels...).Build(), count: len(channels)})
+		// One PSUBSCRIBE for the lock channels and the keyspace events: one
+		// connection delivers them in the order the server produced them,
+		// so an acquire never shows after the release that followed it.
+		if setting, on := keyspaceSetting(ctx, rc); on {
+			channels = append(channels, fmt.Sprintf("__keyspace@%d__:*", db))
+		} else {
+			notes = append(notes, keyspaceOff("", setting))
+		}
+		return append(subs, subscription{rc: rc, cmd: rc.B().Psubscribe().Pattern(channels...).Build(), count: len(channels)}), notes
 	}
-	nodes := map[string]rueidis.Client{"": rc}
-	if cluster {
-		nodes = rc.Nodes()
-	}
+	nodes := rc.Nodes()
 	for addr, node := range nodes {
 		setting, on := keyspaceSetting(ctx, node)
 		if !on {
-			where := ""
-			if addr != "" {
-				where = " on " + addr
-			}
-			notes = append(notes, fmt.Sprintf("keyspace notifications are off%s (notify-keyspace-events=%q): acquisitions and expiries are not shown; enable them with CONFIG SET notify-keyspace-events Khgx", where, setting))
+			notes = append(notes, keyspaceOff(" on "+addr, setting))
 			continue
 		}
 		ks := fmt.Sprintf("__keyspace@%d__:*", db)
 		subs = append(subs, subscription{rc: node, cmd: node.B().Psubscribe().Pattern(ks).Build(), count: 1})
 	}
 	return subs, notes
+}
+
+// keyspaceOff is the note for a server (where) without keyspace events.
+func keyspaceOff(where, setting string) string {
+	return fmt.Sprintf("keyspace notifications are off%s (notify-keyspace-events=%q): acquisitions and expiries are not shown; enable them with CONFIG SET notify-keyspace-events Khgx", where, setting)
 }
 
 // keyspaceSetting reads notify-keyspace-events and reports whether keyspace
@@ -221,19 +242,20 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 	}
 	for _, lc := range lockChannels {
 		if rest, ok := strings.CutPrefix(msg.Channel, lc.prefix+":"); ok {
-			w.emit(lc.describe(msg.Message), nameFromAux(rest), "")
+			event, detail := lc.describe(msg.Message)
+			w.emit(event, nameFromAux(rest), detail)
 			return
 		}
 	}
 }
 
 // keyspace handles a keyspace notification: event happened to key.
-// Auxiliary keys (latches, counters, named redisson_* or redisync_*) are
-// skipped. A hash write is reported as an acquisition: narrow PATTERN to
+// Auxiliary keys (latches, counters, named redisson_* or redisync_*, and an
+// RWMutex's read hold timeouts "{NAME}:...:rwlock_timeout:<i>") are skipped. A hash write is reported as an acquisition: narrow PATTERN to
 // lock names if other hashes match it.
 func (w *watcher) keyspace(key, event string) {
-	if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") {
-		return
+	if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
+		return // an RWMutex's read hold timeouts are reported through its hash
 	}
 	switch event {
 	case "hset", "hincrby":

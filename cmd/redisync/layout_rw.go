@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// A writerInfo is a writer waiting for an RWMutex: its claim in the set of
+// waiting writers.
+type writerInfo struct {
+	Client string `json:"client"`
+	Owner  string `json:"owner"`
+	// ClaimMillis is how long the writer's claim lasts unless the writer
+	// tries again (a live one does, several times per claim), by the
+	// server's clock. Zero or negative once it has lapsed: the claim is then
+	// ignored, and removed by the next reader that comes.
+	ClaimMillis int64 `json:"claim_ms"`
+}
+
+// detectRWMutex recognises Redisson's RReadWriteLock layout: a hash at NAME
+// with a field "mode" ("read" or "write"), reader fields "<uuid>:<owner>"
+// and the writer field "<uuid>:<owner>:write" holding counts. Each read hold
+// i of a reader has its own key "{NAME}:<uuid>:<owner>:rwlock_timeout:<i>"
+// whose expiry is that hold's lease; the hash's expiry is the longest. Our
+// waiting writers are a sorted set scored by the server time (ms) at which
+// each writer's claim lapses.
+func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (*lockInfo, error) {
+	if keyType != "hash" {
+		return nil, nil
+	}
+	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(name).Build()).AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("read lock %q: %w", name, err)
+	}
+	mode, ok := fields["mode"]
+	if !ok || mode != "read" && mode != "write" {
+		return nil, nil
+	}
+	info := &lockInfo{Name: name, Kind: "RWMutex", Key: name, Locked: true, Mode: mode}
+	if info.TTLMillis, err = pttl(ctx, rc, name); err != nil {
+		return nil, err
+	}
+	for field, value := range fields {
+		if field == "mode" {
+			continue
+		}
+		base, write := strings.CutSuffix(field, ":write")
+		h, ok := parseHolder(base, value)
+		if !ok {
+			return nil, nil // not a lock field: a foreign hash that has "mode"
+		}
+		if write {
+			h.Mode, h.TTLMillis = "write", info.TTLMillis
+		} else {
+			h.Mode = "read"
+			if err := readHoldTTLs(ctx, rc, keys.Tagged(name)+":"+base+":rwlock_timeout", &h); err != nil {
+				return nil, err
+			}
+		}
+		info.Holders = append(info.Holders, h)
+	}
+	// The writer first, then readers by client and owner.
+	sort.Slice(info.Holders, func(i, j int) bool {
+		a, b := info.Holders[i], info.Holders[j]
+		if a.Mode != b.Mode {
+			return a.Mode == "write"
+		}
+		return a.Client+":"+a.Owner < b.Client+":"+b.Owner
+	})
+	if info.WaitingWriters, err = readWaitingWriters(ctx, rc, keys.Aux(keys.RWWritersPrefix, name)); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// readHoldTTLs reads the leases of a reader's h.Count read holds from their
+// timeout keys prefix:1 ... prefix:n, and sets h.TTLMillis to the longest.
+func readHoldTTLs(ctx context.Context, rc rueidis.Client, prefix string, h *holderInfo) error {
+	n := min(h.Count, 1000) // a sane bound: one PTTL per hold
+	cmds := make(rueidis.Commands, 0, n)
+	for i := int64(1); i <= n; i++ {
+		cmds = append(cmds, rc.B().Pttl().Key(prefix+":"+strconv.FormatInt(i, 10)).Build())
+	}
+	for i, r := range rc.DoMulti(ctx, cmds...) {
+		ms, err := r.AsInt64()
+		if err != nil {
+			return fmt.Errorf("read lease of read hold %d (%s:%d): %w", i+1, prefix, i+1, err)
+		}
+		if ms == -2 {
+			ms = 0 // gone: that hold's lease ran out
+		}
+		h.HoldTTLsMillis = append(h.HoldTTLsMillis, ms)
+		if ms < 0 || h.TTLMillis >= 0 && ms > h.TTLMillis {
+			h.TTLMillis = ms
+		}
+	}
+	return nil
+}
+
+// readWaitingWriters reads the set of waiting writers (members
+// "<uuid>:<owner>:write" scored by the server time in ms at which each
+// claim lapses) and turns each score into the time left by the server's
+// TIME, since the client's clock may differ from the server's.
+func readWaitingWriters(ctx context.Context, rc rueidis.Client, key string) ([]writerInfo, error) {
+	entries, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	if err != nil {
+		return nil, fmt.Errorf("read waiting writers %q: %w", key, err)
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	now, err := serverMillis(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	writers := make([]writerInfo, 0, len(entries))
+	for _, e := range entries {
+		w := writerInfo{Client: strings.TrimSuffix(e.Member, ":write"), ClaimMillis: int64(e.Score) - now}
+		if i := strings.LastIndexByte(w.Client, ':'); i > 0 {
+			w.Client, w.Owner = w.Client[:i], w.Client[i+1:]
+		}
+		writers = append(writers, w)
+	}
+	return writers, nil
+}
+
+// serverMillis returns the server's clock (TIME) in milliseconds.
+func serverMillis(ctx context.Context, rc rueidis.Client) (int64, error) {
+	t, err := rc.Do(ctx, rc.B().Time().Build()).AsIntSlice()
+	if err != nil {
+		return 0, fmt.Errorf("read the server's TIME: %w", err)
+	}
+	if len(t) != 2 {
+		return 0, fmt.Errorf("read the server's TIME: unexpected reply %v", t)
+	}
+	return t[0]*1000 + t[1]/1000, nil
+}
