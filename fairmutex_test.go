@@ -37,8 +37,10 @@ func waitQueued(t testing.TB, rc rueidis.Client, name string, n int64) {
 	}, hang, time.Millisecond, "queue of %s never reached %d", name, n)
 }
 
-func TestFairMutexLockUnlock(t *testing.T) {
-	c, rc := newClient(t, standalone)
+func TestFairMutexLockUnlock(t *testing.T) { forEachTopology(t, testFairMutexLockUnlock) }
+
+func testFairMutexLockUnlock(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	fm := c.NewFairMutex(t.Name())
 	assert.Equal(t, t.Name(), fm.Name())
@@ -127,27 +129,31 @@ func fifo(t *testing.T, tg *redistest.Target, name string, rounds, perClient int
 	assert.Zero(t, inversions, "rounds served out of queue order")
 }
 
-func TestFairMutexFIFO(t *testing.T) {
+func TestFairMutexFIFO(t *testing.T) { forEachTopology(t, testFairMutexFIFO) }
+
+func testFairMutexFIFO(t *testing.T, tg *redistest.Target) {
 	start := time.Now()
-	fifo(t, standalone, t.Name(), 200, 2)
+	fifo(t, tg, t.Name(), 200, 2)
 	t.Logf("200 rounds of 6 queued waiters from 3 Clients in %v", time.Since(start))
 }
 
 // A waiter in a child process dies while queued; the waiters behind it move
 // up once its heartbeat lapses.
-func TestFairMutexCrashedWaiter(t *testing.T) {
+func TestFairMutexCrashedWaiter(t *testing.T) { forEachTopology(t, testFairMutexCrashedWaiter) }
+
+func testFairMutexCrashedWaiter(t *testing.T, tg *redistest.Target) {
 	const heartbeat = time.Second
-	hc, rc := newClient(t, standalone)
+	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
-	child := startQueuedChild(t, standalone, "fair-wait", t.Name(), 30*time.Second, heartbeat, "waiting")
+	child := startQueuedChild(t, tg, "fair-wait", t.Name(), 30*time.Second, heartbeat, "waiting")
 	waitQueued(t, rc, t.Name(), 1)
 	acquired := make(chan int, 2)
 	killed := make(chan time.Time, 2)
 	var elapsed [2]time.Duration
 	var wg sync.WaitGroup
 	for i := range 2 {
-		c, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(heartbeat))
+		c, _ := newClient(t, tg, redisync.WithHeartbeatTimeout(heartbeat))
 		w := c.NewFairMutex(t.Name())
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -187,14 +193,18 @@ func TestFairMutexCrashedWaiter(t *testing.T) {
 // Live waiters queued behind a slow holder for three heartbeat timeouts keep
 // their places: liveness is a heartbeat, not a predicted deadline.
 func TestFairMutexLongWaitKeepsPlace(t *testing.T) {
+	forEachTopology(t, testFairMutexLongWaitKeepsPlace)
+}
+
+func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redistest.Target) {
 	const heartbeat = 300 * time.Millisecond
-	hc, rc := newClient(t, standalone)
+	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
 	served := make(chan int, 3)
 	var wg sync.WaitGroup
 	start := func(i int) {
-		c, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(heartbeat))
+		c, _ := newClient(t, tg, redisync.WithHeartbeatTimeout(heartbeat))
 		w := c.NewFairMutex(t.Name())
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -228,12 +238,14 @@ func TestFairMutexLongWaitKeepsPlace(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 2}, order)
 }
 
-func TestFairMutexCancelLeavesQueue(t *testing.T) {
-	hc, rc := newClient(t, standalone)
+func TestFairMutexCancelLeavesQueue(t *testing.T) { forEachTopology(t, testFairMutexCancelLeavesQueue) }
+
+func testFairMutexCancelLeavesQueue(t *testing.T, tg *redistest.Target) {
+	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
 	// A live waiter stays queued throughout.
-	c1, _ := newClient(t, standalone)
+	c1, _ := newClient(t, tg)
 	first := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -247,7 +259,7 @@ func TestFairMutexCancelLeavesQueue(t *testing.T) {
 	}()
 	waitQueued(t, rc, t.Name(), 1)
 
-	c2, _ := newClient(t, standalone)
+	c2, _ := newClient(t, tg)
 	w := c2.NewFairMutex(t.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -273,7 +285,11 @@ func TestFairMutexCancelLeavesQueue(t *testing.T) {
 // here is a slow process's entry, written directly, which gives up by running
 // the same leave script a LockContext runs when its context ends.
 func TestFairMutexCancelledHeadPassesTurn(t *testing.T) {
-	c, rc := newClient(t, standalone)
+	forEachTopology(t, testFairMutexCancelledHeadPassesTurn)
+}
+
+func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	name := t.Name()
 	queue, alive := keys.Aux(keys.FairQueuePrefix, name), keys.Aux(keys.FairAlivePrefix, name)
@@ -296,7 +312,7 @@ func TestFairMutexCancelledHeadPassesTurn(t *testing.T) {
 		Script: scripts.FairRelease,
 		Keys: []string{keys.Aux(keys.FairLockPrefix, name), queue, alive,
 			keys.Aux(keys.FairChannelPrefix, name), keys.Aux(keys.FairLatchPrefix, name) + ":x"},
-		Args: []string{"nobody:1", "0", "publish", "5000", "slow"},
+		Args: []string{"nobody:1", "0", publishCommand(tg), "5000", "slow"},
 	}).ToArray()
 	require.NoError(t, err)
 	head, _ := reply[1].ToString()
@@ -311,9 +327,11 @@ func TestFairMutexCancelledHeadPassesTurn(t *testing.T) {
 }
 
 // One release wakes one waiter: the one whose turn it is.
-func TestFairMutexWakesOnlyHead(t *testing.T) {
+func TestFairMutexWakesOnlyHead(t *testing.T) { forEachTopology(t, testFairMutexWakesOnlyHead) }
+
+func testFairMutexWakesOnlyHead(t *testing.T, tg *redistest.Target) {
 	const waiters = 10
-	hc, rc := newClient(t, standalone)
+	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
 	acquired := make(chan int)
@@ -321,7 +339,7 @@ func TestFairMutexWakesOnlyHead(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range waiters {
 		release[i] = make(chan struct{})
-		c, _ := newClient(t, standalone)
+		c, _ := newClient(t, tg)
 		w := c.NewFairMutex(t.Name())
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -349,8 +367,10 @@ func TestFairMutexWakesOnlyHead(t *testing.T) {
 	wg.Wait()
 }
 
-func TestFairMutexCrashedHolder(t *testing.T) {
-	crashFair(t, standalone, t.Name())
+func TestFairMutexCrashedHolder(t *testing.T) { forEachTopology(t, testFairMutexCrashedHolder) }
+
+func testFairMutexCrashedHolder(t *testing.T, tg *redistest.Target) {
+	crashFair(t, tg, t.Name())
 }
 
 // crashFair has a child process hold the fair mutex name with a 1 s watchdog
@@ -381,7 +401,11 @@ func crashFair(t *testing.T, tg *redistest.Target, name string) {
 
 // TryLock does not take a free lock while a live waiter is queued.
 func TestFairMutexTryLockDoesNotBarge(t *testing.T) {
-	c, rc := newClient(t, standalone)
+	forEachTopology(t, testFairMutexTryLockDoesNotBarge)
+}
+
+func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	fm := c.NewFairMutex(t.Name())
 	// A queued waiter that has not taken its turn yet (a slow process).
@@ -399,12 +423,14 @@ func TestFairMutexTryLockDoesNotBarge(t *testing.T) {
 	fm.Unlock()
 }
 
-func TestFairMutexReentrantOwner(t *testing.T) {
-	c, rc := newClient(t, standalone)
+func TestFairMutexReentrantOwner(t *testing.T) { forEachTopology(t, testFairMutexReentrantOwner) }
+
+func testFairMutexReentrantOwner(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	fm := c.NewFairMutex(t.Name())
 	owner := redisync.WithOwner(context.Background())
 	require.NoError(t, fm.LockContext(owner))
-	other, _ := newClient(t, standalone)
+	other, _ := newClient(t, tg)
 	done := make(chan error, 1)
 	go func() { done <- other.NewFairMutex(t.Name()).LockContext(context.Background()) }()
 	waitQueued(t, rc, t.Name(), 1)
@@ -436,7 +462,11 @@ func TestFairMutexReentrantOwner(t *testing.T) {
 // A second Lock on a held handle queues (its turn counts from the call) and
 // waits for the handle's Unlock, like sync.Mutex.
 func TestFairMutexSecondLockOnHandleQueues(t *testing.T) {
-	c, rc := newClient(t, standalone)
+	forEachTopology(t, testFairMutexSecondLockOnHandleQueues)
+}
+
+func testFairMutexSecondLockOnHandleQueues(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	fm := c.NewFairMutex(t.Name())
 	fm.Lock()
 	second := make(chan struct{})
@@ -445,7 +475,7 @@ func TestFairMutexSecondLockOnHandleQueues(t *testing.T) {
 		close(second)
 	}()
 	waitQueued(t, rc, t.Name(), 1)
-	other, _ := newClient(t, standalone)
+	other, _ := newClient(t, tg)
 	third := make(chan struct{})
 	o := other.NewFairMutex(t.Name())
 	go func() {
@@ -470,8 +500,10 @@ func TestFairMutexSecondLockOnHandleQueues(t *testing.T) {
 	o.Unlock()
 }
 
-func TestFairMutexMisuse(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestFairMutexMisuse(t *testing.T) { forEachTopology(t, testFairMutexMisuse) }
+
+func testFairMutexMisuse(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	fm := c.NewFairMutex(t.Name())
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", fm.Unlock)
 	assert.ErrorIs(t, fm.UnlockContext(context.Background()), redisync.ErrNotHeld)
@@ -485,10 +517,14 @@ func TestFairMutexMisuse(t *testing.T) {
 }
 
 func TestFairMutexForceUnlockWakesHead(t *testing.T) {
-	hc, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
+	forEachTopology(t, testFairMutexForceUnlockWakesHead)
+}
+
+func testFairMutexForceUnlockWakesHead(t *testing.T, tg *redistest.Target) {
+	hc, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
-	wc, _ := newClient(t, standalone)
+	wc, _ := newClient(t, tg)
 	w := wc.NewFairMutex(t.Name())
 	got := make(chan error, 1)
 	go func() {
@@ -497,7 +533,7 @@ func TestFairMutexForceUnlockWakesHead(t *testing.T) {
 		got <- w.LockContext(ctx)
 	}()
 	waitQueued(t, rc, t.Name(), 1)
-	admin, _ := newClient(t, standalone)
+	admin, _ := newClient(t, tg)
 	ok, err := admin.NewFairMutex(t.Name()).ForceUnlock(context.Background())
 	require.NoError(t, err)
 	assert.True(t, ok)
@@ -512,8 +548,10 @@ func TestFairMutexForceUnlockWakesHead(t *testing.T) {
 	w.Unlock()
 }
 
-func TestFairMutexLossIsReported(t *testing.T) {
-	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
+func TestFairMutexLossIsReported(t *testing.T) { forEachTopology(t, testFairMutexLossIsReported) }
+
+func testFairMutexLossIsReported(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	fm := c.NewFairMutex(t.Name())
 	fm.Lock()
 	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key("redisync_fair:{"+t.Name()+"}").Build()).Error())

@@ -28,13 +28,7 @@ const (
 // printed its first line, which must be want.
 func startQueuedChild(t *testing.T, tg *redistest.Target, kind, name string, watchdog, heartbeat time.Duration, want string) *exec.Cmd {
 	t.Helper()
-	mode := "standalone"
-	switch {
-	case tg.Mini != nil:
-		mode = "mini"
-	case tg.Cluster != nil:
-		mode = "cluster"
-	}
+	mode := childModeOf(tg)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
 		childMode+"="+mode, childLeaseE+"="+watchdog.String(), childKind+"="+kind,

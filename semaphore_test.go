@@ -77,22 +77,26 @@ func overAdmit(t *testing.T, tg *redistest.Target, name string, clients, gorouti
 	assert.EqualValues(t, clients*goroutines*rounds, total.Load(), "every acquire finished")
 }
 
-func TestSemaphoreNeverOverAdmits(t *testing.T) {
+func TestSemaphoreNeverOverAdmits(t *testing.T) { forEachTopology(t, testSemaphoreNeverOverAdmits) }
+
+func testSemaphoreNeverOverAdmits(t *testing.T, tg *redistest.Target) {
 	start := time.Now()
-	overAdmit(t, standalone, t.Name(), 4, 8, 25)
+	overAdmit(t, tg, t.Name(), 4, 8, 25)
 	t.Logf("800 weighted acquisitions by 4 Clients x 8 goroutines in %v", time.Since(start))
 }
 
 // A request for all 5 permits queued behind held permits is served before
 // later requests for 1, although those would fit at once.
-func TestSemaphoreFIFONoStarvation(t *testing.T) {
-	c, rc := newClient(t, standalone)
+func TestSemaphoreFIFONoStarvation(t *testing.T) { forEachTopology(t, testSemaphoreFIFONoStarvation) }
+
+func testSemaphoreFIFONoStarvation(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	holder := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, holder.Acquire(context.Background(), 3))
 	served := make(chan string, 3)
 	var wg sync.WaitGroup
 	start := func(label string, n int64) *redisync.Semaphore {
-		oc, _ := newClient(t, standalone)
+		oc, _ := newClient(t, tg)
 		s := oc.NewSemaphore(t.Name(), 5)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -132,8 +136,10 @@ func TestSemaphoreFIFONoStarvation(t *testing.T) {
 	assert.Empty(t, semHolders(t, rc, t.Name()))
 }
 
-func TestSemaphoreCrashedHolder(t *testing.T) {
-	crashSemaphore(t, standalone, t.Name())
+func TestSemaphoreCrashedHolder(t *testing.T) { forEachTopology(t, testSemaphoreCrashedHolder) }
+
+func testSemaphoreCrashedHolder(t *testing.T, tg *redistest.Target) {
+	crashSemaphore(t, tg, t.Name())
 }
 
 // crashSemaphore has a child process hold all 3 permits of the semaphore
@@ -166,13 +172,17 @@ func crashSemaphore(t *testing.T, tg *redistest.Target, name string) {
 // Release wakes the waiters that fit, in other Clients, without waiting for
 // a timer (the holder's lease is 30 s, the heartbeat 5 s).
 func TestSemaphoreReleaseWakesWaiters(t *testing.T) {
-	c, rc := newClient(t, standalone)
+	forEachTopology(t, testSemaphoreReleaseWakesWaiters)
+}
+
+func testSemaphoreReleaseWakesWaiters(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	holder := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, holder.Acquire(context.Background(), 5))
 	got := make(chan time.Time, 2)
 	var handles []*redisync.Semaphore
 	for i, n := range []int64{2, 3} {
-		oc, _ := newClient(t, standalone)
+		oc, _ := newClient(t, tg)
 		s := oc.NewSemaphore(t.Name(), 5)
 		handles = append(handles, s)
 		go func() {
@@ -200,11 +210,15 @@ func TestSemaphoreReleaseWakesWaiters(t *testing.T) {
 }
 
 func TestSemaphoreCancelLeavesNothing(t *testing.T) {
-	c, rc := newClient(t, standalone)
+	forEachTopology(t, testSemaphoreCancelLeavesNothing)
+}
+
+func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg)
 	holder := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, holder.Acquire(context.Background(), 4))
 	// A live waiter stays queued throughout.
-	oc, _ := newClient(t, standalone)
+	oc, _ := newClient(t, tg)
 	first := oc.NewSemaphore(t.Name(), 5)
 	firstErr := make(chan error, 1)
 	go func() {
@@ -234,8 +248,10 @@ func TestSemaphoreCancelLeavesNothing(t *testing.T) {
 	first.Release(3)
 }
 
-func TestSemaphoreSizeMismatch(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestSemaphoreSizeMismatch(t *testing.T) { forEachTopology(t, testSemaphoreSizeMismatch) }
+
+func testSemaphoreSizeMismatch(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	s := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, s.Acquire(context.Background(), 1))
 	other := c.NewSemaphore(t.Name(), 4)
@@ -246,8 +262,10 @@ func TestSemaphoreSizeMismatch(t *testing.T) {
 	s.Release(1)
 }
 
-func TestSemaphoreMisuse(t *testing.T) {
-	c, _ := newClient(t, standalone)
+func TestSemaphoreMisuse(t *testing.T) { forEachTopology(t, testSemaphoreMisuse) }
+
+func testSemaphoreMisuse(t *testing.T, tg *redistest.Target) {
+	c, _ := newClient(t, tg)
 	s := c.NewSemaphore(t.Name(), 2)
 	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
 	require.True(t, s.TryAcquire(2))
@@ -261,8 +279,10 @@ func TestSemaphoreMisuse(t *testing.T) {
 	assert.Panics(t, func() { _ = s.Acquire(context.Background(), -1) })
 }
 
-func TestSemaphoreLossIsReported(t *testing.T) {
-	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
+func TestSemaphoreLossIsReported(t *testing.T) { forEachTopology(t, testSemaphoreLossIsReported) }
+
+func testSemaphoreLossIsReported(t *testing.T, tg *redistest.Target) {
+	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	s := c.NewSemaphore(t.Name(), 3)
 	require.NoError(t, s.Acquire(context.Background(), 2))
 	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(keys.Aux(keys.SemLeasesPrefix, t.Name())).Build()).Error())

@@ -120,3 +120,11 @@ func subscribe(t *testing.T, rc rueidis.Client, channel string, fn func(rueidis.
 		<-done
 	}
 }
+
+// publishCommand is the publish command of tg's primitives' scripts.
+func publishCommand(tg *redistest.Target) string {
+	if tg.Cluster != nil {
+		return "spublish"
+	}
+	return "publish"
+}
