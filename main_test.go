@@ -92,6 +92,13 @@ func (w testWriter) Write(p []byte) (int, error) {
 // lock instead of a Mutex.
 func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration, env ...string) *exec.Cmd {
 	t.Helper()
+	return startChildSaying(t, tg, name, watchdog, "held", env...)
+}
+
+// startChildSaying starts a child as startChild does and returns once it has
+// printed its first line, which must be want.
+func startChildSaying(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration, want string, env ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
 		childMode+"="+childModeOf(tg), childLeaseE+"="+watchdog.String())
@@ -106,7 +113,7 @@ func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.D
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "child output")
-	require.Equal(t, "held\n", line)
+	require.Equal(t, want+"\n", line)
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	return cmd
 }

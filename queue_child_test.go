@@ -1,17 +1,12 @@
 package redisync_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/redistest"
@@ -28,24 +23,7 @@ const (
 // printed its first line, which must be want.
 func startQueuedChild(t *testing.T, tg *redistest.Target, kind, name string, watchdog, heartbeat time.Duration, want string) *exec.Cmd {
 	t.Helper()
-	mode := childModeOf(tg)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
-		childMode+"="+mode, childLeaseE+"="+watchdog.String(), childKind+"="+kind,
-		childHeartbeat+"="+heartbeat.String())
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "child output")
-	require.Equal(t, want+"\n", line)
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return cmd
+	return startChildSaying(t, tg, name, watchdog, want, childKind+"="+kind, childHeartbeat+"="+heartbeat.String())
 }
 
 // runQueuedChild is the body of a FairMutex or Semaphore child process:
