@@ -28,14 +28,9 @@ type scene struct {
 	play  func(st *stage) error
 }
 
-// scenes are played in order. Each primitive adds its scene here when it lands:
-//
-//   - FairMutex: workers join a queue one after another and are served in
-//     exactly that order; a killed waiter is reaped from the queue.
-//   - Semaphore: eight workers share N permits; at most N are inside at once
-//     (the holders counter then peaks at N, not 1: give sceneResult a limit).
-//   - RWMutex: readers overlap; a writer waits, new readers queue behind it,
-//     and it is served when the readers leave.
+// scenes are played in order. A scene the RWMutex could add: readers
+// overlap; a writer waits, new readers queue behind it, and it is served when
+// the readers leave.
 var scenes = []scene{
 	{
 		title: "Mutex: four worker processes contend for one lock",
@@ -48,6 +43,8 @@ var scenes = []scene{
 		play:  playCrash,
 	},
 	fencedScene, // demofenced.go
+	fairScene,   // demoqueued.go
+	semScene,    // demoqueued.go
 }
 
 // A sceneResult holds one scene's numbers for the summary.
@@ -56,15 +53,22 @@ type sceneResult struct {
 	workers      int
 	acquisitions int
 	maxHolders   int
-	handoffs     []time.Duration
-	takeover     time.Duration // from a kill or pause to the next acquisition; 0 if none
-	lease        time.Duration // the lease that ran out before the takeover
+	// limit is how many may be inside at once: 1 for a lock (also when 0),
+	// a Semaphore's size. The demo fails if the counter ever exceeds it.
+	limit    int
+	handoffs []time.Duration
+	takeover time.Duration // from a kill or pause to the next acquisition; 0 if none
+	lease    time.Duration // the lease that ran out before the takeover
 
 	// fenced marks the fenced scene. It does not count holders: its point is
 	// that a paused holder still believes it holds the lock after its lease
 	// ran out. It counts the stale writes the fence rejected instead.
 	fenced        bool
 	staleRejected int
+
+	// order is the FairMutex scene's service: order[i] is the place in the
+	// queue of the i-th worker served; nil in the other scenes.
+	order []int64
 }
 
 // A demo is one run of the scenes.
@@ -171,42 +175,69 @@ func playCrash(st *stage) error {
 	return st.until(func(workerEvent) bool { return false })
 }
 
-// cleanup deletes what a scene left in Redis: the holders counter, and the
-// fenced scene's token counter and fence record (the lock itself is gone
-// once its last holder released it or its lease ran out). The scene's names
-// are the demo's own, so deleting their counter cannot lower anyone's token.
+// cleanup deletes what a scene left in Redis: the holders and served
+// counters, the fenced scene's token counter and fence record, and the
+// Semaphore's recorded size (a lock itself is gone once its last holder
+// released it or its lease ran out; the rest are deleted in case a worker
+// died). The scene's names are the demo's own, so deleting their counter
+// cannot lower anyone's token.
 func (d *demo) cleanup(name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 2*time.Second)
 	defer cancel()
-	_ = d.rc.Do(ctx, d.rc.B().Del().Key(keys.Aux(holdersPrefix, name), keys.Aux(keys.TokenPrefix, name), keys.Aux(keys.FencePrefix, name)).Build()).Error()
+	del := []string{keys.Aux(holdersPrefix, name), keys.Aux(servedPrefix, name), keys.Aux(keys.TokenPrefix, name), keys.Aux(keys.FencePrefix, name)}
+	for _, p := range []string{keys.SemHoldersPrefix, keys.SemLeasesPrefix, keys.SemSizePrefix, keys.SemQueuePrefix, keys.SemAlivePrefix, keys.SemWantPrefix,
+		keys.FairLockPrefix, keys.FairQueuePrefix, keys.FairAlivePrefix} {
+		del = append(del, keys.Aux(p, name))
+	}
+	_ = d.rc.Do(ctx, d.rc.B().Del().Key(del...).Build()).Error()
 }
 
-// summary prints the table of every scene and fails if any scene saw two
-// holders at once.
+// summary prints the table of every scene and fails if any scene saw more
+// inside at once than it allows, or served a FairMutex out of order.
 func (d *demo) summary(results []sceneResult) error {
 	fmt.Fprintf(d.std.out, "\n%s\n", d.bold("summary"))
 	tw := tabwriter.NewWriter(d.std.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  scene\tworkers\tacquisitions\tmost holders at once\thandoff p50\thandoff p99\ttakeover\tstale writes rejected")
-	most := 0
+	fmt.Fprintln(tw, "  scene\tworkers\tacquisitions\tmost inside / allowed\thandoff p50\thandoff p99\ttakeover\torder inversions\tstale writes rejected")
+	most, semMost, semLimit, inversions := 0, 0, 0, 0
+	var failed error
 	for i, r := range results {
 		slices.Sort(r.handoffs)
-		holders, p50, p99, take, stale := strconv.Itoa(r.maxHolders), "-", "-", "-", "-"
+		limit := max(r.limit, 1)
+		inside, p50, p99, take, inv, stale := fmt.Sprintf("%d / %d", r.maxHolders, limit), "-", "-", "-", "-", "-"
 		if len(r.handoffs) > 0 {
 			p50, p99 = roundDuration(percentile(r.handoffs, 50)).String(), roundDuration(percentile(r.handoffs, 99)).String()
 		}
 		if r.takeover > 0 {
 			take = fmt.Sprintf("%s (lease %v)", roundDuration(r.takeover), cmp.Or(r.lease, demoWatchdog))
 		}
-		if r.fenced {
-			holders, stale = "-", strconv.Itoa(r.staleRejected)
-		} else {
+		switch {
+		case r.fenced:
+			inside, stale = "-", strconv.Itoa(r.staleRejected)
+		case limit > 1:
+			semMost, semLimit = max(semMost, r.maxHolders), limit
+		default:
 			most = max(most, r.maxHolders)
 		}
-		fmt.Fprintf(tw, "  %d %s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", i+1, strings.SplitN(r.title, ";", 2)[0], r.workers,
-			r.acquisitions, holders, p50, p99, take, stale)
+		if r.order != nil {
+			n := countInversions(r.order)
+			inversions += n
+			inv = strconv.Itoa(n)
+			if n > 0 && failed == nil {
+				failed = fmt.Errorf("scene %d: FairMutex order violated: %d inversions (served in queue places %v)", i+1, n, r.order)
+			}
+		}
+		if !r.fenced && r.maxHolders > limit && failed == nil {
+			failed = fmt.Errorf("scene %d: %d inside at once, %d allowed", i+1, r.maxHolders, limit)
+		}
+		fmt.Fprintf(tw, "  %d %s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, strings.SplitN(r.title, ";", 2)[0], r.workers,
+			r.acquisitions, inside, p50, p99, take, inv, stale)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical section)\n", most)
+	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical section; a lock allows 1)\n", most)
+	if semLimit > 0 {
+		fmt.Fprintf(d.std.out, "most inside the Semaphore at once: %d of %d permits (the same counter)\n", semMost, semLimit)
+	}
+	fmt.Fprintf(d.std.out, "order inversions: %d (pairs of FairMutex waiters served in the opposite order of their arrival in the queue)\n", inversions)
 	fmt.Fprintf(d.std.out, "handoff: from the start of one worker's Unlock to the next worker holding the lock, across processes\n")
 	fmt.Fprintf(d.std.out, "takeover: from a holder's kill or pause to the next worker holding the lock, once the lease ran out\n")
 	fmt.Fprintf(d.std.out, "stale writes rejected: writes with an outdated fencing token refused by the Fence; the fenced scene\n"+
@@ -214,7 +245,7 @@ func (d *demo) summary(results []sceneResult) error {
 	if most > 1 {
 		return fmt.Errorf("mutual exclusion violated: %d holders at once", most)
 	}
-	return nil
+	return failed
 }
 
 // laneText is how show prints each lane state.

@@ -29,6 +29,7 @@ type lane struct {
 	state  string       // "", start, wait, HOLD, idle, done, dead
 	since  time.Time    // when it began waiting
 	exited bool
+	served string // the FairMutex scene: its place in line and in service, for the next acquired line
 }
 
 // A workerEvent is one line from a worker, or its exit (kind "exit").
@@ -153,6 +154,8 @@ func (st *stage) apply(ev workerEvent) {
 		l.state = "done"
 	case "acquired":
 		st.acquired(ev)
+	case "served":
+		st.served(ev)
 	case "wrote", "rejected":
 		st.fenced(ev)
 	case "exit":
@@ -184,8 +187,16 @@ func (st *stage) acquired(ev workerEvent) {
 		holders = int(ev.vals[0])
 	}
 	st.res.maxHolders = max(st.res.maxHolders, holders)
+	limit := max(st.res.limit, 1)
 	var note string
 	switch {
+	case limit > 1:
+		// Several hold at once: a release does not hand over to one waiter,
+		// so there is no handoff to time.
+		note = fmt.Sprintf("%d of %d inside", holders, limit)
+		if len(ev.vals) > 1 {
+			note += fmt.Sprintf(", waited %s", roundDuration(time.Duration(ev.vals[1])))
+		}
 	case !st.lastRelease.IsZero() && l.since.Before(st.lastRelease):
 		// A handoff: l was waiting when the lock was released.
 		d := ev.at.Sub(st.lastRelease)
@@ -207,7 +218,10 @@ func (st *stage) acquired(ev workerEvent) {
 		note += fmt.Sprintf(", token %d", ev.vals[2])
 	}
 	st.lastRelease, st.releaser, st.killedAt, st.pausedAt = time.Time{}, nil, time.Time{}, time.Time{}
-	if holders > 1 {
+	if l.served != "" {
+		note, l.served = l.served+", "+note, ""
+	}
+	if holders > limit {
 		note += fmt.Sprintf("  !! %d HOLDERS AT ONCE", holders)
 	}
 	st.show(ev.at, l.label+" acquired  "+note)

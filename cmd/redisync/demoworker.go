@@ -33,6 +33,8 @@ const holdersPrefix = "redisync_demo_holders"
 //
 //	ready                     connected
 //	waiting                   about to lock
+//	served <seq> <position>   (--fair) holds the lock as the position-th of
+//	                          the scene; seq is its place in the queue
 //	acquired <holders> <ns> [<token>]  holds the lock; the counter's value
 //	                          (0: not counted); the wait; a FencedMutex's token
 //	wrote <token>             its write through the Fence was accepted
@@ -55,6 +57,9 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 	fenced := fs.Bool("fenced", false, "lock a FencedMutex once and write through its Fence (the fenced scene)")
 	lease := fs.Duration("lease", time.Second, "with --fenced: the fixed lease (WithLease)")
 	awaitCont := fs.Bool("await-cont", false, "with --fenced: write only after being resumed with SIGCONT")
+	fair := fs.Bool("fair", false, "lock a FairMutex instead of a Mutex (the FairMutex scene)")
+	seq := fs.Int64("seq", 0, "with --fair: the worker's place in the queue, reported when served")
+	semSize := fs.Int64("sem", 0, "acquire one permit of a Semaphore of this size instead of locking a Mutex")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -85,7 +90,13 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		}
 		return fencedWorker(ctx, c, *name, *lease, *holdMin, wait, report)
 	}
-	m := c.NewMutex(*name)
+	var m demoLock = c.NewMutex(*name)
+	switch {
+	case *fair:
+		m = c.NewFairMutex(*name)
+	case *semSize > 0:
+		m = semLock{c.NewSemaphore(*name, *semSize)}
+	}
 	counter := keys.Aux(holdersPrefix, *name)
 	for range *rounds {
 		report("waiting")
@@ -97,6 +108,14 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		holders, err := rc.Do(ctx, rc.B().Incr().Key(counter).Build()).AsInt64()
 		if err != nil {
 			return err
+		}
+		if *fair {
+			// The order oracle: a counter raised by each worker served.
+			position, err := rc.Do(ctx, rc.B().Incr().Key(keys.Aux(servedPrefix, *name)).Build()).AsInt64()
+			if err != nil {
+				return err
+			}
+			report("served", *seq, position)
 		}
 		report("acquired", holders, waited.Nanoseconds())
 		if *hang {
@@ -128,4 +147,23 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// A demoLock is what a worker locks: a Mutex, a FairMutex, or a permit of
+// a Semaphore.
+type demoLock interface {
+	LockContext(ctx context.Context) error
+	UnlockContext(ctx context.Context) error
+}
+
+// semLock takes one permit of a Semaphore as a lock.
+type semLock struct{ s *redisync.Semaphore }
+
+func (l semLock) LockContext(ctx context.Context) error { return l.s.Acquire(ctx, 1) }
+
+// UnlockContext releases the permit. Release reports a failure by logging
+// and a loss through Done/Err, which the worker's exit then shows.
+func (l semLock) UnlockContext(context.Context) error {
+	l.s.Release(1)
+	return l.s.Err()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,12 +13,16 @@ import (
 
 // runInspect is "redisync inspect [--json] NAME".
 func runInspect(ctx context.Context, std *stdio, args []string) error {
-	fs := newFlagSet(std, "inspect", "inspect [--json] [connection flags] NAME")
+	fs := newFlagSet(std, "inspect", "inspect [--json] [--kind KIND] [connection flags] NAME")
 	var cf connFlags
 	cf.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	kind := kindFlag(fs)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := checkKind(*kind); err != nil {
 		return err
 	}
 	if len(rest) != 1 {
@@ -28,7 +33,7 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	info, err := detect(ctx, rc, rest[0])
+	info, err := detect(ctx, rc, rest[0], *kind)
 	if err != nil {
 		return err
 	}
@@ -45,7 +50,10 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 // the primitive has besides: waiting writers, the latest token, a fence.
 func printInfo(w io.Writer, info *lockInfo) {
 	fmt.Fprintf(w, "%s %q: %s\n", info.Kind, info.Name, headline(info))
-	if len(info.Holders) > 0 {
+	if len(info.Holders) > 0 && info.Kind == "Semaphore" {
+		fmt.Fprintln(w)
+		printSemHolders(w, info)
+	} else if len(info.Holders) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		if info.Kind == "RWMutex" {
@@ -61,6 +69,7 @@ func printInfo(w io.Writer, info *lockInfo) {
 		}
 		_ = tw.Flush()
 	}
+	printWaiters(w, info)
 	if len(info.WaitingWriters) > 0 {
 		fmt.Fprintln(w, "\n  waiting writers (new readers wait behind them):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -83,8 +92,9 @@ func printInfo(w io.Writer, info *lockInfo) {
 	if f := info.Fence; f != nil {
 		fmt.Fprintf(w, "  fence %s: highest accepted token %d, value %d bytes (writes with a lower token are rejected)\n", f.Key, f.Token, f.ValueBytes)
 	}
-	// Per-primitive sections go here as the primitives land: the FairMutex
-	// queue in order, the Semaphore's permits.
+	for _, k := range info.Also {
+		fmt.Fprintf(w, "\n  a %s is stored under this name too (a different lock): see it with --kind %s\n", k, k)
+	}
 }
 
 // headline is the state shown after a lock's kind and name.
@@ -92,6 +102,12 @@ func headline(info *lockInfo) string {
 	switch {
 	case info.Kind == "Fence":
 		return "a fenced resource's record; no lock is stored under this name"
+	case info.Kind == "Semaphore":
+		return semHeadline(info) + queued(info)
+	case info.Kind == "FairMutex" && !info.Locked:
+		return "not locked" + queued(info)
+	case info.Kind == "FairMutex":
+		return "locked, " + formatTTL(info.TTLMillis) + queued(info)
 	case !info.Locked:
 		return "not locked"
 	case info.Mode == "write":
@@ -141,4 +157,46 @@ func formatTTL(ms int64) string {
 		return "expired"
 	}
 	return durationMS(ms) + " left"
+}
+
+// queued tells how many wait in a FairMutex's or Semaphore's queue.
+func queued(info *lockInfo) string {
+	n := int64(len(info.Waiters))
+	if n == 0 {
+		return ""
+	}
+	if info.Kind == "Semaphore" {
+		return fmt.Sprintf("; %d %s queued", n, plural(n, "request", "requests"))
+	}
+	return fmt.Sprintf("; %d %s queued", n, plural(n, "waiter", "waiters"))
+}
+
+// kindFlag registers --kind, which chooses among primitives stored under
+// one name.
+func kindFlag(fs *flag.FlagSet) *string {
+	return fs.String("kind", "", "when several primitives are stored under NAME, the one to use: `KIND` is "+strings.Join(lockKinds(), ", "))
+}
+
+// checkKind validates a --kind value.
+func checkKind(kind string) error {
+	if kind == "" {
+		return nil
+	}
+	for _, k := range lockKinds() {
+		if strings.EqualFold(k, kind) {
+			return nil
+		}
+	}
+	return usagef("unknown --kind %q: want one of %s", kind, strings.Join(lockKinds(), ", "))
+}
+
+// lockKinds are the kinds --kind accepts.
+func lockKinds() []string {
+	var ks []string
+	for _, l := range layouts {
+		if l.kind != "Fence" {
+			ks = append(ks, l.kind)
+		}
+	}
+	return ks
 }

@@ -36,19 +36,34 @@ type lockInfo struct {
 	// Fence is the record of a Fence with the same name, when there is one.
 	Fence *fenceInfo `json:"fence,omitempty"`
 
-	// To be added with their primitives (see layouts):
-	//   Waiters []waiterInfo `json:"waiters,omitempty"` // FairMutex, in queue order
-	//   Permits *permitInfo  `json:"permits,omitempty"` // Semaphore: size, taken, per holder
+	// Waiters are a FairMutex's waiters, or a Semaphore's queued requests,
+	// in queue order (layout_fair.go).
+	Waiters []waiterInfo `json:"waiters,omitempty"`
+	// Permits is a Semaphore's size and permits taken (layout_sem.go).
+	Permits *permitInfo `json:"permits,omitempty"`
+	// Also names the other primitives stored under the same name (a Mutex,
+	// a FairMutex and a Semaphore of one name are different locks with
+	// different keys); --kind chooses one of them.
+	Also []string `json:"also,omitempty"`
 }
 
 // A holderInfo is one owner's hold.
 type holderInfo struct {
-	Client string `json:"client"` // the holding Client's UUID (Redisson: its UUID too)
-	Owner  string `json:"owner"`  // the owner within that Client (Redisson: the thread id)
-	Count  int64  `json:"count"`  // hold count: above 1 when the owner re-entered
+	Client string `json:"client"`          // the holding Client's UUID (Redisson: its UUID too)
+	Owner  string `json:"owner"`           // the owner within that Client (Redisson: the thread id)
+	Count  int64  `json:"count,omitempty"` // hold count: above 1 when the owner re-entered
 	// TTLMillis is this hold's own remaining lease; for a Mutex, the key's.
-	// For an RWMutex reader, the longest of its read holds' leases.
+	// For an RWMutex reader, the longest of its read holds' leases. For a
+	// Semaphore holder, the time until its lease ends by the server's clock:
+	// zero or negative once it has lapsed (then Lapsed is set), -1 without a
+	// recorded lease.
 	TTLMillis int64 `json:"ttl_ms"`
+	// Permits is the permits a Semaphore holder has; its Owner is then the
+	// handle part "s<n>" of its holder id "<client-uuid>:s<n>".
+	Permits int64 `json:"permits,omitempty"`
+	// Lapsed marks a Semaphore holder whose lease has ended: its permits
+	// are free and not counted as taken.
+	Lapsed bool `json:"lapsed,omitempty"`
 	// Mode is "read" or "write" for an RWMutex holder.
 	Mode string `json:"mode,omitempty"`
 	// HoldTTLsMillis are an RWMutex reader's read holds' own remaining
@@ -63,54 +78,98 @@ type holderInfo struct {
 // absent). It returns nil, nil when the data is not its layout, so the next
 // layout is tried; an error ends the search.
 type layout struct {
-	kind   string
+	kind string
+	// group is the keys the layout reads: layouts of one group share them,
+	// so at most one of a group is reported (the first that recognises the
+	// data); layouts of different groups are different locks that may both
+	// exist under one name.
+	group  string
 	detect func(ctx context.Context, rc rueidis.Client, name, keyType string) (*lockInfo, error)
 }
 
-// layouts are tried in order; the first that recognises the data wins. More
-// specific layouts come first. Each primitive adds one entry (and a case in
-// printInfo when it has more than holders to show):
+// layouts are tried in order; within a group the first that recognises the
+// data wins, so more specific layouts come first:
 //
 //   - RWMutex (layout_rw.go): the hash at NAME with a field "mode".
 //   - FencedMutex (layout_fenced.go): a Mutex hash plus the token counter;
 //     the counter outlives the hold, so also when NAME is absent.
 //   - Mutex: the hash at NAME alone.
-//   - FairMutex: redisync_fair...:{NAME} (holder, queue in order).
-//   - Semaphore: redisync_sem...:{NAME} (size, permits per holder).
-//   - Fence (layout_fenced.go): only a Fence record under the name. Last: a
-//     lock's own data says more.
+//   - FairMutex (layout_fair.go): redisync_fair...:{NAME} (holder, queue in order).
+//   - Semaphore (layout_sem.go): redisync_sem...:{NAME} (size, permits per holder).
+//   - Fence (layout_fenced.go): only a Fence record under the name; only
+//     when no lock is found, since a lock's own data says more.
 var layouts = []layout{
-	{kind: "RWMutex", detect: detectRWMutex},
-	{kind: "FencedMutex", detect: detectFencedMutex},
-	{kind: "Mutex", detect: detectMutex},
-	{kind: "Fence", detect: detectFence},
+	{kind: "RWMutex", group: "name", detect: detectRWMutex},
+	{kind: "FencedMutex", group: "name", detect: detectFencedMutex},
+	{kind: "Mutex", group: "name", detect: detectMutex},
+	{kind: "FairMutex", group: "fair", detect: detectFairMutex},
+	{kind: "Semaphore", group: "sem", detect: detectSemaphore},
+	{kind: "Fence", group: "fence", detect: detectFence},
 }
 
 // errNotFound is wrapped when nothing is stored under a name.
 var errNotFound = errors.New("no lock")
 
-// detect identifies the primitive stored under name and reads it.
-func detect(ctx context.Context, rc rueidis.Client, name string) (*lockInfo, error) {
+// detect identifies the primitive stored under name and reads it. When
+// several are (a Mutex and a FairMutex of one name are different locks),
+// kind chooses one; without it the first in the order of layouts is
+// reported, and the others are named in its Also.
+func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInfo, error) {
 	keyType, err := rc.Do(ctx, rc.B().Type().Key(name).Build()).ToString()
 	if err != nil {
 		return nil, fmt.Errorf("read key %q: %w", name, err)
 	}
+	var found []*lockInfo
+	matched := map[string]bool{}
 	for _, l := range layouts {
+		if matched[l.group] || l.kind == "Fence" && len(found) > 0 {
+			continue
+		}
 		info, err := l.detect(ctx, rc, name, keyType)
 		if err != nil {
 			return nil, err
 		}
 		if info != nil {
-			if info.Fence == nil {
-				info.Fence, err = readFence(ctx, rc, name)
-			}
-			return info, err
+			matched[l.group] = true
+			found = append(found, info)
 		}
 	}
-	if keyType == "none" {
-		return nil, fmt.Errorf("%w named %q: key %q does not exist (a Mutex that nobody holds has no key)", errNotFound, name, name)
+	if len(found) == 0 {
+		if keyType == "none" {
+			return nil, fmt.Errorf("%w named %q: key %q does not exist, nor a FairMutex's or Semaphore's keys (a Mutex that nobody holds has no key)", errNotFound, name, name)
+		}
+		return nil, foreignKeyError(ctx, rc, name, keyType)
 	}
-	return nil, foreignKeyError(ctx, rc, name, keyType)
+	info := found[0]
+	if kind != "" {
+		info = nil
+		for _, f := range found {
+			if strings.EqualFold(f.Kind, kind) {
+				info = f
+			}
+		}
+		if info == nil {
+			return nil, fmt.Errorf("%w of kind %s named %q: found %s", errNotFound, kind, name, strings.Join(kinds(found), ", "))
+		}
+	}
+	for _, f := range found {
+		if f != info {
+			info.Also = append(info.Also, f.Kind)
+		}
+	}
+	if info.Fence == nil {
+		info.Fence, err = readFence(ctx, rc, name)
+	}
+	return info, err
+}
+
+// kinds lists the kinds of found.
+func kinds(found []*lockInfo) []string {
+	var ks []string
+	for _, f := range found {
+		ks = append(ks, f.Kind)
+	}
+	return ks
 }
 
 // foreignKeyError explains that the key name holds data no layout knows.

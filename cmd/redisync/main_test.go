@@ -133,13 +133,14 @@ func TestDemoEmbeddedMiniredis(t *testing.T) {
 func checkDemo(t *testing.T, out string) {
 	t.Helper()
 	require.Contains(t, out, "most holders seen at once: 1 ")
+	checkQueuedScenes(t, out)
 	require.Contains(t, out, "w1 killed with SIGKILL while holding")
 	require.Regexp(t, `w[23] acquired  took over [0-9.]+m?s after the kill`, out)
 	// Summary rows: 4 workers x 5 rounds; then the victim's one hold and
 	// 2 workers x 3 rounds. Columns: workers, acquisitions, most holders.
-	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock +4 +20 +1 `, out)
-	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL +3 +7 +1 `, out)
-	require.Regexp(t, `(?m)^  2 .* [0-9.]+m?s \(lease 1.5s\) +-$`, out)
+	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock +4 +20 +1 / 1 `, out)
+	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL +3 +7 +1 / 1 `, out)
+	require.Regexp(t, `(?m)^  2 .* [0-9.]+m?s \(lease 1.5s\) +- +-$`, out)
 	checkFencedScene(t, out)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -74,4 +75,45 @@ func globMatcher(pattern string) (func(string) bool, error) {
 		return nil, err
 	}
 	return re.MatchString, nil
+}
+
+// lockChannels are the Pub/Sub channel prefixes whose messages watch
+// reports, with the primitive and a describer of the messages, which
+// returns the event and a detail.
+var lockChannels = []struct {
+	prefix   string
+	describe func(message string) (event, detail string)
+}{
+	{prefix: mutexChannelPrefix, describe: func(msg string) (string, string) {
+		if msg == "0" {
+			return "release", ""
+		}
+		return fmt.Sprintf("message %q", msg), ""
+	}},
+	// An RWMutex's "1" wakes every waiter. redisync and Redisson publish it
+	// when a writer unlocks or downgrades; redisync also when the last
+	// reader leaves (a reader who is not last publishes nothing) and when the
+	// last waiting writer gives up. The message alone cannot tell these
+	// apart, so the detail names them all rather than guess. A "0" is a
+	// Redisson reader's unlock, which wakes one waiter.
+	{prefix: rwChannelPrefix, describe: func(msg string) (string, string) {
+		switch msg {
+		case "1":
+			return "release", "RWMutex: a write unlock or downgrade, or the last reader left; wakes every waiter"
+		case "0":
+			return "release", "RWMutex: a read unlock (Redisson); wakes one waiter"
+		}
+		return fmt.Sprintf("message %q", msg), "RWMutex"
+	}},
+	// A FairMutex's message is the id of the one waiter it wakes: the lock
+	// was released (or force-unlocked, or a dead head was skipped) and it is
+	// that waiter's turn. A release with nobody queued publishes nothing.
+	{prefix: keys.FairChannelPrefix, describe: func(msg string) (string, string) {
+		return "turn", "FairMutex: waiter " + msg + " is next"
+	}},
+	// A Semaphore's message is the id of one waiter woken because its
+	// request fits now; a release that frees room for several sends several.
+	{prefix: keys.SemChannelPrefix, describe: func(msg string) (string, string) {
+		return "wake", "Semaphore: waiter " + msg + "'s request fits now"
+	}},
 }

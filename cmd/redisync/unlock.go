@@ -20,13 +20,17 @@ var errDeclined = errors.New("not unlocked: not confirmed")
 // about to delete, asks, and force-unlocks through the library, so that the
 // release message wakes the lock's waiters exactly as the library sends it.
 func runUnlock(ctx context.Context, std *stdio, args []string) error {
-	fs := newFlagSet(std, "unlock", "unlock --force [--yes] [connection flags] NAME")
+	fs := newFlagSet(std, "unlock", "unlock --force [--yes] [--kind KIND] [connection flags] NAME")
 	var cf connFlags
 	cf.register(fs)
 	force := fs.Bool("force", false, "required: delete the lock whoever holds it; its holders lose it")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	kind := kindFlag(fs)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := checkKind(*kind); err != nil {
 		return err
 	}
 	if len(rest) != 1 {
@@ -44,7 +48,7 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	info, err := detect(ctx, rc, name)
+	info, err := detect(ctx, rc, name, *kind)
 	if err != nil {
 		return err
 	}
@@ -59,8 +63,18 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	case "RWMutex":
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewRWMutex(name).ForceUnlock(ctx) }
 		after = "readers and writer alike lost it; waiting writers' claims and the read holds' timeout keys lapse by themselves"
+	case "FairMutex":
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewFairMutex(name).ForceUnlock(ctx) }
+		after = "the queue is kept: the waiter whose turn is next was woken, and the others keep their turns"
+	case "Semaphore":
+		// The library has no force release of a Semaphore, and deleting its
+		// keys here would be no substitute: nobody would wake the queued
+		// requests, and a holder renewing its lease could not tell the loss
+		// from a lapse. Leases bound a stuck holder instead.
+		printInfo(std.out, info)
+		return errors.New("unlock --force is not supported for a Semaphore: a holder's permits come back when its lease lapses " +
+			"(a crashed holder's within its lease, 30 s by default), and a live holder releases its own")
 	default:
-		// Each primitive adds its own force release here when it lands.
 		return fmt.Errorf("force unlock of a %s is not supported", info.Kind)
 	}
 	printInfo(std.out, info)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
 )
 
 // runWatch is "redisync watch [--count N] [--duration D] [PATTERN]": it
@@ -74,37 +76,6 @@ type subscription struct {
 	rc    rueidis.Client
 	cmd   rueidis.Completed
 	count int
-}
-
-// lockChannels are the Pub/Sub channel prefixes whose messages watch
-// reports, with the primitive and a describer of the messages, which
-// returns the event and a detail. Each primitive adds its channel here
-// (FairMutex and Semaphore: their own).
-var lockChannels = []struct {
-	prefix   string
-	describe func(message string) (event, detail string)
-}{
-	{prefix: mutexChannelPrefix, describe: func(msg string) (string, string) {
-		if msg == "0" {
-			return "release", ""
-		}
-		return fmt.Sprintf("message %q", msg), ""
-	}},
-	// An RWMutex's "1" wakes every waiter. redisync and Redisson publish it
-	// when a writer unlocks or downgrades; redisync also when the last
-	// reader leaves (a reader who is not last publishes nothing) and when the
-	// last waiting writer gives up. The message alone cannot tell these
-	// apart, so the detail names them all rather than guess. A "0" is a
-	// Redisson reader's unlock, which wakes one waiter.
-	{prefix: rwChannelPrefix, describe: func(msg string) (string, string) {
-		switch msg {
-		case "1":
-			return "release", "RWMutex: a write unlock or downgrade, or the last reader left; wakes every waiter"
-		case "0":
-			return "release", "RWMutex: a read unlock (Redisson); wakes one waiter"
-		}
-		return fmt.Sprintf("message %q", msg), "RWMutex"
-	}},
 }
 
 // watchPlan chooses the subscriptions: the lock channels (PSUBSCRIBE; on a
@@ -253,8 +224,15 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 // Auxiliary keys (latches, counters, named redisson_* or redisync_*, and an
 // RWMutex's read hold timeouts "{NAME}:...:rwlock_timeout:<i>") are skipped. A hash write is reported as an acquisition: narrow PATTERN to
 // lock names if other hashes match it.
+//
+// A FairMutex's lock hash redisync_fair:{NAME} is reported under NAME, and
+// its deletion as a release: a FairMutex publishes only when a waiter is
+// queued, so its channel alone misses releases.
 func (w *watcher) keyspace(key, event string) {
-	if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
+	name, kind := key, ""
+	if rest, ok := strings.CutPrefix(key, keys.FairLockPrefix+":"); ok {
+		name, kind = nameFromAux(rest), "FairMutex"
+	} else if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
 		return // an RWMutex's read hold timeouts are reported through its hash
 	}
 	switch event {
@@ -262,10 +240,10 @@ func (w *watcher) keyspace(key, event string) {
 		w.mu.Lock()
 		w.known[key] = true
 		w.mu.Unlock()
-		w.emit("acquire", key, "")
+		w.emit("acquire", name, kind)
 	case "expire":
 		if w.renewals {
-			w.emit("renew", key, "")
+			w.emit("renew", name, kind)
 		}
 	case "expired":
 		w.mu.Lock()
@@ -273,12 +251,15 @@ func (w *watcher) keyspace(key, event string) {
 		delete(w.known, key)
 		w.mu.Unlock()
 		if known {
-			w.emit("expire", key, "lease ran out: its holder stopped renewing")
+			w.emit("expire", name, strings.TrimPrefix(kind+": lease ran out: its holder stopped renewing", ": "))
 		}
 	case "del":
 		w.mu.Lock()
-		delete(w.known, key) // its release arrives on the lock's channel
+		delete(w.known, key) // a lock's release arrives on its channel
 		w.mu.Unlock()
+		if kind != "" {
+			w.emit("release", name, kind)
+		}
 	}
 }
 

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// A permitInfo is a Semaphore's account of its permits, by the server's
+// clock: holders whose lease has lapsed are not counted (the next script
+// that runs removes them, and their permits are free already).
+type permitInfo struct {
+	// Size is the size recorded by the first use of the name; absent when
+	// the size key is missing (deleted to change the size: the next
+	// acquire records its handle's).
+	Size    *int64 `json:"size,omitempty"`
+	SizeKey string `json:"size_key"`
+	// Taken is the permits held by holders whose lease is running.
+	Taken int64 `json:"taken"`
+	// Available is Size - Taken (not below 0); absent with Size.
+	Available *int64 `json:"available,omitempty"`
+}
+
+// semKeys are a Semaphore's keys other than its channel.
+type semKeys struct{ holders, leases, size, queue, alive, want string }
+
+func semKeysOf(name string) semKeys {
+	return semKeys{
+		holders: keys.Aux(keys.SemHoldersPrefix, name),
+		leases:  keys.Aux(keys.SemLeasesPrefix, name),
+		size:    keys.Aux(keys.SemSizePrefix, name),
+		queue:   keys.Aux(keys.SemQueuePrefix, name),
+		alive:   keys.Aux(keys.SemAlivePrefix, name),
+		want:    keys.Aux(keys.SemWantPrefix, name),
+	}
+}
+
+// detectSemaphore recognises redisync's Semaphore layout. The name itself is
+// not a key: the holders are the hash redisync_sem:{NAME} (holder id ->
+// permits), their leases the sorted set redisync_sem_lease:{NAME} (holder id
+// -> end, server ms), the size the string redisync_sem_size:{NAME} (kept
+// when nobody holds a permit), the queue redisync_sem_queue:{NAME} with
+// heartbeats redisync_sem_alive:{NAME} and requests redisync_sem_want:{NAME}.
+// Any of them present makes a Semaphore.
+func detectSemaphore(ctx context.Context, rc rueidis.Client, name, _ string) (*lockInfo, error) {
+	k := semKeysOf(name)
+	n, err := rc.Do(ctx, rc.B().Exists().Key(k.holders, k.leases, k.size, k.queue, k.alive, k.want).Build()).AsInt64()
+	if err != nil {
+		return nil, fmt.Errorf("read Semaphore keys of %q: %w", name, err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	info := &lockInfo{Name: name, Kind: "Semaphore", Key: k.holders, Permits: &permitInfo{SizeKey: k.size}}
+	raw, err := rc.Do(ctx, rc.B().Get().Key(k.size).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+	case err != nil:
+		return nil, fmt.Errorf("read Semaphore size %q: %w", k.size, err)
+	default:
+		size, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("key %q holds %q, not a Semaphore size", k.size, raw)
+		}
+		info.Permits.Size = &size
+	}
+	if err := readSemHolders(ctx, rc, k, info); err != nil {
+		return nil, err
+	}
+	if info.Waiters, err = readQueue(ctx, rc, k.queue, k.alive, k.want); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// readSemHolders reads the holders and their leases into info, and counts
+// the permits taken by those whose lease is running by the server's TIME.
+func readSemHolders(ctx context.Context, rc rueidis.Client, k semKeys, info *lockInfo) error {
+	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsIntMap()
+	if err != nil {
+		return fmt.Errorf("read Semaphore holders %q: %w", k.holders, err)
+	}
+	leases, err := rc.Do(ctx, rc.B().Zrange().Key(k.leases).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	if err != nil {
+		return fmt.Errorf("read Semaphore leases %q: %w", k.leases, err)
+	}
+	ends := make(map[string]int64, len(leases))
+	for _, l := range leases {
+		ends[l.Member] = int64(l.Score)
+	}
+	now, err := serverMillis(ctx, rc)
+	if err != nil {
+		return err
+	}
+	for id, permits := range held {
+		h := holderInfo{Client: id, Permits: permits, TTLMillis: -1}
+		if i := strings.LastIndexByte(id, ':'); i > 0 {
+			h.Client, h.Owner = id[:i], id[i+1:]
+		}
+		// A holder without a lease is counted, as the scripts count it:
+		// they remove only holders whose lease has ended.
+		if end, ok := ends[id]; ok {
+			h.TTLMillis = end - now
+			h.Lapsed = h.TTLMillis <= 0
+		}
+		if !h.Lapsed {
+			info.Permits.Taken += permits
+			info.TTLMillis = max(info.TTLMillis, h.TTLMillis)
+		}
+		info.Holders = append(info.Holders, h)
+	}
+	sort.Slice(info.Holders, func(i, j int) bool {
+		a, b := info.Holders[i], info.Holders[j]
+		if a.Lapsed != b.Lapsed {
+			return b.Lapsed
+		}
+		return a.Client+":"+a.Owner < b.Client+":"+b.Owner
+	})
+	info.Locked = info.Permits.Taken > 0
+	if s := info.Permits.Size; s != nil {
+		free := max(*s-info.Permits.Taken, 0)
+		info.Permits.Available = &free
+	}
+	return nil
+}
+
+// semHeadline is a Semaphore's state after its kind and name.
+func semHeadline(info *lockInfo) string {
+	p := info.Permits
+	size := "size unknown (" + p.SizeKey + " is missing: the next acquire records its handle's)"
+	if p.Size != nil {
+		size = fmt.Sprintf("size %d", *p.Size)
+	}
+	live := 0
+	for _, h := range info.Holders {
+		if !h.Lapsed {
+			live++
+		}
+	}
+	s := fmt.Sprintf("%s, %d %s taken by %d %s", size, p.Taken, plural(p.Taken, "permit", "permits"),
+		live, plural(int64(live), "holder", "holders"))
+	if p.Available != nil {
+		s += fmt.Sprintf(", %d available", *p.Available)
+	}
+	return s
+}
+
+// printSemHolders writes a Semaphore's holders: permits and lease each.
+func printSemHolders(w io.Writer, info *lockInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CLIENT\tHOLDER\tPERMITS\tLEASE")
+	for _, h := range info.Holders {
+		lease := formatTTL(h.TTLMillis)
+		if h.TTLMillis < 0 && !h.Lapsed {
+			lease = "no lease recorded: counted until released"
+		} else if h.Lapsed {
+			lease = fmt.Sprintf("lapsed %s ago: not counted (its permits are free; the next call removes it)", durationMS(-h.TTLMillis))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Permits, lease)
+	}
+	_ = tw.Flush()
+}
+
+// plural returns one or many by n.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

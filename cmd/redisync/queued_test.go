@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+)
+
+// queuedIDs waits until the sorted set key holds n members and returns them
+// in queue order.
+func queuedIDs(t *testing.T, rc rueidis.Client, key string, n int) []string {
+	t.Helper()
+	var ids []string
+	require.Eventually(t, func() bool {
+		var err error
+		ids, err = rc.Do(context.Background(), rc.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+		return err == nil && len(ids) == n
+	}, 10*time.Second, 10*time.Millisecond, "want %d queued in %s", n, key)
+	return ids
+}
+
+// waitFor starts f in a goroutine and returns its result channel.
+func waitFor(f func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	return ch
+}
+
+func TestInspectFairMutexQueue(t *testing.T) {
+	c, rc := newLibClient(t)
+	ctx := context.Background()
+	const name = "inspect:fair"
+	holder := c.NewFairMutex(name)
+	require.NoError(t, holder.LockContext(ctx))
+	wctx, cancel := context.WithCancel(ctx)
+	// Two waiters in other Clients, the second queued only after the first.
+	var waits []<-chan error
+	for i := range 2 {
+		other, _ := newLibClient(t)
+		waits = append(waits, waitFor(func() error { return other.NewFairMutex(name).LockContext(wctx) }))
+		queuedIDs(t, rc, "redisync_fair_queue:{"+name+"}", i+1)
+	}
+	defer func() {
+		cancel()
+		for _, w := range waits {
+			require.ErrorIs(t, <-w, context.Canceled)
+		}
+		require.NoError(t, holder.UnlockContext(ctx))
+	}()
+	ids := queuedIDs(t, rc, "redisync_fair_queue:{"+name+"}", 2)
+	fields, err := rc.Do(ctx, rc.B().Hkeys().Key("redisync_fair:{"+name+"}").Build()).AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, fields, 1)
+	client, owner := splitField(fields[0])
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^FairMutex "inspect:fair": locked, 2\d\.\d+s left; 2 waiters queued\n`, r.stdout)
+	require.Regexp(t, `(?m)^  `+client+` +`+owner+` +1 +2\d\.\d+s left$`, r.stdout)
+	require.Contains(t, r.stdout, "\n  waiters, in queue order")
+	// In queue order, each alive (a 5 s heartbeat renewed every 5/3 s).
+	require.Regexp(t, `(?m)^  1 +`+regexp.QuoteMeta(ids[0])+` +alive for [0-5](\.\d+)?m?s unless renewed\n  2 +`+regexp.QuoteMeta(ids[1])+` +alive for `, r.stdout)
+
+	info := inspectJSON(t, name)
+	require.Equal(t, "FairMutex", info.Kind)
+	require.Equal(t, "redisync_fair:{"+name+"}", info.Key)
+	require.True(t, info.Locked)
+	require.Len(t, info.Holders, 1)
+	require.Equal(t, client, info.Holders[0].Client)
+	require.EqualValues(t, 1, info.Holders[0].Count)
+	require.Len(t, info.Waiters, 2)
+	for i, w := range info.Waiters {
+		require.Equal(t, ids[i], w.ID, "queue order")
+		require.NotNil(t, w.AliveMillis)
+		require.Greater(t, *w.AliveMillis, int64(0))
+		require.LessOrEqual(t, *w.AliveMillis, int64(5_000), "measured by the server's clock")
+	}
+	require.Less(t, info.Waiters[0].Arrival, info.Waiters[1].Arrival)
+	require.Nil(t, info.Permits)
+}
+
+func TestInspectFairMutexDeadWaiter(t *testing.T) {
+	_, rc := newLibClient(t)
+	ctx := context.Background()
+	const name = "inspect:fairdead"
+	// A queue written by hand: one waiter whose heartbeat lapsed 3 s ago by
+	// the server's clock, nobody holding the lock.
+	now, err := serverMillis(ctx, rc)
+	require.NoError(t, err)
+	q, a := "redisync_fair_queue:{"+name+"}", "redisync_fair_alive:{"+name+"}"
+	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(q).ScoreMember().ScoreMember(1, "c:w1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(a).ScoreMember().ScoreMember(float64(now-3000), "c:w1").Build()).Error())
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(q, a).Build()) })
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^FairMutex "inspect:fairdead": not locked; 1 waiter queued\n`, r.stdout)
+	require.Regexp(t, `(?m)^  1 +c:w1 +dead since [3-9](\.\d+)?s: will be skipped$`, r.stdout)
+}
+
+func TestInspectSemaphore(t *testing.T) {
+	c, rc := newLibClient(t)
+	ctx := context.Background()
+	const name = "inspect:sem"
+	k := semKeysOf(name)
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(k.size).Build()) })
+	a, b := c.NewSemaphore(name, 3), c.NewSemaphore(name, 3)
+	require.NoError(t, a.Acquire(ctx, 2))
+	require.NoError(t, b.Acquire(ctx, 1))
+	defer a.Release(2)
+	defer b.Release(1)
+	wctx, cancel := context.WithCancel(ctx)
+	other, _ := newLibClient(t)
+	wait := waitFor(func() error { return other.NewSemaphore(name, 3).Acquire(wctx, 2) })
+	defer func() { cancel(); require.ErrorIs(t, <-wait, context.Canceled) }()
+	ids := queuedIDs(t, rc, k.queue, 1)
+	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsIntMap()
+	require.NoError(t, err)
+	require.NoError(t, err)
+	var twoID string
+	for id, n := range held {
+		if n == 2 {
+			twoID = id
+		}
+	}
+	require.NotEmpty(t, twoID, held)
+	client, handle := splitField(twoID)
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Semaphore "inspect:sem": size 3, 3 permits taken by 2 holders, 0 available; 1 request queued\n`, r.stdout)
+	require.Regexp(t, `(?m)^  CLIENT +HOLDER +PERMITS +LEASE$`, r.stdout)
+	require.Regexp(t, `(?m)^  `+client+` +`+handle+` +2 +2\d\.\d+s left$`, r.stdout)
+	require.Regexp(t, `(?m)^  #  WAITER +WANTS +HEARTBEAT\n  1  `+regexp.QuoteMeta(ids[0])+` +2 +alive for `, r.stdout)
+
+	info := inspectJSON(t, name)
+	require.Equal(t, "Semaphore", info.Kind)
+	require.True(t, info.Locked)
+	require.NotNil(t, info.Permits)
+	require.EqualValues(t, 3, *info.Permits.Size)
+	require.EqualValues(t, 3, info.Permits.Taken)
+	require.EqualValues(t, 0, *info.Permits.Available)
+	require.Len(t, info.Holders, 2)
+	byPermits := map[int64]holderInfo{}
+	for _, h := range info.Holders {
+		require.False(t, h.Lapsed)
+		byPermits[h.Permits] = h
+	}
+	require.Equal(t, client, byPermits[2].Client)
+	require.Equal(t, handle, byPermits[2].Owner)
+	require.InDelta(t, 27_000, byPermits[2].TTLMillis, 3_500, "lease left by the server's clock")
+	require.Len(t, info.Waiters, 1)
+	require.Equal(t, ids[0], info.Waiters[0].ID)
+	require.EqualValues(t, 2, info.Waiters[0].Wants)
+
+	// No force unlock for a Semaphore: exit 1, and nothing changed.
+	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "not supported for a Semaphore")
+	require.Equal(t, int64(2), a.Held())
+	n, err := rc.Do(ctx, rc.B().Hlen().Key(k.holders).Build()).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+}
+
+func TestInspectSemaphoreLapsedHolder(t *testing.T) {
+	c, rc := newLibClient(t)
+	ctx := context.Background()
+	const name = "inspect:semlapsed"
+	k := semKeysOf(name)
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(k.size, k.holders, k.leases).Build()) })
+	s := c.NewSemaphore(name, 2)
+	require.NoError(t, s.Acquire(ctx, 1))
+	defer s.Release(1)
+	// A holder whose lease lapsed 2 s ago by the server's clock, written by
+	// hand (no waiter runs a script that would reap it): not counted.
+	now, err := serverMillis(ctx, rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k.holders).FieldValue().FieldValue("dead:s9", "1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(k.leases).ScoreMember().ScoreMember(float64(now-2000), "dead:s9").Build()).Error())
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Semaphore "inspect:semlapsed": size 2, 1 permit taken by 1 holder, 1 available\n`, r.stdout)
+	require.Regexp(t, `(?m)^  dead +s9 +1 +lapsed [2-9](\.\d+)?s ago: not counted`, r.stdout)
+	info := inspectJSON(t, name)
+	require.EqualValues(t, 1, info.Permits.Taken, "the lapsed holder is not counted")
+	require.EqualValues(t, 1, *info.Permits.Available)
+	require.Len(t, info.Holders, 2)
+	require.False(t, info.Holders[0].Lapsed)
+	require.True(t, info.Holders[1].Lapsed, "the lapsed holder comes last")
+	require.EqualValues(t, 1, info.Holders[1].Permits)
+	require.LessOrEqual(t, info.Holders[1].TTLMillis, int64(-2_000))
+	require.Empty(t, info.Waiters)
+}
+
+func TestUnlockForceFairMutex(t *testing.T) {
+	c, rc := newLibClient(t, redisync.WithWatchdogTimeout(1500*time.Millisecond))
+	waiter, _ := newLibClient(t)
+	ctx := context.Background()
+	const name = "unlock:fair"
+	holder := c.NewFairMutex(name)
+	require.NoError(t, holder.LockContext(ctx))
+	wm := waiter.NewFairMutex(name)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	acquired := waitFor(func() error { return wm.LockContext(wctx) })
+	queuedIDs(t, rc, "redisync_fair_queue:{"+name+"}", 1)
+
+	// The holder's lease is renewed: only the force unlock's wake-up of the
+	// head can hand the waiter the lock.
+	r := runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^FairMutex "unlock:fair": locked, .*; 1 waiter queued\n`, r.stdout)
+	require.Contains(t, r.stdout, `unlocked "unlock:fair"; its waiters were woken`)
+	require.Contains(t, r.stdout, "the waiter whose turn is next was woken")
+	select {
+	case err := <-acquired:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the head of the queue was not woken by the force unlock")
+	}
+	requireLost(t, holder.Done(), holder.Err)
+	require.NoError(t, wm.UnlockContext(ctx))
+}
+
+func TestWatchFairMutexTurn(t *testing.T) {
+	c, rc := newLibClient(t)
+	other, _ := newLibClient(t)
+	ctx := context.Background()
+	cmd := exec.Command(bin, "watch", "--redis", serverURL(), "--duration", "30s", "watchfair:*")
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && !strings.HasPrefix(lines.Text(), "# watching") {
+		t.Log(lines.Text())
+	}
+	const name = "watchfair:one"
+	holder := c.NewFairMutex(name)
+	require.NoError(t, holder.LockContext(ctx))
+	wm := other.NewFairMutex(name)
+	acquired := waitFor(func() error { return wm.LockContext(ctx) })
+	ids := queuedIDs(t, rc, "redisync_fair_queue:{"+name+"}", 1)
+	require.NoError(t, holder.UnlockContext(ctx)) // publishes the head's id
+	require.NoError(t, <-acquired)
+	require.NoError(t, wm.UnlockContext(ctx))
+
+	// Keyspace events may come too, if the server has them on: look for the turn.
+	want := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  turn     watchfair:one  \(FairMutex: waiter ` + regexp.QuoteMeta(ids[0]) + ` is next\)$`)
+	var seen []string
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+		if want.MatchString(lines.Text()) {
+			return
+		}
+	}
+	t.Fatalf("no turn event for %s; saw %q; stderr %s", ids[0], seen, stderr.String())
+}
+
+// checkQueuedScenes checks the demo's FairMutex and Semaphore scenes: the
+// workers were served in their order of arrival (by the Redis counter) with
+// no inversion, and the Semaphore never had more inside than its size.
+func checkQueuedScenes(t *testing.T, out string) {
+	t.Helper()
+	served := regexp.MustCompile(`(?m) acquired  served (\d)\w\w, queued (\d)\w\w,`).FindAllStringSubmatch(out, -1)
+	require.Len(t, served, fairWorkers, out)
+	for _, s := range served {
+		require.Equal(t, s[1], s[2], "served out of queue order")
+	}
+	require.NotContains(t, out, "OUT OF ORDER")
+	require.Contains(t, out, "\norder inversions: 0 ")
+	require.Regexp(t, `(?m)^  4 FairMutex: five workers queue one after another +5 +5 +1 / 1 +\S+ +\S+ +- +0 +-$`, out)
+	row := regexp.MustCompile(`(?m)^  5 Semaphore: 6 workers share 2 permits +6 +18 +(\d+) / 2 +- +- +- +- +-$`).FindStringSubmatch(out)
+	require.NotNil(t, row, out)
+	most, _ := strconv.Atoi(row[1])
+	require.GreaterOrEqual(t, most, 1)
+	require.LessOrEqual(t, most, semSize)
+	require.Regexp(t, `most inside the Semaphore at once: [12] of 2 permits`, out)
+	require.NotContains(t, out, "HOLDERS AT ONCE")
+}
