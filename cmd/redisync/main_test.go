@@ -120,6 +120,17 @@ func TestDemoAgainstServer(t *testing.T) {
 	checkDemo(t, r.stdout)
 }
 
+func TestDemoEmbeddedServer(t *testing.T) {
+	t.Parallel()
+	if _, err := redistest.ServerBinary(); err != nil {
+		t.Skip(err)
+	}
+	r := runCmd(t, "", nil, "demo")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "started embedded redis-server on 127.0.0.1:")
+	checkDemo(t, r.stdout)
+}
+
 func TestDemoEmbeddedMiniredis(t *testing.T) {
 	t.Parallel()
 	r := runCmd(t, "", []string{"REDIS_SERVER_BIN=/nonexistent", "REDISYNC_REQUIRE_SERVER="}, "demo")
