@@ -3,7 +3,6 @@ package redisync_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,21 +38,12 @@ func TestMutexAmbiguousAcquireIsUndone(t *testing.T) {
 	_, rc := newClient(t, standalone)
 	m := c.NewMutex(t.Name())
 	// Every retry's reply is lost too, until LockContext gives up.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			p.DropNextReply(scripts.MutexAcquire.SHA1)
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
+	p.DropReplies(scripts.MutexAcquire.SHA1)
+	defer p.StopDropping()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
 	err := m.LockContext(ctx)
+	p.StopDropping()
 	require.Error(t, err, "every acquire reply was lost")
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	assert.Positive(t, p.Dropped())

@@ -67,8 +67,14 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if cluster {
 		c.publish = "spublish"
 	}
-	c.leases = lease.New(c.scripts, cluster, cfg.logger)
-	c.notify = notify.New(rc, cluster, wakePolicy, cfg.logger)
+	var leaseOpts []lease.Option
+	var notifyOpts []notify.Option
+	if cfg.observer != nil {
+		leaseOpts = append(leaseOpts, lease.OnBatch(c.observeBatch))
+		notifyOpts = append(notifyOpts, notify.OnSubscribe(c.observeSubscribed))
+	}
+	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
+	c.notify = notify.New(rc, cluster, wakePolicy, cfg.logger, notifyOpts...)
 	return c, nil
 }
 

@@ -130,6 +130,7 @@ func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
 	owner, explicit := ownerOf(ctx, fm.owner)
 	a := fairAcquirer{fm: fm, owner: owner, reentrant: explicit}
 	res, err := a.try(ctx, nil)
+	observeTry(ctx, &fm.cfg, PrimitiveFairMutex, fm.name, res)
 	if err != nil && ambiguous(err) {
 		a.leave(ctx, nil)
 	}

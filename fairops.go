@@ -19,6 +19,8 @@ type fairAcquirer struct {
 	reentrant bool
 }
 
+func (a fairAcquirer) primitive() string { return PrimitiveFairMutex }
+
 func (a fairAcquirer) holdKey() holdKey {
 	return holdKey{kind: fair, name: a.fm.key, owner: a.owner}
 }
@@ -87,8 +89,9 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		return attempt{wait: waitMS(reply[1]), free: free}, nil
 	}
 	var t *term
-	if h.count == 0 {
-		t = newTerm()
+	reentered := h.count > 0
+	if !reentered {
+		t = newObservedTerm(&fm.cfg, PrimitiveFairMutex, fm.name)
 		t.lease = fm.newLease(t, field)
 		c.begin(h, t, sent)
 	} else {
@@ -101,7 +104,7 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		// Close may have ended holds before this one was recorded.
 		t.end(lockError(fm.name, ErrClosed))
 	}
-	return attempt{acquired: true}, nil
+	return attempt{acquired: true, reentered: reentered}, nil
 }
 
 // leave takes the ticket (if any) out of the queue and sets the owner's hold

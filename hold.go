@@ -53,6 +53,7 @@ type term struct {
 	lease *lease.Lease
 	done  chan struct{}
 	token atomic.Uint64 // a FencedMutex's latest token in this term
+	obs   *termObserver // reports the end; nil without an observer
 
 	mu    sync.Mutex
 	ended bool
@@ -65,12 +66,16 @@ func newTerm() *term { return &term{done: make(chan struct{})} }
 // counts; it reports whether it was the first.
 func (t *term) end(err error) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.ended {
+		t.mu.Unlock()
 		return false
 	}
 	t.ended, t.err = true, err
 	close(t.done)
+	t.mu.Unlock()
+	if t.obs != nil {
+		t.observeEnd(err) // outside t.mu: the observer may read Err
+	}
 	return true
 }
 
@@ -113,6 +118,9 @@ func (c *Client) unref(h *hold) {
 // set by the request sent at sent, and starts watching its lease.
 func (c *Client) begin(h *hold, t *term, sent time.Time) {
 	h.count, h.free = 1, make(chan struct{})
+	if t.obs != nil {
+		t.obs.since = sent
+	}
 	h.term.Store(t)
 	c.mu.Lock()
 	h.refs++ // the hold itself keeps the record

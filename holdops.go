@@ -33,6 +33,8 @@ const (
 type holdOp struct {
 	key holdKey
 	cfg *config
+	// primitive names the lock's sort in events (Event.Primitive).
+	primitive string
 	// channel is where waiters of the lock wait; wakeAll wakes all of this
 	// process's waiters on a release instead of one.
 	channel string
@@ -89,8 +91,9 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 		return attempt{wait: time.Duration(value) * time.Millisecond}, nil, 0, nil
 	}
 	var t *term
-	if h.count == 0 {
-		t = newTerm()
+	reentered := h.count > 0
+	if !reentered {
+		t = newObservedTerm(op.cfg, op.primitive, name)
 		t.lease = op.newLease(t)
 		c.begin(h, t, sent)
 	} else {
@@ -102,7 +105,7 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 		// Close may have ended holds before this one was recorded.
 		t.end(lockError(name, ErrClosed))
 	}
-	return attempt{acquired: true}, t, value, nil
+	return attempt{acquired: true, reentered: reentered}, t, value, nil
 }
 
 // undoHold sets the owner's hold count back to what it was before an attempt

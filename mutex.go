@@ -129,6 +129,7 @@ func (m *Mutex) tryOnce(ctx context.Context, a *mutexAcquirer) (bool, error) {
 		return false, lockError(m.name, ErrClosed)
 	}
 	res, err := a.try(ctx)
+	observeTry(ctx, &m.cfg, m.primitive(), m.name, res)
 	if err != nil && ambiguous(err) {
 		a.undo(ctx)
 	}

@@ -42,6 +42,16 @@ func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
 // whose outcome is unknown, releasing the lock if that attempt took it.
 func (a *mutexAcquirer) undo(ctx context.Context) { a.m.c.undoHold(ctx, a.m.op(a.owner)) }
 
+func (a *mutexAcquirer) primitive() string { return a.m.primitive() }
+
+// primitive names m's sort in events.
+func (m *Mutex) primitive() string {
+	if m.tokenKey != "" {
+		return PrimitiveFencedMutex
+	}
+	return PrimitiveMutex
+}
+
 // op describes owner's hold on m. The handle's own owner's is built once.
 func (m *Mutex) op(owner uint64) *holdOp {
 	if owner == m.owner {
@@ -68,9 +78,10 @@ func (m *Mutex) newOp(owner uint64) *holdOp {
 	finalRelease := []string{field, "0", m.c.publish, latchTTL}
 	renew := []string{field, m.leaseMS}
 	return &holdOp{
-		key:     holdKey{kind: exclusive, name: m.name, owner: owner},
-		cfg:     &m.cfg,
-		channel: m.channel,
+		key:       holdKey{kind: exclusive, name: m.name, owner: owner},
+		cfg:       &m.cfg,
+		primitive: m.primitive(),
+		channel:   m.channel,
 		acquire: func(ctx context.Context, count int) (int, int64, error) {
 			args := firstAcquire
 			if count != 1 {

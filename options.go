@@ -22,6 +22,7 @@ type config struct {
 	lease     time.Duration // fixed lease; 0 selects watchdog mode
 	heartbeat time.Duration // a queued waiter's liveness timeout (FairMutex, Semaphore)
 	logger    *slog.Logger
+	observer  Observer // nil: no events (see WithObserver)
 	err       error
 }
 

@@ -124,6 +124,8 @@ type queuedAcquirer interface {
 	// leave takes the ticket out of the queue and releases what a failed
 	// attempt of unknown outcome may have taken. It must be idempotent.
 	leave(ctx context.Context, tk *ticket)
+	// primitive names the lock's sort in events (Event.Primitive).
+	primitive() string
 }
 
 // acquireQueued is the waiter loop of the queued primitives, the counterpart
@@ -140,6 +142,10 @@ type queuedAcquirer interface {
 // plain waiter a queued one blocks everyone behind it until its heartbeat
 // lapses.
 func (c *Client) acquireQueued(ctx context.Context, name, channel string, a queuedAcquirer, tk *ticket, forever bool, cfg *config) (err error) {
+	var start time.Time // the call's start, taken only for an observer
+	if cfg.observer != nil {
+		start = observeAttempt(ctx, cfg, a.primitive(), name)
+	}
 	var w *notify.Waiter
 	defer func() {
 		tk.stop()
@@ -148,6 +154,9 @@ func (c *Client) acquireQueued(ctx context.Context, name, channel string, a queu
 		}
 		if err != nil {
 			a.leave(ctx, tk)
+		}
+		if err != nil && cfg.observer != nil {
+			observeFailed(ctx, cfg, a.primitive(), name, start, err)
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
@@ -178,6 +187,9 @@ func (c *Client) acquireQueued(ctx context.Context, name, channel string, a queu
 			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
 			timer.Reset(d/2 + rand.N(d))
 		case res.acquired:
+			if cfg.observer != nil {
+				observeAcquired(ctx, cfg, a.primitive(), name, start, res)
+			}
 			return nil
 		case w == nil:
 			failures = 0
@@ -194,8 +206,17 @@ func (c *Client) acquireQueued(ctx context.Context, name, channel string, a queu
 			if message {
 				queueWakeups.Add(1)
 			}
+			if cfg.observer != nil && message {
+				observeWait(ctx, cfg, a.primitive(), name, w, WakePubSub, true)
+			}
 		case <-res.free: // nil unless the owner's own hold blocks the turn
+			if cfg.observer != nil {
+				observeWait(ctx, cfg, a.primitive(), name, w, WakeLocal, true)
+			}
 		case <-timer.C:
+			if cfg.observer != nil && message {
+				observeWait(ctx, cfg, a.primitive(), name, w, WakePubSub, false)
+			}
 		case <-tk.lapsed:
 			tk.hb = nil // ended; the next try queues again and restarts it
 		case <-ctx.Done():

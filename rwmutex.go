@@ -149,6 +149,7 @@ func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
 	owner, explicit := ownerOf(ctx, rw.owner)
 	a := &rwAcquirer{rw: rw, owner: owner, explicit: explicit, write: write}
 	res, err := a.try(ctx)
+	observeTry(ctx, &rw.cfg, a.primitive(), rw.name, res)
 	if err != nil && ambiguous(err) {
 		a.undo(ctx)
 	}

@@ -52,6 +52,16 @@ func (a *rwAcquirer) undo(ctx context.Context) {
 	a.rw.c.undoHold(ctx, a.rw.op(a.owner, a.write, a.explicit, a.waits))
 }
 
+func (a *rwAcquirer) primitive() string { return rwPrimitive(a.write) }
+
+// rwPrimitive names a side of an RWMutex in events.
+func rwPrimitive(write bool) string {
+	if write {
+		return PrimitiveRWWrite
+	}
+	return PrimitiveRWRead
+}
+
 // leave takes back a waiting writer's claim, so that the readers it held
 // back do not wait for the claim to lapse.
 func (a *rwAcquirer) leave(ctx context.Context) {
@@ -90,7 +100,7 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 func (rw *RWMutex) op(owner uint64, write, explicit, waits bool) *holdOp {
 	field := rw.c.field(owner)
 	writeField := field + ":write"
-	op := &holdOp{cfg: &rw.cfg, channel: rw.channel, wakeAll: true}
+	op := &holdOp{cfg: &rw.cfg, primitive: rwPrimitive(write), channel: rw.channel, wakeAll: true}
 	if write {
 		op.key = holdKey{kind: exclusive, name: rw.name, owner: owner}
 		claim := "0"

@@ -139,6 +139,7 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 	ctx := context.Background()
 	a := semAcquirer{s: s, n: n}
 	res, err := a.try(ctx, nil)
+	observeTry(ctx, &s.cfg, PrimitiveSemaphore, s.name, res)
 	if err != nil {
 		if ambiguous(err) && !errors.Is(err, errSizeMismatch) {
 			a.leave(ctx, nil)

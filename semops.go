@@ -16,6 +16,8 @@ type semAcquirer struct {
 	n int64
 }
 
+func (a semAcquirer) primitive() string { return PrimitiveSemaphore }
+
 // try makes one attempt; with a nil ticket it does not queue (TryAcquire).
 // The holder's count is sent as an absolute value (held + n), so an attempt
 // repeated after a lost reply cannot take twice.
@@ -53,8 +55,9 @@ func (a semAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		}
 		return attempt{wait: waitMS(reply[1])}, nil
 	}
-	if s.held == 0 {
-		t := newTerm()
+	reentered := s.held > 0
+	if !reentered {
+		t := newObservedTerm(&s.cfg, PrimitiveSemaphore, s.name)
 		t.lease = s.newLease(t)
 		h := c.ref(holdKey{kind: semaphore, name: s.keys[0], owner: s.handle}, true)
 		c.begin(h, t, sent)
@@ -68,7 +71,7 @@ func (a semAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		c.leases.Touch(s.rec.term.Load().lease, sent)
 	}
 	s.held = target
-	return attempt{acquired: true}, nil
+	return attempt{acquired: true, reentered: reentered}, nil
 }
 
 // leave takes the ticket (if any) out of the queue and sets the holder's

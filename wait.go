@@ -17,6 +17,9 @@ type attempt struct {
 	// free, when set, means the caller's own owner holds the lock in this
 	// process and does not re-enter; it is closed when that hold is released.
 	free <-chan struct{}
+	// reentered marks an acquisition by an owner that already held: it
+	// joined the current term instead of starting one.
+	reentered bool
 }
 
 // pollInterval bounds a wait when the holder's lease is unknown.
@@ -29,6 +32,8 @@ type acquirer interface {
 	try(ctx context.Context) (attempt, error)
 	// undo releases what a failed attempt of unknown outcome may have taken.
 	undo(ctx context.Context)
+	// primitive names the lock's sort in events (Event.Primitive).
+	primitive() string
 }
 
 // A leaver is an acquirer that leaves a mark in Redis while it waits (a
@@ -55,6 +60,10 @@ const transientBudget = time.Second
 // leaves no subscription behind and, when it fails, no hold: an attempt whose
 // outcome is unknown is undone.
 func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, forever bool, cfg *config) (err error) {
+	var start time.Time // the call's start, taken only for an observer
+	if cfg.observer != nil {
+		start = observeAttempt(ctx, cfg, a.primitive(), name)
+	}
 	var w *notify.Waiter
 	uncertain := false // the last attempt failed with an unknown outcome
 	defer func() {
@@ -66,6 +75,9 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 		}
 		if l, ok := a.(leaver); ok && err != nil {
 			l.leave(ctx)
+		}
+		if err != nil && cfg.observer != nil {
+			observeFailed(ctx, cfg, a.primitive(), name, start, err)
 		}
 	}()
 	// The timer is made on the first wait: most acquisitions need none.
@@ -101,6 +113,7 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 			}
 		}
 		var wake <-chan struct{}
+		var src WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
 		switch {
 		case tryErr != nil && (verdict(tryErr) || !forever && (!uncertain || time.Since(firstFailure) >= transientBudget)):
 			return tryErr
@@ -112,21 +125,30 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
 			sleep(d/2 + rand.N(d))
 		case res.acquired:
+			if cfg.observer != nil {
+				observeAcquired(ctx, cfg, a.primitive(), name, start, res)
+			}
 			return nil
 		case res.free != nil:
-			wake = res.free
+			wake, src = res.free, WakeLocal
 			sleep(time.Hour)
 		case w == nil:
 			w = c.notify.Join(channel)
 			wake = w.Ready()
 			sleep(waitBound(res.wait))
 		default:
-			wake = w.Wake()
+			wake, src = w.Wake(), WakePubSub // or another source: w knows
 			sleep(waitBound(res.wait))
 		}
 		select {
 		case <-wake:
+			if cfg.observer != nil && src != 0 {
+				observeWait(ctx, cfg, a.primitive(), name, w, src, true)
+			}
 		case <-timer.C:
+			if cfg.observer != nil && src != 0 {
+				observeWait(ctx, cfg, a.primitive(), name, w, src, false)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.closed:

@@ -76,6 +76,7 @@ type Scheduler struct {
 	runner  *scripts.Runner
 	cluster bool
 	log     *slog.Logger
+	onBatch func(Batch) // optional, see OnBatch
 
 	mu      sync.Mutex
 	heap    leaseHeap
@@ -86,9 +87,26 @@ type Scheduler struct {
 	done chan struct{}
 }
 
+// A Batch describes one round of renewals, for [OnBatch].
+type Batch struct {
+	Size     int           // leases sent
+	Failures int           // leases whose call failed (retried until their deadline)
+	Duration time.Duration // the round trip of the calls
+	Err      error         // one of the failures, nil when none
+}
+
+// An Option configures a Scheduler.
+type Option func(*Scheduler)
+
+// OnBatch makes the scheduler call f after each round of renewals, from its
+// goroutine. f must not block.
+func OnBatch(f func(Batch)) Option {
+	return func(s *Scheduler) { s.onBatch = f }
+}
+
 // New starts a scheduler that renews through runner. With cluster set,
 // renewals are grouped by the slot of each lease's Key.
-func New(runner *scripts.Runner, cluster bool, log *slog.Logger) *Scheduler {
+func New(runner *scripts.Runner, cluster bool, log *slog.Logger, opts ...Option) *Scheduler {
 	s := &Scheduler{
 		runner:  runner,
 		cluster: cluster,
@@ -96,6 +114,9 @@ func New(runner *scripts.Runner, cluster bool, log *slog.Logger) *Scheduler {
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	for _, opt := range opts {
+		opt(s)
 	}
 	go s.run()
 	return s

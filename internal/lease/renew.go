@@ -21,6 +21,7 @@ func (s *Scheduler) renew(due []*Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), renewTimeout(due, sent))
 	results := s.runner.ExecMulti(ctx, calls)
 	cancel()
+	batch := Batch{Size: len(due), Duration: time.Since(sent)}
 
 	var lost []*Lease
 	var failure error
@@ -32,6 +33,7 @@ func (s *Scheduler) renew(due []*Lease) {
 		}
 		if err != nil {
 			failure = err
+			batch.Failures += len(g)
 		}
 		for j, l := range g {
 			if l.state != inflight {
@@ -60,6 +62,10 @@ func (s *Scheduler) renew(due []*Lease) {
 	if logFailure {
 		s.log.Warn("redisync: lease renewal failed; retrying until the leases run out",
 			"leases", len(due), "error", failure)
+	}
+	if s.onBatch != nil {
+		batch.Err = failure
+		s.onBatch(batch)
 	}
 	for _, l := range lost {
 		l.Lost(ErrNotHeld)

@@ -29,7 +29,26 @@ type Waiter struct {
 	ch         *channel
 	tag        string
 	wake       chan struct{}
+	source     Source // of the latest wake-up sent on wake; guarded by ch.mu
 	prev, next *Waiter
+}
+
+// A Source says what sent a wake-up.
+type Source uint8
+
+// The sources of a wake-up.
+const (
+	FromLocal       Source = iota // WakeOne, WakeAll, WakeTag, a waiter passing on, Close
+	FromMessage                   // a Pub/Sub message
+	FromResubscribe               // the subscription was established again
+)
+
+// Source returns what sent w's latest wake-up. Called after a receive from
+// Wake, it names the sender of that wake-up unless another one is pending.
+func (w *Waiter) Source() Source {
+	w.ch.mu.Lock()
+	defer w.ch.mu.Unlock()
+	return w.source
 }
 
 // Ready returns a channel that is closed once the subscription has been
@@ -52,33 +71,38 @@ func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
 		return
 	}
 	ch.mu.Lock()
-	defer ch.mu.Unlock()
 	ch.confirmCount++
-	if ch.confirmCount == 1 {
+	again := ch.confirmCount > 1
+	if !again {
 		close(ch.ready)
-		return
+	} else {
+		// A resubscription: whatever was published in between is lost.
+		ch.wakeLocked(WakeAll, FromResubscribe)
 	}
-	// A resubscription: whatever was published in between is lost.
-	ch.wakeLocked(WakeAll)
+	ch.mu.Unlock()
+	if f := ch.reg.onSubscribe; f != nil {
+		f(ch.name, again)
+	}
 }
 
 func (ch *channel) message(m rueidis.PubSubMessage) {
-	ch.wake(ch.reg.policy(ch.name, m.Message))
+	ch.wake(ch.reg.policy(ch.name, m.Message), FromMessage)
 }
 
-func (ch *channel) wakeN(n int) { ch.wake(Wake{N: n}) }
+func (ch *channel) wakeN(n int, src Source) { ch.wake(Wake{N: n}, src) }
 
-func (ch *channel) wake(wk Wake) {
+func (ch *channel) wake(wk Wake, src Source) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if wk.Tag == "" {
-		ch.wakeLocked(wk.N)
+		ch.wakeLocked(wk.N, src)
 		return
 	}
 	for w := ch.head; w != nil; w = w.next {
 		if w.tag == wk.Tag {
 			select {
 			case w.wake <- struct{}{}:
+				w.source = src
 			default:
 			}
 		}
@@ -87,10 +111,11 @@ func (ch *channel) wake(wk Wake) {
 
 // wakeLocked wakes n waiters (all for WakeAll), oldest first, skipping those
 // that already have a wake-up pending.
-func (ch *channel) wakeLocked(n int) {
+func (ch *channel) wakeLocked(n int, src Source) {
 	for w := ch.head; w != nil && n != 0; w = w.next {
 		select {
 		case w.wake <- struct{}{}:
+			w.source = src
 			n--
 		default:
 		}

@@ -49,6 +49,8 @@ type Registry struct {
 	sharded bool
 	policy  Policy
 	log     *slog.Logger
+	// onSubscribe, if set, is told of every confirmed (re)subscription.
+	onSubscribe func(channel string, again bool)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -62,11 +64,22 @@ type Registry struct {
 	closing map[string]chan struct{}
 }
 
+// An Option configures a Registry.
+type Option func(*Registry)
+
+// OnSubscribe makes the Registry call f each time Redis confirms the
+// subscription of a channel, with again set from the second confirmation of
+// the same subscription on (a resubscription after a reconnect). f runs on the
+// connection's reading goroutine and must not block.
+func OnSubscribe(f func(channel string, again bool)) Option {
+	return func(r *Registry) { r.onSubscribe = f }
+}
+
 // New returns a Registry that subscribes through rc, with SSUBSCRIBE when
 // sharded is set and SUBSCRIBE otherwise, and wakes waiters by policy.
-func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger) *Registry {
+func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger, opts ...Option) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Registry{
+	r := &Registry{
 		rc:      rc,
 		sharded: sharded,
 		policy:  policy,
@@ -76,6 +89,10 @@ func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger) *Regi
 		chans:   make(map[string]*channel),
 		closing: make(map[string]chan struct{}),
 	}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
 }
 
 // Join registers a new waiter on channel and subscribes to it if this is the
@@ -117,21 +134,21 @@ func (r *Registry) JoinTagged(name, tag string) *Waiter {
 // the same process does not wait for the Pub/Sub round trip.
 func (r *Registry) WakeOne(name string) {
 	if ch := r.lookup(name); ch != nil {
-		ch.wakeN(1)
+		ch.wakeN(1, FromLocal)
 	}
 }
 
 // WakeAll wakes every waiter of channel in this process.
 func (r *Registry) WakeAll(name string) {
 	if ch := r.lookup(name); ch != nil {
-		ch.wakeN(WakeAll)
+		ch.wakeN(WakeAll, FromLocal)
 	}
 }
 
 // WakeTag wakes the waiters of channel in this process that joined with tag.
 func (r *Registry) WakeTag(name, tag string) {
 	if ch := r.lookup(name); ch != nil {
-		ch.wake(Wake{Tag: tag})
+		ch.wake(Wake{Tag: tag}, FromLocal)
 	}
 }
 
@@ -151,7 +168,7 @@ func (r *Registry) Close() {
 		if ch.linger != nil {
 			ch.linger.Stop()
 		}
-		ch.wakeN(WakeAll)
+		ch.wakeN(WakeAll, FromLocal)
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
@@ -172,7 +189,7 @@ func (r *Registry) leave(w *Waiter, passOn bool) {
 	ch.remove(w)
 	empty := ch.head == nil
 	if passOn && !empty {
-		ch.wakeLocked(1)
+		ch.wakeLocked(1, FromLocal)
 	}
 	ch.mu.Unlock()
 	if empty && r.chans[ch.name] == ch {
@@ -230,7 +247,7 @@ func (r *Registry) run(ch *channel) {
 		// slot moved, or an UNSUBSCRIBE of an earlier subscriber of this channel
 		// crossed our SUBSCRIBE) or the connection failed beyond rueidis's
 		// retries. Messages may have been missed, so waiters re-check.
-		ch.wakeN(WakeAll)
+		ch.wakeN(WakeAll, FromResubscribe)
 		if err == nil {
 			failures = 0
 			continue

@@ -19,9 +19,10 @@ type Proxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	arm   []byte // drop the reply to the next request containing this
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	arm    []byte // drop the reply to the next request containing this
+	always bool   // keep arm after a drop: drop every such reply
+	conns  map[net.Conn]struct{}
 
 	dropped atomic.Int64
 }
@@ -42,7 +43,22 @@ func StartProxy(server string) (*Proxy, error) {
 // bytes contain substr, and then close that connection.
 func (p *Proxy) DropNextReply(substr string) {
 	p.mu.Lock()
-	p.arm = []byte(substr)
+	p.arm, p.always = []byte(substr), false
+	p.mu.Unlock()
+}
+
+// DropReplies makes the proxy swallow the reply to every request whose bytes
+// contain substr (closing each such connection), until StopDropping.
+func (p *Proxy) DropReplies(substr string) {
+	p.mu.Lock()
+	p.arm, p.always = []byte(substr), true
+	p.mu.Unlock()
+}
+
+// StopDropping ends DropReplies and DropNextReply.
+func (p *Proxy) StopDropping() {
+	p.mu.Lock()
+	p.arm = nil
 	p.mu.Unlock()
 }
 
@@ -94,7 +110,9 @@ func (p *Proxy) maybeArm(request []byte, drop *atomic.Bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.arm != nil && bytes.Contains(request, p.arm) {
-		p.arm = nil
+		if !p.always {
+			p.arm = nil
+		}
 		drop.Store(true)
 	}
 }

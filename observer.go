@@ -1,0 +1,275 @@
+package redisync
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+)
+
+// An Observer receives the events of the locks of a [Client] or of one
+// handle: waits, acquisitions, releases, losses, wake-ups, renewal batches and
+// subscriptions. Set one with [WithObserver]; package
+// github.com/go-redisync/redisync/redisyncotel turns events into OpenTelemetry
+// metrics and spans.
+//
+// Observe is called synchronously, from the goroutine that takes or releases
+// the lock, from the Client's renewal goroutine, or from the connection's
+// reading goroutine (a Subscribed event), sometimes while the hold's
+// bookkeeping is locked. It must be quick, must not block, and must not call
+// the Client or its handles. Events of different goroutines may be observed
+// concurrently.
+//
+// ctx is the context of the call an event belongs to: the context given to
+// LockContext, Acquire and the like (context.Background for Lock and TryLock)
+// for EventAcquireAttempt, EventWakeup, EventAcquired and EventAcquireFailed,
+// so that an observer can relate a wait to the caller's trace. The other
+// events happen apart from any call and come with context.Background.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// ObserverFunc adapts a function to the [Observer] interface.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Observe calls f(ctx, e).
+func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// WithObserver sets the observer of the locks' events. Given to [New], it is
+// the Client's observer: it receives the events of every handle that sets no
+// observer of its own, and the events of the machinery the handles share
+// ([EventRenewalBatch], [EventSubscribed]). Given to a handle constructor, it
+// receives that handle's events instead; nil then silences the handle.
+//
+// Without an observer, no event is built: the cost is a nil check.
+func WithObserver(o Observer) Option {
+	return func(cfg *config) { cfg.observer = o }
+}
+
+// An EventKind says what an [Event] reports.
+type EventKind uint8
+
+// The kinds of [Event]. Each hold, from its first acquisition to its end,
+// gives one [EventAcquired] without Reentrant, then possibly re-entries
+// ([EventAcquired] with Reentrant), then exactly one [EventReleased] or
+// [EventLost]. A waiting call (Lock, LockContext, Acquire...) gives one
+// [EventAcquireAttempt], [EventWakeup]s while it waits, and then
+// [EventAcquired] or [EventAcquireFailed]. A single attempt (TryLock...) gives
+// [EventAcquired] when it succeeds and nothing otherwise.
+const (
+	// EventAcquireAttempt: a waiting call begins.
+	EventAcquireAttempt EventKind = iota + 1
+	// EventAcquired: the owner got the lock (or the permits). Wait is the
+	// time since the call began (0 for TryLock), Reentrant is set when the
+	// owner already held it.
+	EventAcquired
+	// EventAcquireFailed: a waiting call gave up. Cause is the error it
+	// returned: ctx.Err() (context.DeadlineExceeded for a timeout), an error
+	// wrapping ErrClosed, or a Redis failure. Wait is the time it waited.
+	EventAcquireFailed
+	// EventReleased: a hold ended without a loss. Hold is its length. Cause
+	// is nil for a clean release; otherwise the release could not be
+	// confirmed by Redis (the lock expires with its lease), or the Client was
+	// closed while holding (Cause wraps ErrClosed).
+	EventReleased
+	// EventLost: a hold was lost. Cause wraps ErrLockLost and says why (the
+	// lease ran out, Redis no longer had the hold, it was force-unlocked).
+	// Hold is how long it lasted until the loss was noticed.
+	EventLost
+	// EventWakeup: a waiting call was woken to try again. Source says by what.
+	EventWakeup
+	// EventRenewalBatch: the renewal goroutine sent one round of lease
+	// renewals (held locks and the heartbeats of queued waiters). Batch is
+	// the number of leases in it, Failures how many of them could not be
+	// renewed because a call failed (they are retried until their lease runs
+	// out; Cause is one such failure), Duration the round trip. Primitive and
+	// Name are empty.
+	EventRenewalBatch
+	// EventSubscribed: the Client's subscription of a channel was confirmed by
+	// Redis; Resubscribed is set when it was established again (after a
+	// reconnect), which wakes the channel's waiters. Name is the channel and
+	// Primitive is empty.
+	EventSubscribed
+)
+
+var eventKindNames = [...]string{"", "AcquireAttempt", "Acquired", "AcquireFailed", "Released", "Lost",
+	"Wakeup", "RenewalBatch", "Subscribed"}
+
+// String returns the kind's name without the Event prefix ("Acquired").
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) && k != 0 {
+		return eventKindNames[k]
+	}
+	return "EventKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// A WakeSource says what woke a waiting call ([EventWakeup]).
+type WakeSource uint8
+
+// The sources of a wake-up.
+const (
+	// WakePubSub: a message on the lock's channel (a release anywhere).
+	WakePubSub WakeSource = iota + 1
+	// WakeLocal: a release, or a waiter giving up its turn, in this process,
+	// without waiting for the Pub/Sub round trip.
+	WakeLocal
+	// WakeTimeout: the wait's bound ran out (the holder's remaining lease, or
+	// the queue position's deadline) without a message.
+	WakeTimeout
+	// WakeResubscribe: the channel's subscription was established again, and
+	// messages may have been missed meanwhile.
+	WakeResubscribe
+)
+
+var wakeSourceNames = [...]string{"", "PubSub", "Local", "Timeout", "Resubscribe"}
+
+// String returns the source's name without the Wake prefix ("PubSub").
+func (s WakeSource) String() string {
+	if int(s) < len(wakeSourceNames) && s != 0 {
+		return wakeSourceNames[s]
+	}
+	return "WakeSource(" + strconv.Itoa(int(s)) + ")"
+}
+
+// The values of [Event.Primitive].
+const (
+	PrimitiveMutex       = "Mutex"
+	PrimitiveFencedMutex = "FencedMutex"
+	PrimitiveRWRead      = "RWMutex.read"
+	PrimitiveRWWrite     = "RWMutex.write"
+	PrimitiveFairMutex   = "FairMutex"
+	PrimitiveSemaphore   = "Semaphore"
+)
+
+// An Event is one thing that happened to a lock, for an [Observer]. Which
+// fields are set depends on Kind (see the [EventKind] constants); the others
+// are zero.
+type Event struct {
+	Kind EventKind
+	// Primitive is the sort of lock: one of the Primitive constants
+	// ("Mutex", "RWMutex.read"...), empty for the Client's own events.
+	Primitive string
+	// Name is the lock's name as given to its constructor (for
+	// EventSubscribed, the channel).
+	Name string
+	// Wait is how long the call waited (EventAcquired, EventAcquireFailed).
+	Wait time.Duration
+	// Hold is how long the hold lasted, from the sending of its first
+	// acquire (EventReleased, EventLost).
+	Hold time.Duration
+	// Duration is the round trip of a renewal batch (EventRenewalBatch).
+	Duration time.Duration
+	// Reentrant marks an acquisition by an owner that already held the lock
+	// (EventAcquired): a re-entry, a further read hold, or more permits of a
+	// Semaphore handle. It does not start a new hold.
+	Reentrant bool
+	// LocalHandoff marks an acquisition handed over within the process
+	// without Redis (EventAcquired). Every redisync acquisition goes through
+	// Redis today, so it is false; a waiter woken by a release in its own
+	// process shows that as an EventWakeup from WakeLocal.
+	LocalHandoff bool
+	// Source is what woke the waiter (EventWakeup).
+	Source WakeSource
+	// Resubscribed marks a subscription established again (EventSubscribed).
+	Resubscribed bool
+	// Batch is the number of leases in a renewal batch, and Failures the
+	// number that could not be renewed (EventRenewalBatch).
+	Batch, Failures int
+	// Cause is the error of EventLost, EventAcquireFailed, EventReleased and
+	// EventRenewalBatch (see the kinds).
+	Cause error
+}
+
+// A term's observer, set only when the handle that took it has one.
+type termObserver struct {
+	o         Observer
+	primitive string
+	name      string
+	since     time.Time // when the term's first acquire was sent
+}
+
+// newObservedTerm returns a new term that reports its end to cfg's observer.
+func newObservedTerm(cfg *config, primitive, name string) *term {
+	t := newTerm()
+	if cfg.observer != nil {
+		t.obs = &termObserver{o: cfg.observer, primitive: primitive, name: name}
+	}
+	return t
+}
+
+// observeEnd reports the end of term t (with err, as in term.end).
+func (t *term) observeEnd(err error) {
+	kind := EventReleased
+	if errors.Is(err, ErrLockLost) {
+		kind = EventLost
+	}
+	t.obs.o.Observe(context.Background(), Event{Kind: kind, Primitive: t.obs.primitive, Name: t.obs.name,
+		Hold: time.Since(t.obs.since), Cause: err})
+}
+
+// observeAcquired reports a successful attempt of a call that began at start
+// (zero for a single attempt).
+func observeAcquired(ctx context.Context, cfg *config, primitive, name string, start time.Time, res attempt) {
+	var wait time.Duration
+	if !start.IsZero() {
+		wait = time.Since(start)
+	}
+	cfg.observer.Observe(ctx, Event{Kind: EventAcquired, Primitive: primitive, Name: name, Wait: wait, Reentrant: res.reentered})
+}
+
+// observeTry reports a single attempt's acquisition, if it made one.
+func observeTry(ctx context.Context, cfg *config, primitive, name string, res attempt) {
+	if cfg.observer != nil && res.acquired {
+		observeAcquired(ctx, cfg, primitive, name, time.Time{}, res)
+	}
+}
+
+// observeWait reports the end of a wait of a call:
+// woken by the wake-up channel (woken) or by its timer. For a Pub/Sub waiter,
+// w tells what woke it; src is the source otherwise.
+func observeWait(ctx context.Context, cfg *config, primitive, name string, w *notify.Waiter, src WakeSource, woken bool) {
+	switch {
+	case !woken:
+		src = WakeTimeout
+	case src == WakePubSub && w != nil:
+		src = wakeSource(w.Source())
+	}
+	cfg.observer.Observe(ctx, Event{Kind: EventWakeup, Primitive: primitive, Name: name, Source: src})
+}
+
+// wakeSource translates the subscriber's sources.
+func wakeSource(s notify.Source) WakeSource {
+	switch s {
+	case notify.FromMessage:
+		return WakePubSub
+	case notify.FromResubscribe:
+		return WakeResubscribe
+	}
+	return WakeLocal
+}
+
+// observeBatch is the renewal scheduler's batch callback.
+func (c *Client) observeBatch(b lease.Batch) {
+	c.cfg.observer.Observe(context.Background(), Event{Kind: EventRenewalBatch, Batch: b.Size, Failures: b.Failures,
+		Duration: b.Duration, Cause: b.Err})
+}
+
+// observeSubscribed is the subscriber's confirmation callback.
+func (c *Client) observeSubscribed(channel string, again bool) {
+	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
+}
+
+// observeAttempt reports the beginning of a waiting call and returns its start.
+func observeAttempt(ctx context.Context, cfg *config, primitive, name string) time.Time {
+	cfg.observer.Observe(ctx, Event{Kind: EventAcquireAttempt, Primitive: primitive, Name: name})
+	return time.Now()
+}
+
+// observeFailed reports a waiting call, begun at start, that gave up with err.
+func observeFailed(ctx context.Context, cfg *config, primitive, name string, start time.Time, err error) {
+	cfg.observer.Observe(ctx, Event{Kind: EventAcquireFailed, Primitive: primitive, Name: name,
+		Wait: time.Since(start), Cause: err})
+}

@@ -1,0 +1,387 @@
+package redisync_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []redisync.Event
+}
+
+func (r *recorder) Observe(_ context.Context, e redisync.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// of returns the events of kind (all kinds when 0) about name.
+func (r *recorder) of(name string, kind redisync.EventKind) []redisync.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []redisync.Event
+	for _, e := range r.events {
+		if e.Name == name && (kind == 0 || e.Kind == kind) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// kinds returns the kinds of the events about name, in order.
+func (r *recorder) kinds(name string) []redisync.EventKind {
+	var out []redisync.EventKind
+	for _, e := range r.of(name, 0) {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// waitFor waits until an event of kind about name has been observed.
+func (r *recorder) waitFor(t *testing.T, name string, kind redisync.EventKind) redisync.Event {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(r.of(name, kind)) > 0 }, hang, 5*time.Millisecond,
+		"no %v event for %q", kind, name)
+	return r.of(name, kind)[0]
+}
+
+// A lockCycle takes and releases one primitive through a waiting call and
+// through a single attempt.
+type lockCycle struct {
+	primitive string
+	lock      func(c *redisync.Client, name string, opts ...redisync.Option) (unlock func())
+	try       func(c *redisync.Client, name string, opts ...redisync.Option) (ok bool, unlock func())
+}
+
+var lockCycles = []lockCycle{
+	{
+		primitive: redisync.PrimitiveMutex,
+		lock: func(c *redisync.Client, name string, opts ...redisync.Option) func() {
+			m := c.NewMutex(name, opts...)
+			m.Lock()
+			return m.Unlock
+		},
+		try: func(c *redisync.Client, name string, opts ...redisync.Option) (bool, func()) {
+			m := c.NewMutex(name, opts...)
+			return m.TryLock(), m.Unlock
+		},
+	},
+	{
+		primitive: redisync.PrimitiveFencedMutex,
+		lock: func(c *redisync.Client, name string, opts ...redisync.Option) func() {
+			m := c.NewFencedMutex(name, opts...)
+			if _, err := m.LockToken(context.Background()); err != nil {
+				panic(err)
+			}
+			return m.Unlock
+		},
+		try: func(c *redisync.Client, name string, opts ...redisync.Option) (bool, func()) {
+			m := c.NewFencedMutex(name, opts...)
+			_, ok, _ := m.TryLockToken(context.Background())
+			return ok, m.Unlock
+		},
+	},
+	{
+		primitive: redisync.PrimitiveRWRead,
+		lock: func(c *redisync.Client, name string, opts ...redisync.Option) func() {
+			rw := c.NewRWMutex(name, opts...)
+			rw.RLock()
+			return rw.RUnlock
+		},
+		try: func(c *redisync.Client, name string, opts ...redisync.Option) (bool, func()) {
+			rw := c.NewRWMutex(name, opts...)
+			return rw.TryRLock(), rw.RUnlock
+		},
+	},
+	{
+		primitive: redisync.PrimitiveRWWrite,
+		lock: func(c *redisync.Client, name string, opts ...redisync.Option) func() {
+			rw := c.NewRWMutex(name, opts...)
+			rw.Lock()
+			return rw.Unlock
+		},
+		try: func(c *redisync.Client, name string, opts ...redisync.Option) (bool, func()) {
+			rw := c.NewRWMutex(name, opts...)
+			return rw.TryLock(), rw.Unlock
+		},
+	},
+	{
+		primitive: redisync.PrimitiveFairMutex,
+		lock: func(c *redisync.Client, name string, opts ...redisync.Option) func() {
+			fm := c.NewFairMutex(name, opts...)
+			fm.Lock()
+			return fm.Unlock
+		},
+		try: func(c *redisync.Client, name string, opts ...redisync.Option) (bool, func()) {
+			fm := c.NewFairMutex(name, opts...)
+			return fm.TryLock(), fm.Unlock
+		},
+	},
+	{
+		primitive: redisync.PrimitiveSemaphore,
+		lock: func(c *redisync.Client, name string, opts ...redisync.Option) func() {
+			s := c.NewSemaphore(name, 2, opts...)
+			if err := s.Acquire(context.Background(), 1); err != nil {
+				panic(err)
+			}
+			return func() { s.Release(1) }
+		},
+		try: func(c *redisync.Client, name string, opts ...redisync.Option) (bool, func()) {
+			s := c.NewSemaphore(name, 2, opts...)
+			return s.TryAcquire(1), func() { s.Release(1) }
+		},
+	},
+}
+
+// TestObserverLockCycle checks the events of a lock and unlock of each
+// primitive, through a waiting call and through a single attempt, with the
+// observer set on the handle.
+func TestObserverLockCycle(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	for _, lc := range lockCycles {
+		t.Run(lc.primitive, func(t *testing.T) {
+			rec := &recorder{}
+			name := t.Name()
+			unlock := lc.lock(c, name, redisync.WithObserver(rec))
+			time.Sleep(10 * time.Millisecond)
+			unlock()
+			ok, unlock := lc.try(c, name, redisync.WithObserver(rec))
+			require.True(t, ok)
+			unlock()
+
+			assert.Equal(t, []redisync.EventKind{
+				redisync.EventAcquireAttempt, redisync.EventAcquired, redisync.EventReleased, // Lock, Unlock
+				redisync.EventAcquired, redisync.EventReleased, // TryLock, Unlock
+			}, rec.kinds(name))
+			for _, e := range rec.of(name, 0) {
+				assert.Equal(t, lc.primitive, e.Primitive, "%v", e.Kind)
+				assert.False(t, e.Reentrant, "%v", e.Kind)
+				assert.NoError(t, e.Cause, "%v", e.Kind)
+			}
+			released := rec.of(name, redisync.EventReleased)
+			assert.GreaterOrEqual(t, released[0].Hold, 10*time.Millisecond, "hold time of the first hold")
+			assert.Zero(t, rec.of(name, redisync.EventAcquired)[1].Wait, "a TryLock does not wait")
+		})
+	}
+}
+
+// TestObserverClientWide checks that a Client's observer sees its handles'
+// events unless a handle sets its own, and that WithObserver(nil) silences a
+// handle.
+func TestObserverClientWide(t *testing.T) {
+	rec, own := &recorder{}, &recorder{}
+	c, _ := newClient(t, standalone, redisync.WithObserver(rec))
+	name := t.Name()
+	for _, opts := range [][]redisync.Option{nil, {redisync.WithObserver(own)}, {redisync.WithObserver(nil)}} {
+		m := c.NewMutex(name, opts...)
+		m.Lock()
+		//lint:ignore SA2001 only the events of the pair are checked
+		m.Unlock()
+	}
+	assert.Len(t, rec.of(name, redisync.EventAcquired), 1)
+	assert.Len(t, own.of(name, redisync.EventAcquired), 1)
+}
+
+// TestObserverReentrant checks that a re-entry is reported as a reentrant
+// acquisition and that the hold ends once, with the last release.
+func TestObserverReentrant(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	rec := &recorder{}
+	name := t.Name()
+	m := c.NewMutex(name, redisync.WithObserver(rec))
+	ctx := redisync.WithOwner(context.Background())
+	require.NoError(t, m.LockContext(ctx))
+	require.NoError(t, m.LockContext(ctx))
+	require.NoError(t, m.UnlockContext(ctx))
+	require.NoError(t, m.UnlockContext(ctx))
+	assert.Equal(t, []redisync.EventKind{
+		redisync.EventAcquireAttempt, redisync.EventAcquired,
+		redisync.EventAcquireAttempt, redisync.EventAcquired,
+		redisync.EventReleased,
+	}, rec.kinds(name))
+	acquired := rec.of(name, redisync.EventAcquired)
+	assert.False(t, acquired[0].Reentrant)
+	assert.True(t, acquired[1].Reentrant)
+}
+
+// TestObserverLost checks that a lease that runs out is reported once, as
+// lost, and that the owner's Unlock afterwards reports nothing more.
+func TestObserverLost(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	for _, lc := range lockCycles {
+		t.Run(lc.primitive, func(t *testing.T) {
+			rec := &recorder{}
+			name := t.Name()
+			unlock := lc.lock(c, name, redisync.WithObserver(rec), redisync.WithLease(100*time.Millisecond))
+			lost := rec.waitFor(t, name, redisync.EventLost)
+			unlock()
+			assert.ErrorIs(t, lost.Cause, redisync.ErrLockLost)
+			assert.Equal(t, lc.primitive, lost.Primitive)
+			assert.GreaterOrEqual(t, lost.Hold, 50*time.Millisecond)
+			assert.Equal(t, []redisync.EventKind{
+				redisync.EventAcquireAttempt, redisync.EventAcquired, redisync.EventLost,
+			}, rec.kinds(name))
+		})
+	}
+}
+
+// TestObserverForceUnlockAndClose checks that holds ended by ForceUnlock are
+// reported as lost, and holds ended by Close as released with ErrClosed.
+func TestObserverForceUnlockAndClose(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	rec := &recorder{}
+	name := t.Name()
+	m := c.NewMutex(name, redisync.WithObserver(rec))
+	m.Lock()
+	_, err := m.ForceUnlock(context.Background())
+	require.NoError(t, err)
+	m.Unlock()
+	m.Lock()
+	require.NoError(t, c.Close())
+	m.Unlock()
+	assert.Equal(t, []redisync.EventKind{
+		redisync.EventAcquireAttempt, redisync.EventAcquired, redisync.EventLost,
+		redisync.EventAcquireAttempt, redisync.EventAcquired, redisync.EventReleased,
+	}, rec.kinds(name))
+	assert.ErrorIs(t, rec.of(name, redisync.EventReleased)[0].Cause, redisync.ErrClosed)
+}
+
+// TestObserverWakeups checks the wake-ups of a waiter in another Client than
+// the holder: by the release's Pub/Sub message, by a resubscription after
+// its subscription was killed, and by its timer when the holder's lease runs
+// out (an expiry sends no message). Its Client's observer reports the
+// subscriptions.
+func TestObserverWakeups(t *testing.T) {
+	requireReal(t, standalone, "CLIENT KILL")
+	holder, _ := newClient(t, standalone)
+	rec := &recorder{}
+	waiter, _ := newClient(t, standalone, redisync.WithObserver(rec))
+	channel := func(name string) string { return "redisson_lock__channel:{" + name + "}" }
+
+	// wait starts a waiter on name and returns its error channel once it waits
+	// for a wake-up: subscribed and past its attempt after the confirmation.
+	wait := func(t *testing.T, name string) <-chan error {
+		errs := make(chan error, 1)
+		go func() {
+			m := waiter.NewMutex(name)
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			err := m.LockContext(ctx)
+			if err == nil {
+				m.Unlock()
+			}
+			errs <- err
+		}()
+		rec.waitFor(t, channel(name), redisync.EventSubscribed)
+		time.Sleep(200 * time.Millisecond) // the attempt after the confirmation
+		return errs
+	}
+	done := func(t *testing.T, errs <-chan error) {
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-time.After(hang):
+			t.Fatal("waiter not served")
+		}
+	}
+
+	t.Run("PubSub", func(t *testing.T) {
+		name := t.Name()
+		h := holder.NewMutex(name)
+		h.Lock()
+		errs := wait(t, name)
+		h.Unlock()
+		done(t, errs)
+		wakes := rec.of(name, redisync.EventWakeup)
+		require.Len(t, wakes, 1)
+		assert.Equal(t, redisync.WakePubSub, wakes[0].Source)
+		assert.False(t, rec.of(channel(name), redisync.EventSubscribed)[0].Resubscribed)
+		acquired := rec.of(name, redisync.EventAcquired)
+		require.Len(t, acquired, 1)
+		assert.GreaterOrEqual(t, acquired[0].Wait, 200*time.Millisecond)
+	})
+	t.Run("Resubscribe", func(t *testing.T) {
+		name := t.Name()
+		h := holder.NewMutex(name)
+		h.Lock()
+		errs := wait(t, name)
+		require.Positive(t, redistest.KillSubscribers(t, standalone))
+		require.Eventually(t, func() bool {
+			return slices.ContainsFunc(rec.of(name, redisync.EventWakeup),
+				func(e redisync.Event) bool { return e.Source == redisync.WakeResubscribe })
+		}, hang, 5*time.Millisecond)
+		assert.True(t, slices.ContainsFunc(rec.of(channel(name), redisync.EventSubscribed),
+			func(e redisync.Event) bool { return e.Resubscribed }), "a resubscription is reported")
+		h.Unlock()
+		done(t, errs)
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		name := t.Name()
+		h := holder.NewMutex(name, redisync.WithLease(500*time.Millisecond))
+		h.Lock()
+		errs := wait(t, name)
+		done(t, errs)
+		wakes := rec.of(name, redisync.EventWakeup)
+		require.NotEmpty(t, wakes)
+		assert.Equal(t, redisync.WakeTimeout, wakes[len(wakes)-1].Source)
+		h.Unlock() // lost by now
+	})
+	t.Run("AcquireFailed", func(t *testing.T) {
+		name := t.Name()
+		h := holder.NewMutex(name)
+		h.Lock()
+		defer h.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		err := waiter.NewMutex(name).LockContext(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		failed := rec.of(name, redisync.EventAcquireFailed)
+		require.Len(t, failed, 1)
+		assert.True(t, errors.Is(failed[0].Cause, context.DeadlineExceeded))
+		assert.GreaterOrEqual(t, failed[0].Wait, 100*time.Millisecond)
+	})
+}
+
+// TestObserverRenewalBatches checks that the renewal goroutine reports its
+// rounds to the Client's observer: two locks renewed together.
+func TestObserverRenewalBatches(t *testing.T) {
+	rec := &recorder{}
+	c, _ := newClient(t, standalone, redisync.WithObserver(rec), redisync.WithWatchdogTimeout(300*time.Millisecond))
+	a, b := c.NewMutex(t.Name()+"a"), c.NewMutex(t.Name()+"b")
+	a.Lock()
+	b.Lock()
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(rec.of("", redisync.EventRenewalBatch),
+			func(e redisync.Event) bool { return e.Batch == 2 })
+	}, hang, 5*time.Millisecond, "a batch renewing both locks")
+	a.Unlock()
+	b.Unlock()
+	for _, e := range rec.of("", redisync.EventRenewalBatch) {
+		assert.Zero(t, e.Failures)
+		assert.NoError(t, e.Cause)
+		assert.Positive(t, e.Duration)
+		assert.Empty(t, e.Primitive)
+	}
+}
+
+// TestEventKindString checks the names of kinds and sources.
+func TestEventKindString(t *testing.T) {
+	assert.Equal(t, "Acquired", redisync.EventAcquired.String())
+	assert.Equal(t, "Subscribed", redisync.EventSubscribed.String())
+	assert.Equal(t, "EventKind(0)", redisync.EventKind(0).String())
+	assert.Equal(t, "PubSub", redisync.WakePubSub.String())
+	assert.Equal(t, "Resubscribe", redisync.WakeResubscribe.String())
+	assert.Equal(t, "WakeSource(9)", redisync.WakeSource(9).String())
+}
