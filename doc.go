@@ -1,11 +1,21 @@
 // Package redisync provides distributed synchronization primitives backed by
-// Redis, shaped like the sync package: a [Mutex] that implements
-// [sync.Locker] and waits with a [context.Context] in [Mutex.LockContext].
+// Redis, shaped like the sync package:
+//
+//   - [Mutex], a reentrant (per owner) exclusive lock that implements
+//     [sync.Locker] and waits with a [context.Context] in [Mutex.LockContext];
+//   - [RWMutex], readers or one writer, writer-preferring, with a lease per
+//     read hold;
+//   - [FairMutex], served in strict arrival order across processes;
+//   - [FencedMutex], whose every acquisition gets a fencing token, and
+//     [Fence], the resource side that rejects stale tokens;
+//   - [Semaphore], weighted and leased permits, like x/sync's Weighted.
 //
 // One [Client] per process shares a script registry, one renewal scheduler and
-// one multiplexed subscriber across every handle; handles are cheap. Mutex
-// uses Redisson's RLock data layout, so Go and Java services exclude each
-// other on the same names.
+// one multiplexed subscriber across every handle; handles are cheap. Mutex,
+// FencedMutex and RWMutex use Redisson's data layouts (RLock, RFencedLock,
+// RReadWriteLock), so Go and Java services exclude each other on the same
+// names. [WithObserver] reports what the locks do (see the redisyncotel
+// module for OpenTelemetry).
 //
 // # Safety model
 //
