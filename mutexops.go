@@ -143,23 +143,30 @@ func (m *Mutex) unlock(ctx context.Context, owner uint64) error {
 }
 
 // release runs the release script with args (the owner's field and the
-// hold count to leave: 0 releases the lock), retrying a lost reply with the
-// same request id for up to budget. It returns 1 when the lock was
-// released, 0 when still held, and -1 when the owner did not hold it.
+// hold count to leave: 0 releases the lock). See Client.release.
 func (m *Mutex) release(ctx context.Context, args []string, budget time.Duration) (int64, error) {
+	return m.c.release(ctx, m.name, budget, scripts.Call{
+		Script: scripts.MutexRelease,
+		Keys:   []string{m.name, m.channel, newLatch(m.latch)},
+		Args:   args,
+	})
+}
+
+// release runs a release script of the lock called name, retrying a lost
+// reply with the same request id (the latch in its keys) for up to budget:
+// the scripts set the count and latch the final release, so a repeat answers
+// as the first attempt did. It returns 1 when the owner's last hold is gone,
+// 0 when it still holds, and -1 when it held nothing.
+func (c *Client) release(ctx context.Context, name string, budget time.Duration, call scripts.Call) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	n, err := m.c.scripts.Exec(ctx, scripts.Call{
-		Script:    scripts.MutexRelease,
-		Keys:      []string{m.name, m.channel, newLatch(m.latch)},
-		Args:      args,
-		Retryable: true, // idempotent: the count is set and the final release latched
-	}).AsInt64()
+	call.Retryable = true
+	n, err := c.scripts.Exec(ctx, call).AsInt64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return -1, nil
 	case err != nil:
-		return 0, lockError(m.name, err)
+		return 0, lockError(name, err)
 	}
 	return n, nil
 }

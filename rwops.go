@@ -154,21 +154,9 @@ func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, ar
 	return busy, wait, nil
 }
 
-// release runs a release script with a lost reply retried for up to budget.
+// release runs a release script of rw (see Client.release).
 func (rw *RWMutex) release(ctx context.Context, budget time.Duration, s *scripts.Script, keys []string, args ...string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	n, err := rw.c.scripts.Exec(ctx, scripts.Call{
-		Script: s, Keys: keys, Args: args,
-		Retryable: true, // idempotent: the count is set and the final release latched
-	}).AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return -1, nil
-	case err != nil:
-		return 0, lockError(rw.name, err)
-	}
-	return n, nil
+	return rw.c.release(ctx, rw.name, budget, scripts.Call{Script: s, Keys: keys, Args: args})
 }
 
 func (rw *RWMutex) newLatch() string { return newLatch(rw.latch) }
