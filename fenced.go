@@ -41,7 +41,7 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 // this acquisition. Write it with every change to the protected resource.
 func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
 	owner, explicit := ownerOf(ctx, fm.owner)
-	a := &mutexAcquirer{m: &fm.Mutex, owner: owner, reentrant: explicit}
+	a := &mutexAcquirer{m: &fm.Mutex, owner: owner, reentrant: explicit, waits: true}
 	if err := fm.c.acquire(ctx, fm.name, fm.channel, a, false, &fm.cfg); err != nil {
 		return 0, err
 	}

@@ -41,6 +41,11 @@ type hold struct {
 	op    sync.Mutex
 	count int
 	free  chan struct{} // closed when count returns to 0
+	// handoff queues the owner's local callers waiting for its own hold (the
+	// goroutines of a handle, as with sync.Mutex), for a direct handover on
+	// release; streak counts the handovers since the hold came from Redis.
+	handoff []chan struct{}
+	streak  int
 
 	// term is the current term while held, nil otherwise. It is written under
 	// op and read without it by Close and ForceUnlock, which end terms.
@@ -131,7 +136,7 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 // finish clears h after its final release or after its loss has been
 // acknowledged by the owner (h.op held).
 func (c *Client) finish(h *hold) {
-	h.count = 0
+	h.count, h.handoff, h.streak = 0, nil, 0
 	h.term.Store(nil)
 	close(h.free)
 	c.unref(h)

@@ -48,15 +48,33 @@ type holdOp struct {
 	release func(ctx context.Context, count int, budget time.Duration) (int64, error)
 	// newLease describes the lease of a new term.
 	newLease func(t *term) *lease.Lease
+	// handoff lets a release hand the hold straight to a local caller of the
+	// same owner that waits for it (see maxHandoffs). Never for a hold whose
+	// every acquisition must be seen by Redis (a FencedMutex's token).
+	handoff bool
+}
+
+// maxHandoffs bounds the handovers in a row between local callers of one
+// owner: a Lock that waits for its own handle's hold gets it from the Unlock
+// without a round trip to Redis, but after maxHandoffs such handovers the
+// hold is released in Redis, so that other processes get their chance.
+const maxHandoffs = 16
+
+// A handoffWait is a caller's place in its owner's handover queue.
+type handoffWait struct {
+	h  *hold
+	op *holdOp
+	ch chan struct{} // receives when the hold is handed to the caller
 }
 
 // How an owner that already holds treats another acquire.
 type holdMode uint8
 
 const (
-	waitFree holdMode = iota // wait until the hold is released (sync.Mutex)
-	reenter                  // add a hold (an explicit owner)
-	share                    // add a hold, but wait while a lost hold is unreleased
+	waitFree    holdMode = iota // wait until the hold is released (sync.Mutex)
+	waitHandoff                 // the same, in a waiting call: queue for a handover
+	reenter                     // add a hold (an explicit owner)
+	share                       // add a hold, but wait while a lost hold is unreleased
 )
 
 // tryHold makes one acquire attempt of op. On success it returns the term and
@@ -70,7 +88,11 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 	if h.count > 0 {
 		ended, err := h.term.Load().result()
 		switch {
-		case mode == waitFree, mode == share && ended:
+		case mode == waitHandoff && op.handoff && !ended:
+			ch := make(chan struct{}, 1)
+			h.handoff = append(h.handoff, ch)
+			return attempt{free: h.free, handoff: &handoffWait{h: h, op: op, ch: ch}}, nil, 0, nil
+		case mode == waitFree, mode == waitHandoff, mode == share && ended:
 			return attempt{free: h.free}, nil, 0, nil
 		case ended:
 			return attempt{}, nil, 0, err
@@ -143,6 +165,17 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 		}
 		return err
 	}
+	if h.count == 1 && len(h.handoff) > 0 && h.streak < maxHandoffs {
+		// A local caller of the owner waits for this very hold: hand it over.
+		ch := h.handoff[0]
+		h.handoff = h.handoff[1:]
+		h.streak++
+		if t.obs != nil {
+			t.observeHandoff()
+		}
+		ch <- struct{}{} // buffered: never blocks
+		return nil
+	}
 	if h.count > 1 {
 		h.count--
 		released, err := op.release(ctx, h.count, releaseBudget)
@@ -171,4 +204,27 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 		c.notify.WakeOne(op.channel)
 	}
 	return err
+}
+
+// abandonHandoff takes a caller that gives up out of its owner's handover
+// queue. If the hold was handed to it meanwhile, it releases it: it passes to
+// the next local caller, or back to Redis.
+func (c *Client) abandonHandoff(ctx context.Context, hw *handoffWait) {
+	hw.h.op.Lock()
+	for i, ch := range hw.h.handoff {
+		if ch == hw.ch {
+			hw.h.handoff = append(hw.h.handoff[:i:i], hw.h.handoff[i+1:]...)
+			hw.h.op.Unlock()
+			return
+		}
+	}
+	hw.h.op.Unlock()
+	select {
+	case <-hw.ch:
+		if err := c.releaseHold(context.WithoutCancel(ctx), hw.op); err != nil {
+			hw.op.cfg.logger.Warn("redisync: a hold handed to a caller that gave up could not be released; it expires with its lease",
+				"name", hw.op.key.name, "error", err)
+		}
+	default:
+	}
 }

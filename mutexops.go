@@ -21,13 +21,17 @@ type mutexAcquirer struct {
 	m         *Mutex
 	owner     uint64
 	reentrant bool
+	waits     bool // a waiting call (Lock, LockContext), not a single attempt
 	token     uint64
 }
 
 func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
 	mode := waitFree
-	if a.reentrant {
+	switch {
+	case a.reentrant:
 		mode = reenter
+	case a.waits:
+		mode = waitHandoff
 	}
 	res, t, token, err := a.m.c.tryHold(ctx, a.m.op(a.owner), mode)
 	if t != nil {
@@ -79,6 +83,7 @@ func (m *Mutex) newOp(owner uint64) *holdOp {
 	renew := []string{field, m.leaseMS}
 	return &holdOp{
 		key:       holdKey{kind: exclusive, name: m.name, owner: owner},
+		handoff:   m.tokenKey == "", // every FencedMutex acquisition takes a token from Redis
 		cfg:       &m.cfg,
 		primitive: m.primitive(),
 		channel:   m.channel,

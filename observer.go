@@ -166,10 +166,10 @@ type Event struct {
 	// (EventAcquired): a re-entry, a further read hold, or more permits of a
 	// Semaphore handle. It does not start a new hold.
 	Reentrant bool
-	// LocalHandoff marks an acquisition handed over within the process
-	// without Redis (EventAcquired). Every redisync acquisition goes through
-	// Redis today, so it is false; a waiter woken by a release in its own
-	// process shows that as an EventWakeup from WakeLocal.
+	// LocalHandoff marks an acquisition handed over by an Unlock of the same
+	// owner in this process, without Redis (EventAcquired): goroutines of one
+	// Mutex handle pass the hold along (see [Mutex.Unlock]). The hold they
+	// pass ends with an EventReleased; the hold in Redis goes on.
 	LocalHandoff bool
 	// Source is what woke the waiter (EventWakeup).
 	Source WakeSource
@@ -210,6 +210,15 @@ func (t *term) observeEnd(err error) {
 		Hold: time.Since(t.obs.since), Cause: err})
 }
 
+// observeHandoff reports the end of the hold of term t that a release hands
+// to another local caller: the hold continues in Redis, so the term goes on,
+// and the next hold's time counts from now.
+func (t *term) observeHandoff() {
+	t.obs.o.Observe(context.Background(), Event{Kind: EventReleased, Primitive: t.obs.primitive, Name: t.obs.name,
+		Hold: time.Since(t.obs.since)})
+	t.obs.since = time.Now()
+}
+
 // observeAcquired reports a successful attempt of a call that began at start
 // (zero for a single attempt).
 func observeAcquired(ctx context.Context, cfg *config, primitive, name string, start time.Time, res attempt) {
@@ -217,7 +226,8 @@ func observeAcquired(ctx context.Context, cfg *config, primitive, name string, s
 	if !start.IsZero() {
 		wait = time.Since(start)
 	}
-	cfg.observer.Observe(ctx, Event{Kind: EventAcquired, Primitive: primitive, Name: name, Wait: wait, Reentrant: res.reentered})
+	cfg.observer.Observe(ctx, Event{Kind: EventAcquired, Primitive: primitive, Name: name, Wait: wait,
+		Reentrant: res.reentered, LocalHandoff: res.localHandoff})
 }
 
 // observeTry reports a single attempt's acquisition, if it made one.

@@ -17,9 +17,14 @@ type attempt struct {
 	// free, when set, means the caller's own owner holds the lock in this
 	// process and does not re-enter; it is closed when that hold is released.
 	free <-chan struct{}
+	// handoff, when set with free, is the caller's place in the queue of the
+	// owner's callers to which a release hands the hold directly.
+	handoff *handoffWait
 	// reentered marks an acquisition by an owner that already held: it
 	// joined the current term instead of starting one.
 	reentered bool
+	// localHandoff marks a hold handed over by a local release (no Redis).
+	localHandoff bool
 }
 
 // pollInterval bounds a wait when the holder's lease is unknown.
@@ -65,8 +70,12 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 		start = observeAttempt(ctx, cfg, a.primitive(), name)
 	}
 	var w *notify.Waiter
-	uncertain := false // the last attempt failed with an unknown outcome
+	var queued *handoffWait // the caller's place for a handover, while it waits
+	uncertain := false      // the last attempt failed with an unknown outcome
 	defer func() {
+		if queued != nil {
+			c.abandonHandoff(ctx, queued)
+		}
 		if w != nil {
 			w.Leave(err != nil)
 		}
@@ -100,6 +109,9 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 			return lockError(name, ErrClosed)
 		}
 		res, tryErr := a.try(ctx)
+		if res.handoff != nil {
+			queued = res.handoff // from now on, giving up must leave the queue
+		}
 		if ctx.Err() != nil && !res.acquired {
 			uncertain = uncertain || (tryErr != nil && ambiguous(tryErr))
 			return ctx.Err()
@@ -140,8 +152,19 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 			wake, src = w.Wake(), WakePubSub // or another source: w knows
 			sleep(waitBound(res.wait))
 		}
+		var handedOver <-chan struct{}
+		if queued != nil {
+			handedOver = queued.ch
+		}
 		select {
+		case <-handedOver:
+			queued = nil
+			if cfg.observer != nil {
+				observeAcquired(ctx, cfg, a.primitive(), name, start, attempt{acquired: true, localHandoff: true})
+			}
+			return nil
 		case <-wake:
+			queued = nil // a release that closes free hands nothing over
 			if cfg.observer != nil && src != 0 {
 				observeWait(ctx, cfg, a.primitive(), name, w, src, true)
 			}

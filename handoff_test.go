@@ -1,0 +1,114 @@
+package redisync_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// Goroutines sharing one handle hand the hold to each other without a round
+// trip to Redis, yet a waiter in another Client still gets its turn while
+// they go on: after at most 16 handovers the hold goes back to Redis.
+func TestMutexLocalHandoff(t *testing.T) {
+	requireReal(t, standalone, "INFO commandstats")
+	c, rc := newClient(t, standalone)
+	m := c.NewMutex(t.Name())
+	var inside, worst atomic.Int32
+	var sections atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	before := redistest.CommandCalls(t, rc, "evalsha")
+	for range 16 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m.Lock()
+				if n := inside.Add(1); n > worst.Load() {
+					worst.Store(n)
+				}
+				sections.Add(1)
+				inside.Add(-1)
+				m.Unlock()
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // the local goroutines are busy
+	other, _ := newClient(t, standalone)
+	remote := other.NewMutex(t.Name())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	err := remote.LockContext(ctx)
+	waited := time.Since(began)
+	close(stop)
+	if err == nil {
+		remote.Unlock()
+	}
+	wg.Wait()
+	require.NoError(t, err, "the other Client starved while the local goroutines handed the lock around")
+	calls := redistest.CommandCalls(t, rc, "evalsha") - before
+	t.Logf("%d critical sections of 16 goroutines sharing a handle with %d script calls; another Client got in after %v",
+		sections.Load(), calls, waited)
+	assert.EqualValues(t, 1, worst.Load(), "two goroutines inside at once")
+	assert.Less(t, calls, sections.Load(), "handovers should spare most round trips")
+}
+
+// A caller that gives up while queued for a handover is not handed the hold;
+// the release goes to Redis instead.
+func TestMutexHandoffToLeaver(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	m := c.NewMutex(t.Name())
+	m.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	assert.Equal(t, context.DeadlineExceeded, m.LockContext(ctx))
+	m.Unlock()
+	locked, err := m.IsLocked(context.Background())
+	require.NoError(t, err)
+	assert.False(t, locked, "the hold was handed to a caller that had left")
+	select {
+	case <-m.Done():
+	default:
+		t.Fatal("Done not closed after the last Unlock")
+	}
+}
+
+// A FencedMutex never hands a hold over locally: each acquisition takes a
+// new token from Redis.
+func TestFencedMutexNoLocalHandoff(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	fm := c.NewFencedMutex(t.Name())
+	var mu sync.Mutex
+	var grants []grant
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				began := time.Now()
+				token, err := fm.LockToken(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				done := time.Now()
+				fm.Unlock()
+				mu.Lock()
+				grants = append(grants, grant{began: began, done: done, token: token})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	checkGrants(t, grants)
+}
