@@ -1,0 +1,252 @@
+package benchmarks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/benchmarks"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// addr is the redis-server the tests start; "" when none is installed (and
+// REDISYNC_REQUIRE_SERVER is not set), in which case everything skips: the
+// peers need a real server.
+var addr string
+
+func TestMain(m *testing.M) {
+	var srv *redistest.Server
+	os.Exit(redistest.Run(m,
+		func() error {
+			s, err := redistest.StartServer()
+			if errors.Is(err, redistest.ErrNoServer) && !redistest.RequireServer() {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			srv, addr = s, s.Addr
+			return nil
+		},
+		func() {
+			if srv != nil {
+				_ = srv.Stop()
+			}
+		}))
+}
+
+func requireServer(tb testing.TB) {
+	tb.Helper()
+	if addr == "" {
+		tb.Skip(redistest.InstallHint)
+	}
+}
+
+// TestQuick runs the comparison program's scenarios in their quick form and
+// checks that every library produced figures in each of them. It checks
+// nothing about speed: that is what the table is for.
+func TestQuick(t *testing.T) {
+	requireServer(t)
+	if testing.Short() {
+		t.Skip("a quick comparison still takes about 15 s")
+	}
+	r, err := benchmarks.Run(context.Background(), addr, benchmarks.QuickConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, err := range r.Errors {
+		if k == "ceiling/redis" && os.Getenv("REDISYNC_REQUIRE_SERVER") != "1" {
+			t.Logf("scenario 8 skipped: %v", err)
+			continue
+		}
+		t.Errorf("%s: %v", k, err)
+	}
+	if r.Ping.N == 0 {
+		t.Error("no PING reference")
+	}
+	for _, peer := range r.Peers {
+		for name, m := range map[string]map[string]benchmarks.Summary{
+			"serial": r.Serial, "parallel": r.Parallel, "contended": r.Contended, "same-process": r.SameProcess,
+		} {
+			if s := m[peer]; s.N == 0 || s.Rate() <= 0 || s.P50 <= 0 {
+				t.Errorf("%s/%s: no figures: %+v", name, peer, s)
+			}
+		}
+		if a := r.Allocs[peer]; a.Allocs <= 0 {
+			t.Errorf("allocs/%s: no figures: %+v", peer, a)
+		}
+		if h := r.Held[peer]; h.Locks != r.Config.Held {
+			t.Errorf("held/%s: %d locks measured, want %d", peer, h.Locks, r.Config.Held)
+		}
+		if w := r.Waiters[peer]; w.Served != w.Waiters || w.Waiters == 0 {
+			t.Errorf("waiters/%s: %d of %d served", peer, w.Served, w.Waiters)
+		}
+	}
+	if rn := r.Renewal; rn.CallsPerS <= 0 || !rn.Renewed {
+		t.Errorf("renewal: %+v", rn)
+	}
+	md := r.Markdown()
+	for _, want := range append([]string{"| scenario |", "## Targets"}, r.Peers...) {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	t.Log("\n" + md)
+}
+
+// connect returns a Client of p, closed when the benchmark ends.
+func connect(b *testing.B, p benchmarks.Peer) benchmarks.Client {
+	b.Helper()
+	c, err := p.Connect(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}
+
+// name returns a lock name unique to the benchmark and i.
+func name(b *testing.B, i int) string {
+	return fmt.Sprintf("%s:%d:%d", b.Name(), time.Now().UnixNano(), i)
+}
+
+func pair(ctx context.Context, m benchmarks.Mutex) error {
+	h, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return h.Unlock(ctx)
+}
+
+// eachPeer runs f as a sub-benchmark per library.
+func eachPeer(b *testing.B, f func(b *testing.B, p benchmarks.Peer)) {
+	requireServer(b)
+	for _, p := range benchmarks.Peers(benchmarks.DefaultPoll) {
+		b.Run(p.Name, func(b *testing.B) { f(b, p) })
+	}
+}
+
+// BenchmarkSerial is scenario 1: one goroutine, one name, Lock+Unlock.
+func BenchmarkSerial(b *testing.B) {
+	ctx := context.Background()
+	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
+		m := connect(b, p).NewMutex(name(b, 0))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := pair(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTwoPings is scenario 1's yardstick: two PINGs in a row through a
+// rueidis client with redisync's options.
+func BenchmarkTwoPings(b *testing.B) {
+	requireServer(b)
+	ctx := context.Background()
+	rc, err := rueidis.NewClient(benchmarks.RueidisOption(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 2 {
+			if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkParallel is scenario 2: ParallelGoroutines goroutines of one
+// Client, a name each; ns/op is per pair.
+func BenchmarkParallel(b *testing.B) {
+	ctx := context.Background()
+	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
+		c := connect(b, p)
+		ms := make([]benchmarks.Mutex, benchmarks.ParallelGoroutines)
+		for i := range ms {
+			ms[i] = c.NewMutex(name(b, i))
+		}
+		b.ReportAllocs()
+		spread(ctx, b, len(ms), func(g int) benchmarks.Mutex { return ms[g] }, 0)
+	})
+}
+
+// BenchmarkContended is scenario 3: ContendedClients Clients, a goroutine
+// each, one name, CriticalSection held; ns/op is per acquisition.
+func BenchmarkContended(b *testing.B) {
+	ctx := context.Background()
+	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
+		n := name(b, 0)
+		ms := make([]benchmarks.Mutex, benchmarks.ContendedClients)
+		for i := range ms {
+			ms[i] = connect(b, p).NewMutex(n)
+		}
+		spread(ctx, b, len(ms), func(g int) benchmarks.Mutex { return ms[g] }, benchmarks.CriticalSection)
+	})
+}
+
+// BenchmarkSameProcess is scenario 4: SameProcessGoroutines goroutines
+// sharing one handle; ns/op is per acquisition.
+func BenchmarkSameProcess(b *testing.B) {
+	ctx := context.Background()
+	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
+		m := connect(b, p).NewMutex(name(b, 0))
+		spread(ctx, b, benchmarks.SameProcessGoroutines, func(int) benchmarks.Mutex { return m }, 0)
+	})
+}
+
+// spread runs b.N acquisitions over n goroutines, goroutine g using
+// mutex(g) and holding it for crit, and reports the wait percentiles.
+func spread(ctx context.Context, b *testing.B, n int, mutex func(g int) benchmarks.Mutex, crit time.Duration) {
+	for g := range n {
+		if err := pair(ctx, mutex(g)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	waits := make([][]time.Duration, n)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for g := range n {
+		wg.Go(func() {
+			m := mutex(g)
+			for next.Add(1) <= int64(b.N) {
+				t := time.Now()
+				h, err := m.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				waits[g] = append(waits[g], time.Since(t))
+				if crit > 0 {
+					time.Sleep(crit)
+				}
+				if err := h.Unlock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	all := slices.Concat(waits...)
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-wait-µs")
+		b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds()), "p99-wait-µs")
+	}
+}

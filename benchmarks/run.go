@@ -1,0 +1,233 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Config sizes a comparison run. Every scenario is bounded in time; a full
+// run takes about two minutes on two cores.
+type Config struct {
+	// Duration is how long each timed scenario (1 to 4) runs per library.
+	Duration time.Duration
+	// Poll is the retry delay of the libraries that poll (see DefaultPoll).
+	Poll time.Duration
+	// Held is how many locks scenarios 5 and 6 hold at once.
+	Held int
+	// RenewalWindow is how long scenario 5 watches the held locks renewed.
+	RenewalWindow time.Duration
+	// AllocPairs is how many Lock+Unlock pairs scenario 6 counts.
+	AllocPairs int
+	// Waiters and WaiterNames size scenario 7.
+	Waiters, WaiterNames int
+	// Settle is how long scenario 7's waiters wait before they are measured
+	// and released; DrainTimeout bounds the drain.
+	Settle, DrainTimeout time.Duration
+	// StepLimit bounds each scenario of each library: one that has not
+	// returned by then is abandoned (its goroutines left running) and
+	// recorded as an error, so a library that hangs cannot hang the run.
+	StepLimit time.Duration
+	// CeilingCalls is how many script calls redis-benchmark makes (scenario 8).
+	CeilingCalls int
+	// Peers are the libraries compared, redisync first; nil means
+	// Peers(Poll).
+	Peers []Peer
+	// Log receives a line per scenario and library as the run proceeds;
+	// nil discards them.
+	Log io.Writer
+}
+
+// DefaultConfig is the full run of issue 10.
+func DefaultConfig() Config {
+	return Config{
+		Duration:      2 * time.Second,
+		Poll:          DefaultPoll,
+		Held:          10000,
+		RenewalWindow: 3 * (RenewalWatchdog / 3), // three renewal intervals
+		AllocPairs:    2000,
+		Waiters:       10000,
+		WaiterNames:   1000,
+		Settle:        time.Second,
+		DrainTimeout:  20 * time.Second,
+		CeilingCalls:  200000,
+		StepLimit:     time.Minute,
+	}
+}
+
+// QuickConfig is a short run for CI: the same scenarios at a tenth of the
+// size, which checks that every library produces figures, not how fast.
+func QuickConfig() Config {
+	return Config{
+		Duration:      300 * time.Millisecond,
+		Poll:          DefaultPoll,
+		Held:          1000,
+		RenewalWindow: RenewalWatchdog/3 + 200*time.Millisecond,
+		AllocPairs:    200,
+		Waiters:       1000,
+		WaiterNames:   100,
+		Settle:        300 * time.Millisecond,
+		DrainTimeout:  10 * time.Second,
+		CeilingCalls:  20000,
+		StepLimit:     20 * time.Second,
+	}
+}
+
+// Results are the figures of one run. A scenario that failed for a library
+// has no figure for it and an entry in Errors under "scenario/library".
+type Results struct {
+	Machine Machine
+	Config  Config
+	Peers   []string
+
+	Ping        Summary // two PINGs, the yardstick of scenario 1
+	Serial      map[string]Summary
+	Parallel    map[string]Summary
+	Contended   map[string]Summary
+	SameProcess map[string]Summary
+	Renewal     RenewalResult
+	Allocs      map[string]AllocResult
+	Held        map[string]HoldResult
+	Waiters     map[string]WaitersResult
+	Ceiling     float64 // scenario 8: script calls per second
+	CeilingCmd  string  // the redis-benchmark command line of scenario 8
+
+	Errors  map[string]error
+	Elapsed time.Duration
+}
+
+// Run runs every scenario against the Redis server at addr, library after
+// library within each scenario, so that drift on a shared machine spreads
+// over all of them.
+func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
+	if cfg.Peers == nil {
+		cfg.Peers = Peers(cfg.Poll)
+	}
+	log := cfg.Log
+	if log == nil {
+		log = io.Discard
+	}
+	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	start := time.Now()
+	r := &Results{
+		Machine: describeMachine(ctx, admin), Config: cfg,
+		Serial: map[string]Summary{}, Parallel: map[string]Summary{}, Contended: map[string]Summary{},
+		SameProcess: map[string]Summary{}, Allocs: map[string]AllocResult{}, Held: map[string]HoldResult{},
+		Waiters: map[string]WaitersResult{}, Errors: map[string]error{},
+	}
+	for _, p := range cfg.Peers {
+		r.Peers = append(r.Peers, p.Name)
+	}
+	step := func(scenario, peer string) stepper {
+		return stepper{r: r, log: log, limit: cfg.StepLimit, scenario: scenario, peer: peer}
+	}
+	r.Ping, _ = measure(step("ping", "rueidis"), func() (Summary, error) { return PingReference(ctx, addr, cfg.Duration) })
+	timed := []struct {
+		name string
+		into map[string]Summary
+		run  func(context.Context, Peer, string, time.Duration) (Summary, error)
+	}{
+		{"serial", r.Serial, Serial},
+		{"parallel", r.Parallel, Parallel},
+		{"contended", r.Contended, Contended},
+		{"same-process", r.SameProcess, SameProcess},
+	}
+	for _, s := range timed {
+		for _, p := range cfg.Peers {
+			if sum, err := measure(step(s.name, p.Name), func() (Summary, error) { return s.run(ctx, p, addr, cfg.Duration) }); err == nil {
+				s.into[p.Name] = sum
+			}
+		}
+	}
+	for _, p := range cfg.Peers {
+		if a, err := measure(step("allocs", p.Name), func() (AllocResult, error) { return AllocsPerPair(ctx, p, addr, cfg.AllocPairs) }); err == nil {
+			r.Allocs[p.Name] = a
+		}
+	}
+	r.Renewal, _ = measure(step("renewal", "redisync"), func() (RenewalResult, error) {
+		return Renewal(ctx, addr, admin, cfg.Held, cfg.RenewalWindow)
+	})
+	if r.Renewal.Held.Locks > 0 {
+		r.Held["redisync"] = r.Renewal.Held
+	}
+	for _, p := range cfg.Peers {
+		if p.Name == subjectName {
+			continue // measured with scenario 5
+		}
+		if h, err := measure(step("held", p.Name), func() (HoldResult, error) { return HeldLocks(ctx, p, addr, cfg.Held) }); err == nil {
+			r.Held[p.Name] = h
+		}
+	}
+	for _, p := range cfg.Peers {
+		// Kept even after an error: a drain that timed out is a figure.
+		r.Waiters[p.Name], _ = measure(step("waiters", p.Name), func() (WaitersResult, error) {
+			return Waiters(ctx, p, addr, admin, cfg.Waiters, cfg.WaiterNames, cfg.Settle, cfg.DrainTimeout)
+		})
+	}
+	type ceiling struct {
+		rps float64
+		cmd string
+	}
+	c, _ := measure(step("ceiling", "redis"), func() (ceiling, error) {
+		rps, cmd, err := Ceiling(ctx, addr, admin, cfg.CeilingCalls)
+		return ceiling{rps: rps, cmd: cmd}, err
+	})
+	r.Ceiling, r.CeilingCmd = c.rps, c.cmd
+	r.Elapsed = time.Since(start)
+	return r, nil
+}
+
+// A stepper names one scenario of one library for measure.
+type stepper struct {
+	r        *Results
+	log      io.Writer
+	limit    time.Duration
+	scenario string
+	peer     string
+}
+
+// measure runs f, logs the step and records its error. If f has not
+// returned within the step limit, measure abandons it (its goroutines keep
+// running; f only ever writes to its own variables, so they cannot disturb
+// the results) and returns an error of its own with the zero T.
+func measure[T any](s stepper, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	t := time.Now()
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v: v, err: err}
+	}()
+	var limit <-chan time.Time
+	if s.limit > 0 {
+		limit = time.After(s.limit)
+	}
+	var res result
+	select {
+	case res = <-done:
+	case <-limit:
+		res.err = fmt.Errorf("did not finish within %v: abandoned", s.limit)
+	}
+	if res.err != nil {
+		s.r.Errors[s.scenario+"/"+s.peer] = res.err
+	}
+	fmt.Fprintf(s.log, "%-12s %-12s %6.1fs %v\n", s.scenario, s.peer, time.Since(t).Seconds(), errText(res.err))
+	return res.v, res.err
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return "error: " + err.Error()
+}

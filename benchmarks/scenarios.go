@@ -1,0 +1,263 @@
+package benchmarks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Scenario sizes fixed by issue 10.
+const (
+	// ParallelGoroutines is scenario 2's goroutine count, each on its own name.
+	ParallelGoroutines = 64
+	// ContendedClients is scenario 3's Client count: separate connections,
+	// as separate processes would have. Each runs one goroutine, so the
+	// scenario measures handoffs between processes only (scenario 4 covers
+	// goroutines of one process).
+	ContendedClients = 4
+	// CriticalSection is how long scenario 3 holds the lock (a sleep, so
+	// the two cores stay free for the clients and the server).
+	CriticalSection = 100 * time.Microsecond
+	// SameProcessGoroutines is scenario 4's goroutine count, all sharing
+	// one handle of one Client, with an empty critical section.
+	SameProcessGoroutines = 16
+)
+
+// A Summary is what a timed scenario measured: how many operations it
+// completed in how long, and percentiles of their latency (a Lock+Unlock
+// pair in scenario 1, the wait inside Lock in scenarios 3 and 4).
+type Summary struct {
+	N        int
+	Elapsed  time.Duration
+	P50, P99 time.Duration
+	// Stalled counts the Lock calls of scenarios 2 to 4 still waiting
+	// stopGrace after the time was up, although every other goroutine had
+	// released and stopped by then: waiters the library failed to wake.
+	// They were cancelled and are not in the percentiles.
+	Stalled int
+}
+
+// Rate returns operations per second.
+func (s Summary) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.N) / s.Elapsed.Seconds()
+}
+
+// summarize sorts lat and reads its percentiles.
+func summarize(lat []time.Duration, elapsed time.Duration) Summary {
+	slices.Sort(lat)
+	return Summary{N: len(lat), Elapsed: elapsed, P50: percentile(lat, 50), P99: percentile(lat, 99)}
+}
+
+// percentile returns the p-th percentile of sorted durations (0 if none).
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+// lockName returns a lock name no other run or scenario uses.
+func lockName(p Peer, scenario string, i int) string {
+	return fmt.Sprintf("bench:%s:%s:%08x:%d", p.Name, scenario, runID, i)
+}
+
+// runID separates the keys of concurrent or repeated runs on one server.
+var runID = rand.Uint32()
+
+// warmup is how many pairs precede a measurement, so that connections are
+// dialled and scripts loaded before the clock starts.
+const warmup = 50
+
+// pair locks and unlocks m once.
+func pair(ctx context.Context, m Mutex) error {
+	h, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return h.Unlock(ctx)
+}
+
+// Serial is scenario 1: one goroutine locks and unlocks one name for d and
+// reports the latency of a pair.
+func Serial(ctx context.Context, p Peer, addr string, d time.Duration) (Summary, error) {
+	cs, err := connectAll(p, addr, 1)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeAll(cs)
+	m := cs[0].NewMutex(lockName(p, "serial", 0))
+	return timeSerial(d, func() error { return pair(ctx, m) })
+}
+
+// PingReference is scenario 1's yardstick: two PINGs, one after the other,
+// through a rueidis client with [RueidisOption], timed like a pair.
+func PingReference(ctx context.Context, addr string, d time.Duration) (Summary, error) {
+	rc, err := rueidis.NewClient(RueidisOption(addr))
+	if err != nil {
+		return Summary{}, err
+	}
+	defer rc.Close()
+	return timeSerial(d, func() error {
+		if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+			return err
+		}
+		return rc.Do(ctx, rc.B().Ping().Build()).Error()
+	})
+}
+
+// timeSerial runs op for d after a warm-up and summarises its latency.
+func timeSerial(d time.Duration, op func() error) (Summary, error) {
+	for range warmup {
+		if err := op(); err != nil {
+			return Summary{}, err
+		}
+	}
+	lat := make([]time.Duration, 0, 1<<15)
+	start := time.Now()
+	for time.Since(start) < d {
+		t := time.Now()
+		if err := op(); err != nil {
+			return Summary{}, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return summarize(lat, time.Since(start)), nil
+}
+
+// Parallel is scenario 2: ParallelGoroutines goroutines of one Client lock
+// and unlock names of their own for d; the rate is pairs per second.
+func Parallel(ctx context.Context, p Peer, addr string, d time.Duration) (Summary, error) {
+	cs, err := connectAll(p, addr, 1)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeAll(cs)
+	ms := make([]Mutex, ParallelGoroutines)
+	for g := range ms {
+		ms[g] = cs[0].NewMutex(lockName(p, "parallel", g))
+	}
+	return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, 0)
+}
+
+// Contended is scenario 3: ContendedClients Clients, one goroutine each,
+// take turns on one name and hold it for CriticalSection; the rate is
+// acquisitions per second and the percentiles are of the wait in Lock.
+func Contended(ctx context.Context, p Peer, addr string, d time.Duration) (Summary, error) {
+	cs, err := connectAll(p, addr, ContendedClients)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeAll(cs)
+	name := lockName(p, "contended", 0)
+	ms := make([]Mutex, len(cs))
+	for i, c := range cs {
+		ms[i] = c.NewMutex(name)
+	}
+	return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, CriticalSection)
+}
+
+// SameProcess is scenario 4: SameProcessGoroutines goroutines share one
+// handle of one Client and lock and unlock it for d with nothing in between;
+// the rate is acquisitions per second and the percentiles are of the wait.
+func SameProcess(ctx context.Context, p Peer, addr string, d time.Duration) (Summary, error) {
+	cs, err := connectAll(p, addr, 1)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeAll(cs)
+	m := cs[0].NewMutex(lockName(p, "same-process", 0))
+	return hammer(ctx, d, SameProcessGoroutines, func(int) Mutex { return m }, 0)
+}
+
+// stopGrace is how long a hammer lets the Lock calls still waiting when its
+// time is up finish before cancelling them: the holders keep releasing, so
+// a waiter that is not served by then was not woken at all.
+const stopGrace = time.Second
+
+// hammer runs n goroutines for d, goroutine g locking mutex(g), holding it
+// for crit and unlocking it, and summarises the waits in Lock.
+func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex, crit time.Duration) (Summary, error) {
+	for g := range n { // warm-up: connections dialled, scripts loaded
+		if err := pair(ctx, mutex(g)); err != nil {
+			return Summary{}, err
+		}
+	}
+	lockCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stop atomic.Bool
+	var stalled atomic.Int64
+	lats := make([][]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range n {
+		wg.Go(func() {
+			m := mutex(g)
+			lat := make([]time.Duration, 0, 1024)
+			defer func() { lats[g] = lat }()
+			for !stop.Load() {
+				t := time.Now()
+				h, err := m.Lock(lockCtx)
+				if err != nil && stop.Load() {
+					stalled.Add(1)
+					return
+				}
+				if err != nil {
+					errs[g] = err
+					cancel() // the others' waits end too
+					return
+				}
+				lat = append(lat, time.Since(t))
+				if crit > 0 {
+					time.Sleep(crit)
+				}
+				if err := h.Unlock(ctx); err != nil {
+					errs[g] = err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	select {
+	case <-time.After(d):
+	case <-lockCtx.Done():
+	}
+	stop.Store(true)
+	elapsed := time.Since(start)
+	if !waitTimeout(&wg, stopGrace) {
+		cancel()
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Summary{}, err
+	}
+	sum := summarize(slices.Concat(lats...), elapsed)
+	sum.Stalled = int(stalled.Load())
+	return sum, nil
+}
+
+// waitTimeout waits for wg for at most d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
