@@ -148,7 +148,7 @@ const (
 // fields are set depends on Kind (see the [EventKind] constants); the others
 // are zero.
 type Event struct {
-	Kind EventKind
+	Kind EventKind // what happened
 	// Primitive is the sort of lock: one of the Primitive constants
 	// ("Mutex", "RWMutex.read"...), empty for the Client's own events.
 	Primitive string

@@ -36,8 +36,8 @@ const Linger = time.Second
 // joined with Tag when Tag is set, otherwise the N longest-waiting ones
 // (every one for WakeAll).
 type Wake struct {
-	N   int
-	Tag string
+	N   int    // how many waiters, oldest first; WakeAll for all
+	Tag string // the one waiter to wake, by the tag it joined with
 }
 
 // A Policy turns a message on channel into the waiters it wakes.

@@ -17,9 +17,9 @@ const MasterSet = "redistest"
 // A SentinelSet is a primary, a replica and three sentinels on loopback, with
 // the short timeouts that let a failover finish in a few seconds.
 type SentinelSet struct {
-	Primary   *Server
-	Replica   *Server
-	Sentinels []*Server
+	Primary   *Server   // the primary as started (a failover promotes Replica)
+	Replica   *Server   // its replica as started
+	Sentinels []*Server // the three sentinels
 	// Addrs are the sentinels' addresses, which clients start from.
 	Addrs []string
 }
