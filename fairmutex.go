@@ -172,24 +172,13 @@ func (fm *FairMutex) UnlockContext(ctx context.Context) error {
 // Done returns a channel that is closed when the hold taken by the latest
 // successful lock through fm ends, by release or by loss. If fm has never been
 // locked, Done returns a closed channel.
-func (fm *FairMutex) Done() <-chan struct{} {
-	if t := fm.cur.Load(); t != nil {
-		return t.done
-	}
-	return closedChan
-}
+func (fm *FairMutex) Done() <-chan struct{} { return fm.cur.Load().doneChan() }
 
 // Err returns nil while the hold taken by the latest lock through fm lasts and
 // after it was released cleanly. After a loss it returns an error wrapping
 // ErrLockLost (ErrClosed if the Client was closed while the lock was held);
 // after a release that Redis could not confirm, that release's error.
-func (fm *FairMutex) Err() error {
-	if t := fm.cur.Load(); t != nil {
-		_, err := t.result()
-		return err
-	}
-	return nil
-}
+func (fm *FairMutex) Err() error { return fm.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, wakes the waiter whose turn
 // is next, and reports whether it was locked. The queue is kept. Holds of it

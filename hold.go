@@ -84,6 +84,24 @@ func (t *term) end(err error) bool {
 	return true
 }
 
+// doneChan is a handle's Done for its latest term t: t's done channel, or a
+// closed channel when there has been no term (t is nil).
+func (t *term) doneChan() <-chan struct{} {
+	if t == nil {
+		return closedChan
+	}
+	return t.done
+}
+
+// errOrNil is a handle's Err for its latest term t (nil when t is nil).
+func (t *term) errOrNil() error {
+	if t == nil {
+		return nil
+	}
+	_, err := t.result()
+	return err
+}
+
 // result reports whether the term has ended, and how.
 func (t *term) result() (ended bool, err error) {
 	t.mu.Lock()

@@ -177,24 +177,13 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // Done returns a channel that is closed when the hold taken by the latest
 // successful lock through m ends, by release or by loss. If m has never been
 // locked, Done returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	if t := m.cur.Load(); t != nil {
-		return t.done
-	}
-	return closedChan
-}
+func (m *Mutex) Done() <-chan struct{} { return m.cur.Load().doneChan() }
 
 // Err returns nil while the hold taken by the latest lock through m lasts and
 // after it was released cleanly. After a loss it returns an error wrapping
 // ErrLockLost (ErrClosed if the Client was closed while the lock was held);
 // after a release that Redis could not confirm, that release's error.
-func (m *Mutex) Err() error {
-	if t := m.cur.Load(); t != nil {
-		_, err := t.result()
-		return err
-	}
-	return nil
-}
+func (m *Mutex) Err() error { return m.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports
 // whether it was locked. Holds of it through this Client end as lost.

@@ -205,22 +205,11 @@ func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
 // Done returns a channel that is closed when the hold (read or write) taken
 // by the latest successful lock through rw ends; a closed channel if there
 // has been none. See [Mutex.Done].
-func (rw *RWMutex) Done() <-chan struct{} {
-	if t := rw.cur.Load(); t != nil {
-		return t.done
-	}
-	return closedChan
-}
+func (rw *RWMutex) Done() <-chan struct{} { return rw.cur.Load().doneChan() }
 
 // Err reports how the hold taken by the latest lock through rw ended, as
 // [Mutex.Err] does.
-func (rw *RWMutex) Err() error {
-	if t := rw.cur.Load(); t != nil {
-		_, err := t.result()
-		return err
-	}
-	return nil
-}
+func (rw *RWMutex) Err() error { return rw.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, readers and writer alike,
 // wakes every waiter, and reports whether it was locked. Holds of it through

@@ -175,21 +175,10 @@ func (s *Semaphore) Held() int64 {
 // Done returns a channel that is closed when this handle's permits are all
 // released or lost: the current term, from the first acquire after holding
 // none. If the handle has never acquired, Done returns a closed channel.
-func (s *Semaphore) Done() <-chan struct{} {
-	if t := s.cur.Load(); t != nil {
-		return t.done
-	}
-	return closedChan
-}
+func (s *Semaphore) Done() <-chan struct{} { return s.cur.Load().doneChan() }
 
 // Err returns nil while the handle holds permits and after they were released
 // cleanly. After their lease lapsed, or they were otherwise gone from Redis,
 // it returns an error wrapping ErrLockLost (ErrClosed if the Client was closed
 // while they were held).
-func (s *Semaphore) Err() error {
-	if t := s.cur.Load(); t != nil {
-		_, err := t.result()
-		return err
-	}
-	return nil
-}
+func (s *Semaphore) Err() error { return s.cur.Load().errOrNil() }
