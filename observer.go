@@ -57,7 +57,9 @@ type EventKind uint8
 // ([EventAcquired] with Reentrant), then exactly one [EventReleased] or
 // [EventLost]. A waiting call (Lock, LockContext, Acquire...) gives one
 // [EventAcquireAttempt], [EventWakeup]s while it waits, and then
-// [EventAcquired] or [EventAcquireFailed]. A single attempt (TryLock...) gives
+// [EventAcquired] or [EventAcquireFailed]; a FairMutex or Semaphore call that
+// has to wait also gives one [EventQueued] once its place in the queue is
+// confirmed. A single attempt (TryLock...) gives
 // [EventAcquired] when it succeeds and nothing otherwise.
 const (
 	// EventAcquireAttempt: a waiting call begins.
@@ -93,10 +95,16 @@ const (
 	// reconnect), which wakes the channel's waiters. Name is the channel and
 	// Primitive is empty.
 	EventSubscribed
+	// EventQueued: a waiting call of a FairMutex or a Semaphore found the lock
+	// taken and Redis confirmed its place in the queue. From then on nobody
+	// queued behind it is served before it, unless it gives up or its
+	// heartbeat lapses. Given at most once per waiting call, before any
+	// [EventWakeup] of that call.
+	EventQueued
 )
 
 var eventKindNames = [...]string{"", "AcquireAttempt", "Acquired", "AcquireFailed", "Released", "Lost",
-	"Wakeup", "RenewalBatch", "Subscribed"}
+	"Wakeup", "RenewalBatch", "Subscribed", "Queued"}
 
 // String returns the kind's name without the Event prefix ("Acquired").
 func (k EventKind) String() string {
@@ -276,6 +284,11 @@ func (c *Client) observeSubscribed(channel string, again bool) {
 func observeAttempt(ctx context.Context, cfg *config, primitive, name string) time.Time {
 	cfg.observer.Observe(ctx, Event{Kind: EventAcquireAttempt, Primitive: primitive, Name: name})
 	return time.Now()
+}
+
+// observeQueued reports that a waiting call's place in a queue is confirmed.
+func observeQueued(ctx context.Context, cfg *config, primitive, name string) {
+	cfg.observer.Observe(ctx, Event{Kind: EventQueued, Primitive: primitive, Name: name})
 }
 
 // observeFailed reports a waiting call, begun at start, that gave up with err.

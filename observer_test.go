@@ -177,6 +177,42 @@ func TestObserverLockCycle(t *testing.T) {
 	}
 }
 
+// TestObserverQueued checks that a waiting call of a queued primitive reports
+// its place in the queue once, after its first attempt and before its
+// wake-up, and that a call that acquires at once does not.
+func TestObserverQueued(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	for _, lc := range lockCycles {
+		if lc.primitive != redisync.PrimitiveFairMutex && lc.primitive != redisync.PrimitiveSemaphore {
+			continue
+		}
+		t.Run(lc.primitive, func(t *testing.T) {
+			name := t.Name()
+			// The Semaphore has 2 permits: hold both so that the third waits.
+			var unlocks []func()
+			for range 2 {
+				unlocks = append(unlocks, lc.lock(c, name))
+				if lc.primitive == redisync.PrimitiveFairMutex {
+					break
+				}
+			}
+			rec := &recorder{}
+			locked := make(chan func(), 1)
+			go func() { locked <- lc.lock(c, name, redisync.WithObserver(rec)) }()
+			rec.waitFor(t, name, redisync.EventQueued)
+			for _, unlock := range unlocks {
+				unlock()
+			}
+			(<-locked)()
+			kinds := rec.kinds(name)
+			require.GreaterOrEqual(t, len(kinds), 4, "%v", kinds)
+			assert.Equal(t, []redisync.EventKind{redisync.EventAcquireAttempt, redisync.EventQueued}, kinds[:2])
+			assert.Len(t, rec.of(name, redisync.EventQueued), 1, "%v", kinds)
+			assert.Equal(t, []redisync.EventKind{redisync.EventAcquired, redisync.EventReleased}, kinds[len(kinds)-2:])
+		})
+	}
+}
+
 // TestObserverClientWide checks that a Client's observer sees its handles'
 // events unless a handle sets its own, and that WithObserver(nil) silences a
 // handle.
@@ -380,6 +416,7 @@ func TestObserverRenewalBatches(t *testing.T) {
 func TestEventKindString(t *testing.T) {
 	assert.Equal(t, "Acquired", redisync.EventAcquired.String())
 	assert.Equal(t, "Subscribed", redisync.EventSubscribed.String())
+	assert.Equal(t, "Queued", redisync.EventQueued.String())
 	assert.Equal(t, "EventKind(0)", redisync.EventKind(0).String())
 	assert.Equal(t, "PubSub", redisync.WakePubSub.String())
 	assert.Equal(t, "Resubscribe", redisync.WakeResubscribe.String())

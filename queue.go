@@ -193,6 +193,9 @@ func (c *Client) acquireQueued(ctx context.Context, name, channel string, a queu
 			return nil
 		case w == nil:
 			failures = 0
+			if cfg.observer != nil {
+				observeQueued(ctx, cfg, a.primitive(), name) // the reply just placed tk in the queue
+			}
 			w = c.notify.JoinTagged(channel, tk.id)
 			wake = w.Ready()
 			timer.Reset(waitBound(res.wait))

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/redis/rueidis"
 )
 
@@ -192,7 +193,7 @@ func (r *Registry) leave(w *Waiter, passOn bool) {
 		ch.wakeLocked(1, FromLocal)
 	}
 	ch.mu.Unlock()
-	if empty && r.chans[ch.name] == ch {
+	if empty && r.chans[ch.name] == ch && !mutant.On("leak-subscribe") {
 		ch.linger = time.AfterFunc(Linger, func() { r.expire(ch) })
 	}
 }

@@ -1,0 +1,17 @@
+// Package mutant switches on deliberately broken variants of redisync, so that
+// the chaos suite (internal/chaos) can show that each of its invariant
+// checkers catches the bug it is there for.
+//
+// A variant exists only in a build with the redisync_mutants tag, and only the
+// one named by the REDISYNC_MUTANT environment variable is on. In every other
+// build [On] is a constant false and the broken code paths compile away.
+//
+// The variants:
+//
+//	unlock-any      a Mutex release deletes the lock without checking its owner (I1)
+//	fence-lower     a Fence accepts a token lower than one it has seen (I2)
+//	no-fallback     a waiter waits for a wake-up message only, never for the lease (I3)
+//	fair-barge      any FairMutex waiter may take a free lock, not only the head (I4)
+//	renew-blind     a Mutex renewal reports success when the hold is gone (I5)
+//	leak-subscribe  the subscriber never unsubscribes a channel (I6)
+package mutant
