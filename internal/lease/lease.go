@@ -176,6 +176,15 @@ func (s *Scheduler) Remove(l *Lease) bool {
 	return true
 }
 
+// Current reports whether l is watched and its deadline has not passed: the
+// hold it describes may still be in Redis. A process that was paused past the
+// deadline sees false before the scheduler's goroutine has run again.
+func (s *Scheduler) Current(l *Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return (l.state == waiting || l.state == inflight) && time.Now().Before(l.deadline)
+}
+
 // Len returns the number of leases being watched.
 func (s *Scheduler) Len() int {
 	s.mu.Lock()

@@ -149,3 +149,20 @@ func TestRenewalsAreBatched(t *testing.T) {
 	assert.Greater(t, made, int64(0), "no renewals at all")
 	assert.Zero(t, lostCount.Load())
 }
+
+// TestCurrent checks that a lease is current while watched and before its
+// deadline, and not once its deadline has passed, even before the scheduler
+// has reported the loss (as after a pause of the whole process).
+func TestCurrent(t *testing.T) {
+	f := newFixture(t)
+	l, _ := f.hold(t, t.Name(), time.Minute, true)
+	assert.True(t, f.sched.Current(l))
+	require.True(t, f.sched.Remove(l))
+	assert.False(t, f.sched.Current(l), "removed")
+
+	// A lease whose request went out a TTL ago: its deadline is now.
+	stale := &lease.Lease{Key: t.Name() + ":stale", TTL: time.Hour, Lost: func(error) {}}
+	f.sched.Add(stale, time.Now().Add(-time.Hour))
+	assert.False(t, f.sched.Current(stale), "past its deadline")
+	f.sched.Remove(stale)
+}

@@ -8,7 +8,8 @@
 //
 // The variants:
 //
-//	unlock-any      a Mutex release deletes the lock without checking its owner (I1)
+//	unlock-any      a Mutex release deletes the lock whoever holds it: neither the
+//	                Client's record of the hold nor the script checks the owner (I1)
 //	fence-lower     a Fence accepts a token lower than one it has seen (I2)
 //	no-fallback     a waiter waits for a wake-up message only, never for the lease (I3)
 //	fair-barge      any FairMutex waiter may take a free lock, not only the head (I4)

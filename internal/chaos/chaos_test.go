@@ -1,0 +1,150 @@
+package chaos
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+var (
+	chaosDuration = flag.Duration("chaos.duration", 60*time.Second, "how long TestChaos injects faults")
+	chaosSeed     = flag.Int64("chaos.seed", 0, "the fault schedule's seed (0: from the clock); a run prints its seed")
+	chaosFaults   = flag.String("chaos.faults", strings.Join(FaultKinds, ","), "the fault kinds to inject")
+	chaosWorkers  = flag.Int("chaos.workers", 4, "worker processes")
+	chaosLease    = flag.Duration("chaos.lease", 1500*time.Millisecond, "every lock's watchdog and heartbeat timeout")
+	chaosReport   = flag.String("chaos.report", "", "write the JSON report to this file (and the table next to it, .md)")
+	chaosPark     = flag.String("chaos.park", "", "park holders of this lock only for the faults that park one (default: any lock)")
+	chaosHistory  = flag.String("chaos.history", "", "write the recorded history (JSON) to this file, for a closer look")
+	chaosCheck    = flag.String("chaos.check", "", "TestCheckHistory: check a history written by -chaos.history again")
+	chaosExpect   = flag.String("chaos.expect", "", "an invariant the run must break: the self-test of a broken variant (see internal/mutant)")
+)
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(workerEnv); raw != "" {
+		os.Exit(runWorker(raw))
+	}
+	os.Exit(redistest.Run(m, func() error { return nil }, func() {}))
+}
+
+// TestChaos runs the fault-injection suite: worker processes drive every
+// primitive against a real redis-server while a seeded schedule injects the
+// faults F1-F9; the invariant checkers then read the recorded history. It
+// fails on any unexpected violation, or, with -chaos.expect, unless that
+// invariant was broken (the self-test of a broken variant).
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos suite does not run with -short")
+	}
+	if _, err := redistest.ServerBinary(); err != nil {
+		if redistest.RequireServer() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1e9
+	}
+	kinds := strings.Split(*chaosFaults, ",")
+	for _, k := range kinds {
+		if !slices.Contains(FaultKinds, k) {
+			t.Fatalf("-chaos.faults: unknown fault %q", k)
+		}
+	}
+	t.Logf("seed %d (replay the schedule with -chaos.seed %d)", seed, seed)
+	r := newRun(t, seed, *chaosLease)
+	r.start(*chaosWorkers)
+	r.inject(kinds, *chaosDuration)
+	h := r.finish()
+
+	if *chaosHistory != "" {
+		js, _ := json.Marshal(h)
+		if err := os.WriteFile(*chaosHistory, js, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	vs := Check(h)
+	rep := Summarize(h, vs)
+	rep.Seed, rep.Duration, rep.Mutant = seed, chaosDuration.String(), os.Getenv("REDISYNC_MUTANT")
+	rep.Redis, rep.Lease = r.version, chaosLease.String()
+	t.Logf("report:\n%s", rep.Table())
+	if *chaosReport != "" {
+		js, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*chaosReport, js, 0o644); err != nil {
+			t.Error(err)
+		}
+		md := strings.TrimSuffix(*chaosReport, ".json") + ".md"
+		if err := os.WriteFile(md, []byte(rep.Table()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if inv := *chaosExpect; inv != "" {
+		if rep.Violations[inv] == nil || rep.Violations[inv].Unexpected == 0 {
+			t.Fatalf("the run was expected to break %s and did not", inv)
+		}
+		return
+	}
+	if rep.Failed() {
+		t.Errorf("unexpected violations (seed %d): %s", seed, violationSummary(rep))
+	}
+	if rep.OpsTotal == 0 || len(h.Faults) == 0 {
+		t.Errorf("nothing was exercised: %d operations, %d faults", rep.OpsTotal, len(h.Faults))
+	}
+}
+
+func violationSummary(rep *Report) string {
+	var parts []string
+	for _, inv := range Invariants {
+		if c := rep.Violations[inv]; c.Unexpected > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", inv, c.Unexpected))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// A schedule is the seeded order of faults: rounds, each a shuffle of the
+// kinds, so that a short run meets every kind.
+type schedule struct {
+	rng   *rand.Rand
+	kinds []string
+	next  []string
+}
+
+func (s *schedule) pick() string {
+	if len(s.next) == 0 {
+		s.next = slices.Clone(s.kinds)
+		s.rng.Shuffle(len(s.next), func(i, j int) { s.next[i], s.next[j] = s.next[j], s.next[i] })
+	}
+	k := s.next[0]
+	s.next = s.next[1:]
+	return k
+}
+
+// TestCheckHistory runs the checkers again over a history saved by
+// -chaos.history, named by -chaos.check; without one it has nothing to do.
+func TestCheckHistory(t *testing.T) {
+	if *chaosCheck == "" {
+		t.Skip("no -chaos.check history")
+	}
+	raw, err := os.ReadFile(*chaosCheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h History
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatal(err)
+	}
+	rep := Summarize(&h, Check(&h))
+	t.Logf("report:\n%s", rep.Table())
+	if rep.Failed() {
+		t.Errorf("unexpected violations: %s", violationSummary(rep))
+	}
+}

@@ -1,0 +1,211 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// The invariants (issue 9).
+const (
+	I1 = "I1" // at most one holder (a writer alone, or N permits)
+	I2 = "I2" // the fence never accepts a stale token; tokens grow
+	I3 = "I3" // no lost wake-ups
+	I4 = "I4" // FIFO for FairMutex
+	I5 = "I5" // a holder that lost its lease is told in time
+	I6 = "I6" // no leaks
+)
+
+// Invariants lists them in order.
+var Invariants = []string{I1, I2, I3, I4, I5, I6}
+
+// A Violation is one breach of an invariant. Expected ones are allowed by the
+// fault that caused them (I1 under F2, F3, F5 and F9's deletions).
+type Violation struct {
+	Invariant string `json:"invariant"`
+	Expected  bool   `json:"expected"`
+	T         int64  `json:"t"`
+	R         string `json:"r,omitempty"`
+	Detail    string `json:"detail"`
+}
+
+// Check runs every checker over h.
+func Check(h *History) []Violation {
+	m := build(h)
+	var out []Violation
+	out = append(out, m.checkExclusion()...)
+	out = append(out, m.checkFence()...)
+	out = append(out, m.checkWakeups()...)
+	out = append(out, m.checkFIFO()...)
+	out = append(out, m.checkTold()...)
+	out = append(out, m.checkLeaks()...)
+	return out
+}
+
+// checkExclusion (I1) walks each resource's critical sections in time order
+// and reports every entry that made too many holders inside. It is expected
+// when one of the holders inside had its lease broken by a fault during its
+// critical section.
+func (m *model) checkExclusion() []Violation {
+	var out []Violation
+	sections := byResource(m.holds, func(hd *hold) string { return hd.R })
+	for name, hs := range sections {
+		res := m.Resources[name]
+		type point struct {
+			t     int64
+			enter bool
+			hd    *hold
+		}
+		var pts []point
+		for _, hd := range hs {
+			if hd.Enter != 0 {
+				pts = append(pts, point{hd.Enter, true, hd}, point{hd.Exit, false, hd})
+			}
+		}
+		// Exits before entries at the same instant: touching is not overlapping.
+		sort.Slice(pts, func(i, j int) bool {
+			if pts[i].t != pts[j].t {
+				return pts[i].t < pts[j].t
+			}
+			return !pts[i].enter && pts[j].enter
+		})
+		inside := map[*hold]bool{}
+		for _, p := range pts {
+			if !p.enter {
+				delete(inside, p.hd)
+				continue
+			}
+			inside[p.hd] = true
+			if admissible(res, inside) {
+				continue
+			}
+			expected := false
+			var who []string
+			for hd := range inside {
+				who = append(who, fmt.Sprintf("w%d/g%d", hd.W, hd.G))
+				expected = expected || m.leaseBroken(hd)
+			}
+			slices.Sort(who)
+			out = append(out, Violation{Invariant: I1, Expected: expected, T: p.t, R: name,
+				Detail: fmt.Sprintf("%d holders inside: %v", len(inside), who)})
+		}
+	}
+	return out
+}
+
+// admissible reports whether the holders inside may be inside together.
+func admissible(res Resource, inside map[*hold]bool) bool {
+	writers, readers := 0, 0
+	for hd := range inside {
+		if hd.Mode == Shared {
+			readers++
+		} else {
+			writers++
+		}
+	}
+	switch {
+	case writers > 1, writers == 1 && readers > 0:
+		return false
+	case res.Shared > 0 && readers > res.Shared:
+		return false
+	}
+	return true
+}
+
+// leaseBroken reports whether a fault that breaks leases hit hd's worker (or
+// the server) while hd was held: from the acquire's call (the hold may have
+// begun in Redis at any time after it, say just before a SIGSTOP that
+// delayed the reply's reading) to the end of the critical section.
+func (m *model) leaseBroken(hd *hold) bool {
+	for _, f := range m.faultsIn(hd.Inv, hd.Exit) {
+		if f.breaksLeases() && (f.Global || f.W == hd.W) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFence (I2) checks the fenced writes and the grants. A write accepted
+// with a token lower than one already accepted before it was called is a
+// stale write that got through; a grant whose token is not above every grant
+// completed before it was called, or repeats one, breaks the tokens' order.
+// No fault excuses either.
+func (m *model) checkFence() []Violation {
+	var out []Violation
+	for name, ws := range byResource(m.writes, func(w write) string { return w.R }) {
+		for _, v := range staleAccepted(ws, false) {
+			out = append(out, Violation{Invariant: I2, T: v.T, R: name,
+				Detail: fmt.Sprintf("w%d/g%d's write with token %d accepted after a write with token %d", v.W, v.G, v.Tok, v.seen)})
+		}
+	}
+	var grants []write
+	for _, w := range m.waits {
+		if w.OK && m.Resources[w.R].Fenced {
+			grants = append(grants, write{W: w.W, G: w.G, R: w.R, Tok: w.hold.Tok, T0: w.Inv, T: w.Ret, Accepted: true})
+		}
+	}
+	for name, gs := range byResource(grants, func(w write) string { return w.R }) {
+		seen := map[uint64]write{}
+		for _, g := range gs {
+			if g.Tok == 0 {
+				out = append(out, Violation{Invariant: I2, T: g.T, R: name, Detail: fmt.Sprintf("w%d/g%d granted no token", g.W, g.G)})
+			} else if d, dup := seen[g.Tok]; dup {
+				out = append(out, Violation{Invariant: I2, T: g.T, R: name,
+					Detail: fmt.Sprintf("token %d granted to w%d/g%d and w%d/g%d", g.Tok, d.W, d.G, g.W, g.G)})
+			}
+			seen[g.Tok] = g
+		}
+		for _, v := range staleAccepted(gs, true) {
+			out = append(out, Violation{Invariant: I2, T: v.T, R: name,
+				Detail: fmt.Sprintf("w%d/g%d granted token %d, not above %d granted before its call", v.W, v.G, v.Tok, v.seen)})
+		}
+	}
+	return out
+}
+
+// A staleWrite is an accepted write and the higher token seen before it.
+type staleWrite struct {
+	write
+	seen uint64
+}
+
+// staleAccepted returns the accepted writes whose token is lower than that of
+// an accepted write that returned before they were called; with strict, also
+// those whose token is equal to it.
+func staleAccepted(ws []write, strict bool) []staleWrite {
+	var done, calls []write
+	for _, w := range ws {
+		if w.Accepted {
+			done = append(done, w)
+			calls = append(calls, w)
+		}
+	}
+	slices.SortFunc(done, func(a, b write) int { return cmp64(a.T, b.T) })
+	slices.SortFunc(calls, func(a, b write) int { return cmp64(a.T0, b.T0) })
+	var out []staleWrite
+	var highest uint64
+	i := 0
+	for _, c := range calls {
+		for ; i < len(done) && done[i].T < c.T0; i++ {
+			highest = max(highest, done[i].Tok)
+		}
+		if c.Tok < highest || strict && i > 0 && c.Tok == highest {
+			out = append(out, staleWrite{c, highest})
+		}
+	}
+	return out
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ms formats a duration in nanoseconds as milliseconds.
+func ms(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/float64(time.Millisecond)) }

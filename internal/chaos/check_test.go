@@ -1,0 +1,228 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const ms1 = int64(time.Millisecond)
+
+var testParams = Params{Lease: time.Second, Interval: 333 * time.Millisecond, Recovery: 3 * time.Second,
+	RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond}
+
+var testResources = map[string]Resource{
+	"m":    {Name: "m", Primitive: "Mutex"},
+	"rw":   {Name: "rw", Primitive: "RWMutex"},
+	"sem":  {Name: "sem", Primitive: "Semaphore", Shared: 2},
+	"fair": {Name: "fair", Primitive: "FairMutex", FIFO: true},
+	"fm":   {Name: "fm", Primitive: "FencedMutex", Fenced: true},
+}
+
+// cycle returns the events of one waiting lock cycle of worker w's goroutine
+// g on r: called at inv, acquired at acq, inside from acq to rel, released
+// at rel (all in milliseconds).
+func cycle(w, g int, r, mode string, inv, acq, rel int64) []Event {
+	return []Event{
+		{T: inv * ms1, W: w, G: g, K: Invoke, R: r, Mode: mode},
+		{T: acq * ms1, W: w, G: g, K: Acquired, R: r, Mode: mode},
+		{T: acq * ms1, W: w, G: g, K: Enter, R: r, Mode: mode},
+		{T: rel * ms1, W: w, G: g, K: Exit, R: r, Mode: mode},
+		{T: rel * ms1, W: w, G: g, K: Released, R: r, Mode: mode, T0: rel * ms1},
+	}
+}
+
+func history(faults []Fault, evs ...[]Event) *History {
+	h := &History{Faults: faults, Resources: testResources, Params: testParams, End: 60_000 * ms1}
+	for _, e := range evs {
+		h.Events = append(h.Events, e...)
+	}
+	return h
+}
+
+// count returns how many violations of inv, expected and unexpected, vs has.
+func count(vs []Violation, inv string) (expected, unexpected int) {
+	for _, v := range vs {
+		if v.Invariant == inv {
+			if v.Expected {
+				expected++
+			} else {
+				unexpected++
+			}
+		}
+	}
+	return expected, unexpected
+}
+
+func expect(t *testing.T, h *History, inv string, wantExpected, wantUnexpected int) {
+	t.Helper()
+	vs := Check(h)
+	e, u := count(vs, inv)
+	if e != wantExpected || u != wantUnexpected {
+		t.Errorf("%s: %d expected, %d unexpected; want %d, %d (all: %+v)", inv, e, u, wantExpected, wantUnexpected, vs)
+	}
+}
+
+func TestExclusion(t *testing.T) {
+	// Back to back, touching: fine.
+	expect(t, history(nil, cycle(1, 0, "m", Exclusive, 0, 10, 20), cycle(2, 0, "m", Exclusive, 5, 20, 30)), I1, 0, 0)
+	// Overlapping with no fault: a violation.
+	overlap := [][]Event{cycle(1, 0, "m", Exclusive, 0, 10, 50), cycle(2, 0, "m", Exclusive, 5, 20, 30)}
+	expect(t, history(nil, overlap...), I1, 0, 1)
+	// The same while worker 1 was stopped in its critical section: expected.
+	stop := []Fault{{Kind: "F2", W: 1, G: 0, R: "m", Start: 12 * ms1, End: 40 * ms1}}
+	expect(t, history(stop, overlap...), I1, 1, 0)
+	// Stopping the other worker, or a fault that does not break leases, does not excuse it.
+	expect(t, history([]Fault{{Kind: "F2", W: 3, G: -1, Start: 12 * ms1, End: 40 * ms1}}, overlap...), I1, 0, 1)
+	expect(t, history([]Fault{{Kind: "F9", Sub: "pubsub", W: -1, G: -1, Global: true, Start: 12 * ms1, End: 12 * ms1}}, overlap...), I1, 0, 1)
+	expect(t, history([]Fault{{Kind: "F9", Sub: "flushdb", W: -1, G: -1, Global: true, Start: 12 * ms1, End: 12 * ms1}}, overlap...), I1, 1, 0)
+	// Readers together are fine, a writer among them is not.
+	expect(t, history(nil, cycle(1, 0, "rw", Shared, 0, 10, 50), cycle(2, 0, "rw", Shared, 0, 20, 30)), I1, 0, 0)
+	expect(t, history(nil, cycle(1, 0, "rw", Shared, 0, 10, 50), cycle(2, 0, "rw", Exclusive, 0, 20, 30)), I1, 0, 1)
+	// A Semaphore of 2: two inside are fine, a third is not.
+	two := [][]Event{cycle(1, 0, "sem", Shared, 0, 10, 50), cycle(2, 0, "sem", Shared, 0, 20, 60)}
+	expect(t, history(nil, two...), I1, 0, 0)
+	expect(t, history(nil, append(two, cycle(3, 0, "sem", Shared, 0, 30, 40))...), I1, 0, 1)
+	// A killed holder is inside until it died.
+	killed := cycle(1, 0, "m", Exclusive, 0, 10, 100)[:3]
+	kill := []Fault{{Kind: "F1", W: 1, G: 0, R: "m", Start: 40 * ms1, End: 40 * ms1}}
+	expect(t, history(kill, killed, cycle(2, 0, "m", Exclusive, 5, 30, 35)), I1, 0, 1)
+	expect(t, history(kill, killed, cycle(2, 0, "m", Exclusive, 5, 45, 50)), I1, 0, 0)
+}
+
+func writeEvent(w int, k Kind, tok uint64, t0, t int64) []Event {
+	return []Event{{T: t * ms1, T0: t0 * ms1, W: w, K: k, R: "fm", Tok: tok}}
+}
+
+func TestFence(t *testing.T) {
+	// A lower token accepted after a higher one returned: stale write got through.
+	expect(t, history(nil, writeEvent(1, Write, 5, 0, 10), writeEvent(2, Write, 4, 20, 30)), I2, 0, 1)
+	// Rejected, it is the fence at work; concurrent calls are not ordered.
+	expect(t, history(nil, writeEvent(1, Write, 5, 0, 10), writeEvent(2, Stale, 4, 20, 30)), I2, 0, 0)
+	expect(t, history(nil, writeEvent(1, Write, 5, 0, 10), writeEvent(2, Write, 4, 5, 30)), I2, 0, 0)
+	// The same holder writing twice with its token is fine.
+	expect(t, history(nil, writeEvent(1, Write, 5, 0, 10), writeEvent(1, Write, 5, 20, 30)), I2, 0, 0)
+	// Even under a fault that breaks leases, nothing excuses a stale write.
+	stop := []Fault{{Kind: "F2", W: 2, G: 0, Start: 0, End: 25 * ms1}}
+	expect(t, history(stop, writeEvent(1, Write, 5, 0, 10), writeEvent(2, Write, 4, 20, 30)), I2, 0, 1)
+
+	grant := func(w int, tok uint64, inv, acq int64) []Event {
+		evs := cycle(w, 0, "fm", Exclusive, inv, acq, acq+1)
+		evs[1].Tok = tok
+		return evs
+	}
+	expect(t, history(nil, grant(1, 7, 0, 10), grant(2, 8, 20, 30)), I2, 0, 0)
+	expect(t, history(nil, grant(1, 7, 0, 10), grant(2, 7, 20, 30)), I2, 0, 2) // repeated, and not above
+	expect(t, history(nil, grant(1, 7, 0, 10), grant(2, 6, 20, 30)), I2, 0, 1)
+	expect(t, history(nil, grant(1, 7, 0, 10), grant(2, 6, 5, 30)), I2, 0, 0) // concurrent calls
+}
+
+func TestWakeups(t *testing.T) {
+	holder := cycle(1, 0, "m", Exclusive, 0, 10, 100)
+	stuck := []Event{{T: 50 * ms1, W: 2, G: 0, K: Invoke, R: "m", Mode: Exclusive}}
+	expect(t, history(nil, holder, stuck), I3, 0, 1)
+	// Served soon after the release: fine; served a lease later: too.
+	expect(t, history(nil, holder, cycle(2, 0, "m", Exclusive, 50, 101, 110)), I3, 0, 0)
+	expect(t, history(nil, holder, cycle(2, 0, "m", Exclusive, 50, 1400, 1410)), I3, 0, 0)
+	expect(t, history(nil, holder, cycle(2, 0, "m", Exclusive, 50, 1700, 1710)), I3, 0, 1)
+	// A killed holder occupies the lock for a lease after its death, and the
+	// fault gives the waiter Recovery plus the slack from there.
+	killed := cycle(1, 0, "m", Exclusive, 0, 10, 100)[:3]
+	kill := []Fault{{Kind: "F1", W: 1, G: 0, R: "m", Start: 40 * ms1, End: 40 * ms1}}
+	// (deadline: 40 + 3000 + 500 ms).
+	expect(t, history(kill, killed, cycle(2, 0, "m", Exclusive, 50, 3500, 5000)), I3, 0, 0)
+	expect(t, history(kill, killed, cycle(2, 0, "m", Exclusive, 50, 3600, 5000)), I3, 0, 1)
+	// A waiter that nobody was waiting behind is no lost wake-up.
+	expect(t, history(nil, holder), I3, 0, 0)
+}
+
+func TestFIFO(t *testing.T) {
+	a := cycle(1, 0, "fair", Exclusive, 0, 40, 45)
+	a = append(a[:1], append([]Event{{T: 10 * ms1, W: 1, G: 0, K: Queued, R: "fair"}}, a[1:]...)...)
+	b := cycle(2, 0, "fair", Exclusive, 20, 30, 35)
+	expect(t, history(nil, a, b), I4, 0, 1)
+	// Called before A's place was confirmed: no order between them.
+	expect(t, history(nil, a, cycle(2, 0, "fair", Exclusive, 5, 30, 35)), I4, 0, 0)
+	// In order: fine.
+	expect(t, history(nil, a, cycle(2, 0, "fair", Exclusive, 20, 46, 50)), I4, 0, 0)
+	// A's worker was cut off while it waited: its place may be gone.
+	cut := []Fault{{Kind: "F5", W: 1, G: -1, Start: 15 * ms1, End: 25 * ms1}}
+	expect(t, history(cut, a, b), I4, 0, 0)
+	// A plain Mutex has no order.
+	for i := range a {
+		a[i].R = "m"
+		b[i%len(b)].R = "m"
+	}
+	expect(t, history(nil, a, b), I4, 0, 0)
+}
+
+func TestTold(t *testing.T) {
+	parked := cycle(1, 0, "m", Exclusive, 0, 10, 2000)
+	del := []Fault{{Kind: "F9", Sub: "del", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 100 * ms1}}
+	lost := func(at int64) []Event { return []Event{{T: at * ms1, W: 1, G: 0, K: Lost, R: "m"}} }
+	expect(t, history(del, parked[:3], lost(400), parked[3:]), I5, 0, 0)
+	expect(t, history(del, parked[:3], lost(600), parked[3:]), I5, 0, 1)
+	expect(t, history(del, parked), I5, 0, 1)
+	// Cut off: told by the time the lease can have run out on the server.
+	cut := []Fault{{Kind: "F5", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 1500 * ms1}}
+	expect(t, history(cut, parked[:3], lost(1050), parked[3:]), I5, 0, 0)
+	expect(t, history(cut, parked[:3], lost(1250), parked[3:]), I5, 0, 1)
+	// A fault that takes no lease (latency) asks nothing.
+	lat := []Fault{{Kind: "F6", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 1500 * ms1}}
+	expect(t, history(lat, parked), I5, 0, 0)
+}
+
+func TestLeaks(t *testing.T) {
+	expect(t, history(nil, []Event{{T: 1, W: 1, K: Leak, R: "goroutines", N: 0}}), I6, 0, 0)
+	expect(t, history(nil, []Event{{T: 1, W: 1, K: Leak, R: "goroutines", N: 2, Err: "x"}}), I6, 0, 1)
+}
+
+func TestReport(t *testing.T) {
+	h := history([]Fault{{Kind: "F1", W: 1, G: 0, R: "m", Start: 3000 * ms1, End: 3000 * ms1}},
+		cycle(1, 0, "m", Exclusive, 0, 10, 20), cycle(2, 0, "m", Exclusive, 15, 21, 30),
+		cycle(2, 0, "m", Exclusive, 3960, 3960, 3961), writeEvent(2, Stale, 3, 25, 26))
+	r := Summarize(h, Check(h))
+	if r.Ops["Mutex"]["acq"] != 3 || r.Ops["FencedMutex"]["stale"] != 1 || r.StaleRejected != 1 {
+		t.Errorf("ops %v, stale %d", r.Ops, r.StaleRejected)
+	}
+	if r.Faults["F1"] != 1 || r.TTR["F1"].N != 1 || r.TTR["F1"].P50 != 960 {
+		t.Errorf("faults %v, ttr %+v", r.Faults, r.TTR)
+	}
+	if r.Handoff.N != 1 || r.Handoff.P50 != 1 {
+		t.Errorf("handoff %+v", r.Handoff)
+	}
+	if r.Failed() {
+		t.Errorf("failed: %+v", r.Unexpected)
+	}
+	table := r.Table()
+	for _, want := range []string{"| Mutex | 6 |", "| F1 SIGKILL of a holder | 1 | 960 ms", "| I1 | 0 | 0 |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+// TestExclusionStoppedBeforeReading checks that a hold taken in Redis just
+// before its worker was stopped, whose reply was read after the stop, counts
+// as hit by the stop.
+func TestExclusionStoppedBeforeReading(t *testing.T) {
+	late := cycle(1, 0, "m", Exclusive, 0, 3050, 3060) // called before the stop, returned after it
+	stop := []Fault{{Kind: "F2", W: 1, G: 1, R: "x", Start: 10 * ms1, End: 3000 * ms1}}
+	expect(t, history(stop, late, cycle(2, 0, "m", Exclusive, 5, 3055, 3058)), I1, 1, 0)
+	expect(t, history(nil, late, cycle(2, 0, "m", Exclusive, 5, 3055, 3058)), I1, 0, 1)
+}
+
+// TestExclusionHandover checks that a hold handed over locally counts as
+// taken when the first hold of its chain was called for: a fault that broke
+// the chain's lease before the handover still explains an overlap.
+func TestExclusionHandover(t *testing.T) {
+	first := cycle(1, 7, "m", Exclusive, 0, 10, 20)
+	handed := cycle(1, 8, "m", Exclusive, 18, 20, 3100) // called after the deletion
+	handed = append([]Event{handed[0], {T: 20 * ms1, W: 1, G: 8, K: Handover, R: "m"}}, handed[1:]...)
+	other := cycle(2, 0, "m", Exclusive, 5, 3000, 3010)
+	del := []Fault{{Kind: "F9", Sub: "del", W: 1, G: 7, R: "m", Start: 15 * ms1, End: 16 * ms1}}
+	expect(t, history(del, first, handed, other), I1, 1, 0)
+	expect(t, history(nil, first, handed, other), I1, 0, 1)
+	// Without the handover the second hold began after the deletion.
+	expect(t, history(del, first, append(handed[:1:1], handed[2:]...), other), I1, 0, 1)
+}

@@ -1,0 +1,265 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/faultproxy"
+	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// A run is the coordinator's state: the servers, the workers, the faults and
+// the history recorded so far.
+type run struct {
+	t       *testing.T
+	rng     *rand.Rand
+	sched   schedule
+	lease   time.Duration
+	lock    *redistest.Server // the lock server, faulted
+	res     *redistest.Server // the fenced resource's server, never faulted
+	admin   rueidis.Client    // the coordinator's own connection to the lock server
+	version string
+	seats   []*seat
+	nextID  int
+
+	mu     sync.Mutex
+	events []Event
+	faults []Fault
+}
+
+// A seat is a worker's place: its proxy to the lock server stays while its
+// processes come and go (a killed worker is replaced).
+type seat struct {
+	proxy *faultproxy.Proxy
+	p     *proc
+}
+
+// A proc is one worker process.
+type proc struct {
+	id     int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	parked chan int      // goroutines that report being parked
+	quiet  chan struct{} // closed when the worker has quiesced
+	done   chan struct{} // closed when its output has been read to the end
+}
+
+func newRun(t *testing.T, seed int64, lease time.Duration) *run {
+	rng := rand.New(rand.NewPCG(uint64(seed), 9))
+	r := &run{t: t, rng: rng, sched: schedule{rng: rng, kinds: strings.Split(*chaosFaults, ",")}, lease: lease}
+	var err error
+	// AOF with appendfsync always throughout: F4 restarts from it, F3 wipes
+	// it first (a restart without persistence).
+	r.lock, err = redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.lock.Stop() })
+	r.res, err = redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.res.Stop() })
+	r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.lock.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.admin.Close)
+	info, err := r.admin.Do(context.Background(), r.admin.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			r.version = "Redis " + v
+		}
+	}
+	return r
+}
+
+// start starts n workers, each behind its own proxy.
+func (r *run) start(n int) {
+	for range n {
+		px, err := faultproxy.Start(r.lock.Addr)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		s := &seat{proxy: px}
+		r.seats = append(r.seats, s)
+		r.t.Cleanup(func() {
+			if s.p != nil {
+				_ = s.p.cmd.Process.Kill()
+				_ = syscall.Kill(s.p.cmd.Process.Pid, syscall.SIGCONT)
+				<-s.p.done
+				_ = s.p.cmd.Wait()
+			}
+			_ = px.Close()
+		})
+		r.spawn(s)
+	}
+}
+
+// spawn starts a worker process on seat s.
+func (r *run) spawn(s *seat) {
+	r.nextID++
+	cfg, _ := json.Marshal(workerConfig{ID: r.nextID, Lock: s.proxy.Addr(), Resource: r.res.Addr,
+		Lease: r.lease, Seed: r.rng.Uint64()})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
+	stderr, err := os.Create(filepath.Join(r.t.TempDir(), fmt.Sprintf("worker-%d.log", r.nextID)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	p := &proc{id: r.nextID, cmd: cmd, stdin: stdin, parked: make(chan int, 16),
+		quiet: make(chan struct{}), done: make(chan struct{})}
+	s.p = p
+	go r.read(p, stdout)
+}
+
+// read records p's events until its output ends.
+func (r *run) read(p *proc, out io.Reader) {
+	defer close(p.done)
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // a line cut by a SIGKILL
+		}
+		switch e.K {
+		case Parked:
+			select {
+			case p.parked <- e.G:
+			default:
+			}
+		case Quiet:
+			close(p.quiet)
+		}
+		r.mu.Lock()
+		r.events = append(r.events, e)
+		r.mu.Unlock()
+	}
+}
+
+func (p *proc) send(cmd string) { _, _ = fmt.Fprintln(p.stdin, cmd) }
+
+func (r *run) record(f Fault) {
+	r.mu.Lock()
+	r.faults = append(r.faults, f)
+	r.mu.Unlock()
+}
+
+// inject runs the fault schedule for d after a quiet warm-up, then lets the
+// workers run a little without faults.
+func (r *run) inject(kinds []string, d time.Duration) {
+	time.Sleep(3 * time.Second)
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		r.fault(r.sched.pick())
+		time.Sleep(time.Duration(500+r.rng.IntN(1500)) * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+}
+
+// finish stops the workers, checks for leaks and returns the history.
+func (r *run) finish() *History {
+	for _, s := range r.seats {
+		s.p.send("stop")
+	}
+	for _, s := range r.seats {
+		select {
+		case <-s.p.quiet:
+		case <-time.After(2 * waitLimit):
+			r.t.Errorf("worker %d did not stop", s.p.id)
+		}
+	}
+	r.leaks()
+	for _, s := range r.seats {
+		s.p.send("exit")
+		<-s.p.done
+		if err := s.p.cmd.Wait(); err != nil {
+			r.t.Errorf("worker %d: %v", s.p.id, err)
+		}
+		s.p = nil
+	}
+	r.leftKeys()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &History{Events: r.events, Faults: r.faults, Resources: resources, End: Now(), Params: Params{
+		Lease: r.lease, Interval: r.lease / 3, Recovery: max(r.lease, 3*time.Second),
+		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond}}
+}
+
+// leaks records the subscriptions left on the lock server once every worker
+// has quiesced (their Clients still open).
+func (r *run) leaks() {
+	ctx := context.Background()
+	var left []string
+	for _, cmd := range []rueidis.Completed{
+		r.admin.B().PubsubChannels().Build(),
+		r.admin.B().PubsubShardchannels().Build(),
+	} {
+		chans, err := r.admin.Do(ctx, cmd).AsStrSlice()
+		if err != nil {
+			r.t.Error(err)
+		}
+		left = append(left, chans...)
+	}
+	r.leak("subscriptions", left)
+}
+
+// leftKeys records the keys left on the lock server once the release latches
+// have expired, other than token counters and Semaphore sizes (durable by
+// design).
+func (r *run) leftKeys() {
+	time.Sleep(5500 * time.Millisecond) // release latches live 5 s
+	all, err := r.admin.Do(context.Background(), r.admin.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		r.t.Error(err)
+	}
+	var left []string
+	for _, k := range all {
+		if !strings.HasPrefix(k, keys.TokenPrefix+":") && !strings.HasPrefix(k, keys.SemSizePrefix+":") {
+			left = append(left, k)
+		}
+	}
+	r.leak("keys", left)
+}
+
+func (r *run) leak(what string, left []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, Event{T: Now(), W: 0, K: Leak, R: what, N: int64(len(left)), Err: strings.Join(left, " ")})
+}
+
+// acquireScripts are the scripts whose replies F7 drops.
+var acquireScripts = []*scripts.Script{scripts.MutexAcquire, scripts.FencedAcquire, scripts.RWReadLock,
+	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire}

@@ -1,0 +1,116 @@
+package chaos
+
+import "time"
+
+// A Kind says what an [Event] records.
+type Kind string
+
+// The kinds of events a worker records. Each is stamped with [Now] when it
+// happened: after the call returned for results, before it began for Invoke.
+const (
+	Invoke        Kind = "inv"      // a waiting acquire call begins (Mode)
+	Queued        Kind = "queued"   // its place in a FIFO queue is confirmed
+	Handover      Kind = "handover" // the acquisition to come was handed over locally (same owner)
+	Acquired      Kind = "acq"      // it returned holding (Mode; Tok for a FencedMutex)
+	AcquireFailed Kind = "acqfail"  // it returned an error (Err)
+	Enter         Kind = "enter"    // the critical section begins
+	Exit          Kind = "exit"     // the critical section ends
+	Released      Kind = "rel"      // the release returned (T0 its call; Err when it failed)
+	Lost          Kind = "lost"     // the holder saw Done close while holding
+	Write         Kind = "write"    // a fenced write was accepted (T0 its call, Tok)
+	Stale         Kind = "stale"    // a fenced write was rejected as stale (T0, Tok)
+	Parked        Kind = "parked"   // the holder waits in its critical section for a fault
+	Leak          Kind = "leak"     // a leak found at the end (R says of what, N how many)
+	Quiet         Kind = "quiet"    // the worker stopped and waited out its lingers
+)
+
+// Modes of a hold.
+const (
+	Exclusive = "w" // a Mutex, FencedMutex or FairMutex hold, or a write lock
+	Shared    = "r" // a read lock, or a Semaphore permit
+)
+
+// An Event is one line of a worker's history.
+type Event struct {
+	T    int64  `json:"t"`            // when (Now)
+	T0   int64  `json:"t0,omitempty"` // when the call began, for results that carry it
+	W    int    `json:"w"`            // the worker (one number per process)
+	G    int    `json:"g"`            // the worker's goroutine
+	K    Kind   `json:"k"`
+	R    string `json:"r,omitempty"` // the resource (a lock name)
+	Mode string `json:"m,omitempty"`
+	Tok  uint64 `json:"tok,omitempty"`
+	N    int64  `json:"n,omitempty"`
+	Err  string `json:"e,omitempty"`
+}
+
+// A Fault is one injected fault, recorded by the coordinator.
+type Fault struct {
+	Kind string `json:"kind"`          // "F1" ... "F9"
+	Sub  string `json:"sub,omitempty"` // the variant: "flushdb", "del", "pubsub", ...
+	W    int    `json:"w"`             // the worker it targets or whose goroutine is parked, or -1
+	G    int    `json:"g"`             // the goroutine parked for it, or -1
+	// Global marks a fault of the server, which concerns every worker.
+	Global bool   `json:"global,omitempty"`
+	R      string `json:"r,omitempty"` // the resource of that goroutine
+	Start  int64  `json:"start"`
+	End    int64  `json:"end"` // when it was healed; Start for an instant fault
+}
+
+// The fault kinds (issue 9's catalogue).
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9"}
+
+// FaultNames describes the fault kinds for reports.
+var FaultNames = map[string]string{
+	"F1": "SIGKILL of a holder",
+	"F2": "SIGSTOP of a holder past its lease",
+	"F3": "Redis restart without persistence",
+	"F4": "Redis restart with AOF (appendfsync always)",
+	"F5": "holder cut off from Redis (blackhole)",
+	"F6": "latency and jitter",
+	"F7": "reply of an acquire dropped",
+	"F8": "SCRIPT FLUSH under load",
+	"F9": "DEL/FLUSHDB of lock keys, CLIENT KILL TYPE pubsub",
+}
+
+// breaksLeases reports whether f may let a second holder in while a holder
+// still works: the holder was paused (F2) or cut off (F5), or the server
+// forgot the locks (F3, and F9's deletions, which are F3's data loss without
+// the restart).
+func (f Fault) breaksLeases() bool {
+	switch f.Kind {
+	case "F2", "F3", "F5":
+		return true
+	case "F9":
+		return f.Sub != "pubsub"
+	}
+	return false
+}
+
+// A Resource is a lock the workers contend for.
+type Resource struct {
+	Name      string `json:"name"`
+	Primitive string `json:"primitive"` // a redisync.Primitive* name
+	// Shared is how many shared holders may be inside together (a
+	// Semaphore's size; unlimited readers of an RWMutex: 0).
+	Shared int `json:"shared,omitempty"`
+	// FIFO marks a FairMutex, whose waiters are served in queue order.
+	FIFO bool `json:"fifo,omitempty"`
+	// Fenced marks a FencedMutex, whose holders write to a Fence.
+	Fenced bool `json:"fenced,omitempty"`
+}
+
+// Params are the time bounds of a run.
+type Params struct {
+	Lease    time.Duration // the watchdog timeout of every lock
+	Interval time.Duration // the renewal interval (Lease/3)
+	// Recovery bounds how long a dead or cut-off party can block others: the
+	// longest of the lease, the FairMutex and Semaphore heartbeat timeout and
+	// an RWMutex writer's claim.
+	Recovery time.Duration
+	// RoundTrip is the allowance for one round trip to Redis, scheduling on
+	// the loaded machine included.
+	RoundTrip time.Duration
+	// WakeSlack is I3's allowance beyond a lease (500 ms in issue 9).
+	WakeSlack time.Duration
+}

@@ -1,0 +1,176 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/faultproxy"
+	"github.com/go-redisync/redisync/internal/keys"
+)
+
+// fault injects one fault of kind k and records it.
+func (r *run) fault(k string) {
+	s := r.seats[r.rng.IntN(len(r.seats))]
+	switch k {
+	case "F1", "F2", "F5":
+		g, ok := r.park(s)
+		if !ok {
+			return
+		}
+		f := Fault{Kind: k, W: s.p.id, G: g, R: slots[g].res, Start: Now()}
+		switch k {
+		case "F1":
+			_ = s.p.cmd.Process.Kill()
+			f.End = Now()
+			<-s.p.done
+			_ = s.p.cmd.Wait()
+			r.record(f)
+			r.spawn(s)
+			return
+		case "F2":
+			_ = syscall.Kill(s.p.cmd.Process.Pid, syscall.SIGSTOP)
+			time.Sleep(2 * r.lease)
+			f.End = Now()
+			_ = syscall.Kill(s.p.cmd.Process.Pid, syscall.SIGCONT)
+		case "F5":
+			s.proxy.Blackhole(faultproxy.Both, true)
+			time.Sleep(2 * r.lease)
+			f.End = Now()
+			s.proxy.Blackhole(faultproxy.Both, false)
+		}
+		r.record(f)
+		r.unpark(s, g)
+	case "F3", "F4":
+		g, ok := r.park(s)
+		f := Fault{Kind: k, Global: true, W: s.p.id, G: -1, Start: Now()}
+		if ok {
+			f.G, f.R = g, slots[g].res
+		}
+		if err := r.lock.Kill(); err != nil {
+			r.t.Error(err)
+		}
+		if k == "F3" {
+			_ = os.RemoveAll(filepath.Join(r.lock.Dir, "appendonlydir"))
+		}
+		if err := r.lock.Restart(); err != nil {
+			r.t.Fatal(err)
+		}
+		f.End = Now()
+		r.record(f)
+		if ok {
+			r.unpark(s, g)
+		}
+	case "F6":
+		f := Fault{Kind: k, W: s.p.id, G: -1, Start: Now()}
+		s.proxy.SetLatency(faultproxy.Both, 30*time.Millisecond, 50*time.Millisecond)
+		time.Sleep(3 * time.Second)
+		s.proxy.SetLatency(faultproxy.Both, 0, 0)
+		f.End = Now()
+		r.record(f)
+	case "F7":
+		script := acquireScripts[r.rng.IntN(len(acquireScripts))]
+		f := Fault{Kind: k, Sub: script.Name, W: s.p.id, G: -1, Start: Now()}
+		before := s.proxy.Stats().RepliesDropped
+		s.proxy.DropNextReply(script.SHA1)
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && s.proxy.Stats().RepliesDropped == before; {
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.proxy.StopDropping()
+		f.End = Now()
+		r.record(f)
+	case "F8":
+		f := Fault{Kind: k, Global: true, W: -1, G: -1, Start: Now()}
+		for range 10 {
+			r.do("SCRIPT", "FLUSH")
+			time.Sleep(200 * time.Millisecond)
+		}
+		f.End = Now()
+		r.record(f)
+	case "F9":
+		r.interfere(s)
+	}
+}
+
+// interfere injects one of F9's variants: deletes a parked holder's lock
+// keys, flushes the database under a parked holder, or kills every Pub/Sub
+// connection.
+func (r *run) interfere(s *seat) {
+	sub := []string{"del", "flushdb", "pubsub"}[r.rng.IntN(3)]
+	if sub == "pubsub" {
+		f := Fault{Kind: "F9", Sub: sub, Global: true, W: -1, G: -1, Start: Now()}
+		r.do("CLIENT", "KILL", "TYPE", "pubsub")
+		f.End = Now()
+		r.record(f)
+		return
+	}
+	g, ok := r.park(s)
+	if !ok {
+		return
+	}
+	f := Fault{Kind: "F9", Sub: sub, Global: sub == "flushdb", W: s.p.id, G: g, R: slots[g].res, Start: Now()}
+	if sub == "flushdb" {
+		r.do("FLUSHDB")
+	} else {
+		r.do(append([]string{"DEL"}, lockKeys(slots[g].res)...)...)
+	}
+	f.End = Now() // the command ran between Start and End
+	r.record(f)
+	r.unpark(s, g)
+}
+
+// lockKeys returns the keys that record the holders of a resource.
+func lockKeys(res string) []string {
+	switch resources[res].Primitive {
+	case "FairMutex":
+		return []string{keys.Aux(keys.FairLockPrefix, res)}
+	case "Semaphore":
+		return []string{keys.Aux(keys.SemHoldersPrefix, res), keys.Aux(keys.SemLeasesPrefix, res)}
+	}
+	return []string{res}
+}
+
+// do sends a command from the coordinator's own connection; failures are
+// errors of the run.
+func (r *run) do(args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.admin.Do(ctx, r.admin.B().Arbitrary(args...).Build()).Error(); err != nil {
+		r.t.Errorf("%v: %v", args, err)
+	}
+}
+
+// park asks a random goroutine of s's worker to stay in its critical section
+// at its next acquisition, and waits until it does.
+func (r *run) park(s *seat) (int, bool) {
+	g := r.rng.IntN(len(slots))
+	for *chaosPark != "" && slots[g].res != *chaosPark {
+		g = r.rng.IntN(len(slots))
+	}
+	for len(s.p.parked) > 0 {
+		<-s.p.parked
+	}
+	s.p.send("park " + itoa(g))
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-s.p.parked:
+			if got == g {
+				return g, true
+			}
+		case <-timeout:
+			s.p.send("nopark " + itoa(g))
+			s.p.send("unpark " + itoa(g))
+			return g, false
+		}
+	}
+}
+
+// unpark lets the parked goroutine go on, once it has had a renewal interval
+// and a round trip to notice its loss.
+func (r *run) unpark(s *seat, g int) {
+	time.Sleep(r.lease/3 + 300*time.Millisecond)
+	s.p.send("unpark " + itoa(g))
+}

@@ -1,0 +1,198 @@
+package chaos
+
+import (
+	"math"
+	"slices"
+)
+
+// never stands for a return that did not happen.
+const never = math.MaxInt64
+
+// A History is what a run recorded: the workers' events, the faults, the
+// resources and the bounds, and the time the run ended.
+type History struct {
+	Events    []Event
+	Faults    []Fault
+	Resources map[string]Resource
+	Params    Params
+	End       int64
+}
+
+// A wait is one waiting acquire call.
+type wait struct {
+	W, G   int
+	R      string
+	Mode   string
+	Inv    int64
+	Queued int64 // 0 when it never queued
+	Ret    int64 // never when it did not return
+	OK     bool
+	hold   *hold
+}
+
+// A hold is one acquisition, from the acquire's return to the release's.
+type hold struct {
+	W, G  int
+	R     string
+	Mode  string
+	Tok   uint64
+	Inv   int64 // the acquire's call: the hold began in Redis between Inv and Acq
+	Acq   int64
+	Enter int64
+	Exit  int64 // the end of the critical section; the death of a killed worker
+	Rel   int64 // the release's return; never if it did not return
+	Lost  int64 // when the holder saw the loss; 0 if it did not
+	// Killed is set when the worker died holding; Rel is never then.
+	Killed int64
+}
+
+// A write is one call of a Fence's Set.
+type write struct {
+	W, G     int
+	R        string
+	Tok      uint64
+	T0, T    int64
+	Accepted bool
+}
+
+// model is a History sorted into calls.
+type model struct {
+	*History
+	waits  []*wait
+	holds  []*hold
+	writes []write
+	kills  map[int]int64      // worker -> when it was killed
+	slots  map[[2]int][]*hold // (worker, goroutine) -> its holds in order
+}
+
+// build pairs each worker goroutine's events into waits, holds and writes.
+// A worker's events are in its own order; a killed worker's open calls end at
+// its death, those of a worker that never stopped at never.
+func build(h *History) *model {
+	m := &model{History: h, kills: map[int]int64{}, slots: map[[2]int][]*hold{}}
+	for _, f := range h.Faults {
+		if f.Kind == "F1" {
+			m.kills[f.W] = f.End // dead by then at the latest
+		}
+	}
+	type slot struct{ W, G int }
+	waiting := map[slot]*wait{}
+	holding := map[slot]*hold{}
+	handed := map[slot]bool{}
+	// A local handover passes a hold on without Redis: the hold that receives
+	// it began, in Redis, when the first hold of the chain was called for.
+	type owner struct {
+		W int
+		R string
+	}
+	chain := map[owner]int64{}
+	for _, e := range h.Events {
+		s := slot{e.W, e.G}
+		switch e.K {
+		case Invoke:
+			w := &wait{W: e.W, G: e.G, R: e.R, Mode: e.Mode, Inv: e.T, Ret: never}
+			waiting[s] = w
+			m.waits = append(m.waits, w)
+		case Queued:
+			if w := waiting[s]; w != nil && w.Queued == 0 {
+				w.Queued = e.T
+			}
+		case Handover:
+			handed[s] = true
+		case Acquired, AcquireFailed:
+			w := waiting[s]
+			handover := handed[s]
+			delete(handed, s)
+			if w == nil {
+				continue // a single attempt: no waiter
+			}
+			delete(waiting, s)
+			w.Ret, w.OK = e.T, e.K == Acquired
+			if w.OK {
+				hd := &hold{W: e.W, G: e.G, R: e.R, Mode: e.Mode, Tok: e.Tok, Inv: w.Inv, Acq: e.T, Rel: never}
+				if handover {
+					hd.Inv = chain[owner{e.W, e.R}]
+				}
+				chain[owner{e.W, e.R}] = hd.Inv
+				w.hold = hd
+				holding[s] = hd
+				m.holds = append(m.holds, hd)
+				m.slots[[2]int{e.W, e.G}] = append(m.slots[[2]int{e.W, e.G}], hd)
+			}
+		case Enter:
+			if hd := holding[s]; hd != nil {
+				hd.Enter = e.T
+			}
+		case Exit:
+			if hd := holding[s]; hd != nil {
+				hd.Exit = e.T
+			}
+		case Lost:
+			if hd := holding[s]; hd != nil && hd.Lost == 0 {
+				hd.Lost = e.T
+			}
+		case Released:
+			if hd := holding[s]; hd != nil {
+				hd.Rel = e.T
+				delete(holding, s)
+			}
+		case Write, Stale:
+			m.writes = append(m.writes, write{W: e.W, G: e.G, R: e.R, Tok: e.Tok, T0: e.T0, T: e.T, Accepted: e.K == Write})
+		}
+	}
+	for _, w := range waiting {
+		if t, ok := m.kills[w.W]; ok {
+			w.Ret = t
+		}
+	}
+	for _, hd := range holding {
+		if t, ok := m.kills[hd.W]; ok {
+			hd.Killed = t
+			if hd.Enter != 0 && hd.Exit == 0 {
+				hd.Exit = t
+			}
+		} else if hd.Enter != 0 && hd.Exit == 0 {
+			hd.Exit = never
+		}
+	}
+	return m
+}
+
+// occupied returns when hd stopped occupying the lock in Redis, at the
+// latest: its release, or for a killed holder its death plus a lease.
+func (m *model) occupied(hd *hold) int64 {
+	if hd.Killed != 0 {
+		return hd.Killed + int64(m.Params.Lease)
+	}
+	return hd.Rel
+}
+
+// faultsIn returns the faults active at some time in [from, to].
+func (m *model) faultsIn(from, to int64) []Fault {
+	var out []Fault
+	for _, f := range m.Faults {
+		if f.Start <= to && f.End >= from {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// byResource groups items by resource name, keeping their order.
+func byResource[T any](items []T, name func(T) string) map[string][]T {
+	out := map[string][]T{}
+	for _, it := range items {
+		out[name(it)] = append(out[name(it)], it)
+	}
+	return out
+}
+
+// percentile returns the p-th percentile (0..100) of xs, sorting xs.
+func percentile(xs []int64, p float64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(p/100*float64(len(xs)))) - 1
+	return xs[max(i, 0)]
+}

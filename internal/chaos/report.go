@@ -1,0 +1,269 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// A Report is the outcome of a run: what was checked, what was injected,
+// what broke, and how fast the locks recovered.
+type Report struct {
+	Seed     int64  `json:"seed"`
+	Duration string `json:"duration"`
+	Mutant   string `json:"mutant,omitempty"`
+	Redis    string `json:"redis"`
+	Lease    string `json:"lease"`
+	// Ops counts the checked operations per primitive and operation.
+	Ops      map[string]map[string]int `json:"ops"`
+	OpsTotal int                       `json:"ops_total"`
+	// Faults counts the injected faults per kind.
+	Faults map[string]int `json:"faults"`
+	// Violations counts per invariant, expected and unexpected.
+	Violations map[string]*Count `json:"violations"`
+	// StaleRejected counts fenced writes rejected as stale: the fence at work.
+	StaleRejected int `json:"stale_rejected"`
+	// TTR is the time to recover per fault kind: from the fault (F1) or its
+	// healing (the others) to the next acquisition of the parked lock by
+	// another worker, or of any lock when none was parked.
+	TTR map[string]Dist `json:"ttr_ms"`
+	// Handoff is release to next acquisition while waiters waited, away from
+	// faults.
+	Handoff Dist `json:"handoff_ms"`
+	// Told is, per fault kind, how long a parked holder took to see Done
+	// close after its loss became observable (for F5: after it was cut off).
+	Told map[string]Dist `json:"told_ms"`
+	// Unexpected lists the first unexpected violations.
+	Unexpected []Violation `json:"unexpected,omitempty"`
+}
+
+// A Count splits violations into expected and unexpected ones.
+type Count struct {
+	Expected   int `json:"expected"`
+	Unexpected int `json:"unexpected"`
+}
+
+// A Dist summarizes durations in milliseconds.
+type Dist struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+func dist(ns []int64) Dist {
+	if len(ns) == 0 {
+		return Dist{}
+	}
+	f := func(v int64) float64 { return float64(v) / float64(time.Millisecond) }
+	return Dist{N: len(ns), P50: f(percentile(ns, 50)), P99: f(percentile(ns, 99)), Max: f(ns[len(ns)-1])}
+}
+
+// Summarize builds the report of h, whose checks found vs.
+func Summarize(h *History, vs []Violation) *Report {
+	m := build(h)
+	r := &Report{Ops: map[string]map[string]int{}, Faults: map[string]int{},
+		Violations: map[string]*Count{}, TTR: map[string]Dist{}}
+	for _, inv := range Invariants {
+		r.Violations[inv] = &Count{}
+	}
+	for _, v := range vs {
+		if v.Expected {
+			r.Violations[v.Invariant].Expected++
+		} else {
+			r.Violations[v.Invariant].Unexpected++
+			if len(r.Unexpected) < 20 {
+				r.Unexpected = append(r.Unexpected, v)
+			}
+		}
+	}
+	count := func(res, op string) {
+		p := h.Resources[res].Primitive
+		if r.Ops[p] == nil {
+			r.Ops[p] = map[string]int{}
+		}
+		r.Ops[p][op]++
+		r.OpsTotal++
+	}
+	for _, e := range h.Events {
+		switch e.K {
+		case Acquired, AcquireFailed, Released, Write, Stale, Lost:
+			op := string(e.K)
+			if e.K == Released && e.Err != "" {
+				op = "relfail"
+			}
+			count(e.R, op)
+		}
+		if e.K == Stale {
+			r.StaleRejected++
+		}
+	}
+	for _, f := range h.Faults {
+		r.Faults[f.Kind]++
+	}
+	r.TTR = m.recovery()
+	r.Handoff = m.handoffs()
+	told := map[string][]int64{}
+	for _, c := range m.losses() {
+		if c.hd.Lost != 0 {
+			told[c.f.Kind] = append(told[c.f.Kind], c.hd.Lost-c.observable)
+		}
+	}
+	r.Told = map[string]Dist{}
+	for k, ts := range told {
+		r.Told[k] = dist(ts)
+	}
+	return r
+}
+
+// recovery measures the time to recover after each fault.
+func (m *model) recovery() map[string]Dist {
+	acqs := byResource(m.holds, func(hd *hold) string { return hd.R })
+	var all []*hold
+	for _, hs := range acqs {
+		all = append(all, hs...)
+	}
+	slices.SortFunc(all, func(a, b *hold) int { return cmp64(a.Acq, b.Acq) })
+	for _, hs := range acqs {
+		slices.SortFunc(hs, func(a, b *hold) int { return cmp64(a.Acq, b.Acq) })
+	}
+	times := map[string][]int64{}
+	for _, f := range m.Faults {
+		from := f.End
+		if f.Kind == "F1" {
+			from = f.Start
+		}
+		hs := all
+		if f.R != "" {
+			hs = acqs[f.R]
+		}
+		i := sort.Search(len(hs), func(i int) bool { return hs[i].Acq > from })
+		for ; i < len(hs); i++ {
+			if f.R == "" || hs[i].W != f.W {
+				times[f.Kind] = append(times[f.Kind], hs[i].Acq-from)
+				break
+			}
+		}
+	}
+	out := map[string]Dist{}
+	for k, ts := range times {
+		out[k] = dist(ts)
+	}
+	return out
+}
+
+// handoffs measures release to next acquisition of the same lock when a
+// waiter waited at the release and no fault was near. Locks with shared
+// holders are left out: their releases and acquisitions do not pair up.
+func (m *model) handoffs() Dist {
+	var out []int64
+	waits := byResource(m.waits, func(w *wait) string { return w.R })
+	lease := int64(m.Params.Lease)
+	for name, hs := range byResource(m.holds, func(hd *hold) string { return hd.R }) {
+		if slices.ContainsFunc(hs, func(hd *hold) bool { return hd.Mode == Shared }) {
+			continue
+		}
+		var acq, rel []int64
+		for _, hd := range hs {
+			acq = append(acq, hd.Acq)
+			if hd.Rel != never && len(m.faultsIn(hd.Rel-lease, hd.Rel+lease)) == 0 {
+				rel = append(rel, hd.Rel)
+			}
+		}
+		slices.Sort(acq)
+		for _, t := range waitedAt(waits[name], rel) {
+			if i := sort.Search(len(acq), func(i int) bool { return acq[i] > t }); i < len(acq) {
+				out = append(out, acq[i]-t)
+			}
+		}
+	}
+	return dist(out)
+}
+
+// waitedAt returns the times of ts at which one of ws was waiting.
+func waitedAt(ws []*wait, ts []int64) []int64 {
+	type point struct {
+		t     int64
+		delta int
+	}
+	pts := make([]point, 0, 2*len(ws))
+	for _, w := range ws {
+		pts = append(pts, point{w.Inv, +1}, point{w.Ret, -1})
+	}
+	slices.SortFunc(pts, func(a, b point) int { return cmp64(a.t, b.t) })
+	slices.Sort(ts)
+	var out []int64
+	n, i := 0, 0
+	for _, t := range ts {
+		for ; i < len(pts) && pts[i].t < t; i++ {
+			n += pts[i].delta
+		}
+		if n > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Failed reports whether the run broke an invariant unexpectedly.
+func (r *Report) Failed() bool {
+	for _, c := range r.Violations {
+		if c.Unexpected > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Table renders r as Markdown tables.
+func (r *Report) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d, %s, %s, lease %s", r.Seed, r.Duration, r.Redis, r.Lease)
+	if r.Mutant != "" {
+		fmt.Fprintf(&b, ", mutant %s", r.Mutant)
+	}
+	fmt.Fprintf(&b, "\n\n| primitive | operations checked | detail |\n|---|---|---|\n")
+	prims := make([]string, 0, len(r.Ops))
+	for p := range r.Ops {
+		prims = append(prims, p)
+	}
+	slices.Sort(prims)
+	for _, p := range prims {
+		ops, total := r.Ops[p], 0
+		var parts []string
+		keys := make([]string, 0, len(ops))
+		for op := range ops {
+			keys = append(keys, op)
+		}
+		slices.Sort(keys)
+		for _, op := range keys {
+			total += ops[op]
+			parts = append(parts, fmt.Sprintf("%s %d", op, ops[op]))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s |\n", p, total, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "| all | %d | %d stale writes rejected |\n", r.OpsTotal, r.StaleRejected)
+	fmt.Fprintf(&b, "\n| fault | injected | recovery p50 | p99 | max | holder told p50 | max |\n|---|---|---|---|---|---|---|\n")
+	for _, k := range FaultKinds {
+		d, told := r.TTR[k], "–"
+		if tl, ok := r.Told[k]; ok {
+			told = fmt.Sprintf("%.0f ms | %.0f ms", tl.P50, tl.Max)
+		} else {
+			told += " | –"
+		}
+		fmt.Fprintf(&b, "| %s %s | %d | %.0f ms | %.0f ms | %.0f ms | %s |\n", k, FaultNames[k], r.Faults[k], d.P50, d.P99, d.Max, told)
+	}
+	fmt.Fprintf(&b, "\n| invariant | expected | unexpected |\n|---|---|---|\n")
+	for _, inv := range Invariants {
+		c := r.Violations[inv]
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", inv, c.Expected, c.Unexpected)
+	}
+	fmt.Fprintf(&b, "\nhandoff without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handoffs\n",
+		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N)
+	for _, v := range r.Unexpected {
+		fmt.Fprintf(&b, "unexpected %s on %q: %s\n", v.Invariant, v.R, v.Detail)
+	}
+	return b.String()
+}

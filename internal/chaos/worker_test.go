@@ -1,0 +1,344 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync"
+)
+
+// workerEnv carries a worker's configuration (JSON) to the re-executed test
+// binary.
+const workerEnv = "REDISYNC_CHAOS_WORKER"
+
+// A workerConfig is what a worker process needs to know.
+type workerConfig struct {
+	ID       int           // the worker's number, unique over the run
+	Lock     string        // the lock server's address, through the worker's proxy
+	Resource string        // the fenced resource's server
+	Lease    time.Duration // watchdog and heartbeat timeout
+	Seed     uint64
+}
+
+// The locks every worker contends for, one goroutine per slot. Slots 7 and 8
+// share one Mutex handle (one owner), so local handovers are exercised too.
+var slots = []struct {
+	res  string
+	mode string
+}{
+	{"chaos-mutex", Exclusive}, {"chaos-mutex", Exclusive},
+	{"chaos-rw", Shared}, {"chaos-rw", Exclusive},
+	{"chaos-fair", Exclusive}, {"chaos-fenced", Exclusive}, {"chaos-sem", Shared},
+	{"chaos-shared", Exclusive}, {"chaos-shared", Exclusive},
+}
+
+// resources describes the locks of slots.
+var resources = map[string]Resource{
+	"chaos-mutex":  {Name: "chaos-mutex", Primitive: redisync.PrimitiveMutex},
+	"chaos-rw":     {Name: "chaos-rw", Primitive: "RWMutex"},
+	"chaos-fair":   {Name: "chaos-fair", Primitive: redisync.PrimitiveFairMutex, FIFO: true},
+	"chaos-fenced": {Name: "chaos-fenced", Primitive: redisync.PrimitiveFencedMutex, Fenced: true},
+	"chaos-sem":    {Name: "chaos-sem", Primitive: redisync.PrimitiveSemaphore, Shared: semSize},
+	"chaos-shared": {Name: "chaos-shared", Primitive: redisync.PrimitiveMutex},
+}
+
+const (
+	semSize   = 2
+	waitLimit = 20 * time.Second // a waiting call's deadline: far beyond any bound checked
+	parkLimit = 30 * time.Second // a parked holder's longest stay
+)
+
+// A worker is one process's state.
+type worker struct {
+	cfg   workerConfig
+	out   sync.Mutex // serializes lines on stdout
+	stop  atomic.Bool
+	slots []*slot
+	// renewals counts renewal rounds with leases in them, once counting is on.
+	counting atomic.Bool
+	renewals atomic.Int64
+}
+
+// A slot is one goroutine's lock and its parking state.
+type slot struct {
+	g      int
+	res    string
+	mode   string
+	park   atomic.Bool
+	unpark chan struct{}
+	lock   func(ctx context.Context) (uint64, error)
+	unlock func(ctx context.Context) error
+	done   func() <-chan struct{}
+	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
+}
+
+type slotKey struct{}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func (w *worker) emit(e Event) {
+	if e.T == 0 {
+		e.T = Now()
+	}
+	e.W = w.cfg.ID
+	line, _ := json.Marshal(e)
+	w.out.Lock()
+	defer w.out.Unlock()
+	_, _ = os.Stdout.Write(append(line, '\n'))
+}
+
+// Observe records the queue confirmations of the worker's calls and counts
+// renewal rounds.
+func (w *worker) Observe(ctx context.Context, ev redisync.Event) {
+	switch ev.Kind {
+	case redisync.EventQueued:
+		if s, ok := ctx.Value(slotKey{}).(*slot); ok {
+			w.emit(Event{G: s.g, K: Queued, R: s.res})
+		}
+	case redisync.EventAcquired:
+		if s, ok := ctx.Value(slotKey{}).(*slot); ok && ev.LocalHandoff {
+			w.emit(Event{G: s.g, K: Handover, R: s.res})
+		}
+	case redisync.EventRenewalBatch:
+		if w.counting.Load() && ev.Batch > 0 {
+			w.renewals.Add(1)
+		}
+	}
+}
+
+// runWorker is the body of a worker process: drive every slot until told to
+// stop, then report leaks.
+func runWorker(raw string) int {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
+	w := &worker{cfg: cfg}
+	commands := make(chan string, 16)
+	go func() { // reads the coordinator's commands until stdin closes
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			commands <- sc.Text()
+		}
+		close(commands)
+	}()
+	baseline := runtime.NumGoroutine()
+	closeAll, err := w.connect()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
+	var wg sync.WaitGroup
+	for _, s := range w.slots {
+		wg.Go(func() { w.drive(s) })
+	}
+	for cmd := range commands {
+		verb, arg, _ := strings.Cut(cmd, " ")
+		g, _ := strconv.Atoi(arg)
+		switch verb {
+		case "park":
+			w.slots[g].park.Store(true)
+		case "nopark":
+			w.slots[g].park.Store(false)
+		case "unpark":
+			select {
+			case w.slots[g].unpark <- struct{}{}:
+			default:
+			}
+		case "stop":
+			w.stop.Store(true)
+			wg.Wait()
+			w.quiesce()
+		case "exit":
+			closeAll()
+			w.emit(Event{K: Leak, R: "goroutines", N: goroutinesLeft(baseline), Err: "after Close"})
+			return 0
+		}
+	}
+	return 0
+}
+
+// quiesce waits for the subscriptions' linger, counts renewal rounds over two
+// intervals (none may have leases in them when nothing is held or queued),
+// and reports.
+func (w *worker) quiesce() {
+	time.Sleep(1500 * time.Millisecond)
+	w.counting.Store(true)
+	time.Sleep(2 * w.cfg.Lease / 3)
+	w.emit(Event{K: Leak, R: "renewal rounds", N: w.renewals.Load(), Err: "after every hold ended"})
+	w.emit(Event{K: Quiet})
+}
+
+// goroutinesLeft returns how many goroutines are left above baseline,
+// allowing the exiting ones two seconds to finish.
+func goroutinesLeft(baseline int) int64 {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n := runtime.NumGoroutine() - baseline
+		if n <= 0 || time.Now().After(deadline) {
+			return int64(max(n, 0))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// connect makes the worker's Clients and slots, and returns what closes them.
+func (w *worker) connect() (func(), error) {
+	lockRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{w.cfg.Lock}, DisableCache: true})
+	if err != nil {
+		return nil, err
+	}
+	resRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{w.cfg.Resource}, DisableCache: true})
+	if err != nil {
+		lockRC.Close()
+		return nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := redisync.New(lockRC, redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(w.cfg.Lease),
+		redisync.WithObserver(w), redisync.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	rc, err := redisync.New(resRC, redisync.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	fence := rc.NewFence("chaos-fenced")
+	shared := c.NewMutex("chaos-shared")
+	for g, sl := range slots {
+		s := &slot{g: g, res: sl.res, mode: sl.mode, unpark: make(chan struct{}, 1)}
+		switch {
+		case sl.res == "chaos-mutex" || sl.res == "chaos-shared":
+			m := shared
+			if sl.res == "chaos-mutex" {
+				m = c.NewMutex(sl.res)
+			}
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
+			s.unlock, s.done = m.UnlockContext, m.Done
+		case sl.res == "chaos-rw" && sl.mode == Shared:
+			rw := c.NewRWMutex(sl.res) // its own owner: one owner's read and write holds may overlap
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, rw.RLockContext(ctx) }
+			s.unlock, s.done = rw.RUnlockContext, rw.Done
+		case sl.res == "chaos-rw":
+			rw := c.NewRWMutex(sl.res)
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, rw.LockContext(ctx) }
+			s.unlock, s.done = rw.UnlockContext, rw.Done
+		case sl.res == "chaos-fair":
+			fm := c.NewFairMutex(sl.res)
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, fm.LockContext(ctx) }
+			s.unlock, s.done = fm.UnlockContext, fm.Done
+		case sl.res == "chaos-fenced":
+			fm := c.NewFencedMutex(sl.res)
+			s.lock = fm.LockToken
+			s.unlock, s.done = fm.UnlockContext, fm.Done
+			s.write = func(ctx context.Context, tok uint64) error {
+				return fence.Set(ctx, tok, strconv.Itoa(w.cfg.ID))
+			}
+		case sl.res == "chaos-sem":
+			sem := c.NewSemaphore(sl.res, semSize)
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, 1) }
+			s.unlock = func(context.Context) error { sem.Release(1); return nil }
+			s.done = sem.Done
+		}
+		w.slots = append(w.slots, s)
+	}
+	return func() {
+		_ = c.Close()
+		_ = rc.Close()
+		lockRC.Close()
+		resRC.Close()
+	}, nil
+}
+
+// drive runs one slot's lock cycles until the worker stops: call, hold for a
+// short critical section (or, when parked, until the coordinator says),
+// write to the fence with the token if fenced, release.
+func (w *worker) drive(s *slot) {
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(s.g)))
+	base := context.WithValue(context.Background(), slotKey{}, s)
+	for !w.stop.Load() {
+		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
+		ctx, cancel := context.WithTimeout(base, waitLimit)
+		tok, err := s.lock(ctx)
+		cancel()
+		if err != nil {
+			w.emit(Event{G: s.g, K: AcquireFailed, R: s.res, Mode: s.mode, Err: err.Error()})
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		w.emit(Event{G: s.g, K: Acquired, R: s.res, Mode: s.mode, Tok: tok})
+		w.emit(Event{G: s.g, K: Enter, R: s.res, Mode: s.mode})
+		w.fenced(s, tok)
+		if s.park.CompareAndSwap(true, false) {
+			w.parked(s)
+			w.fenced(s, tok) // a holder back from a fault writes with its old token
+		} else {
+			time.Sleep(time.Duration(200+rng.IntN(2800)) * time.Microsecond)
+		}
+		w.emit(Event{G: s.g, K: Exit, R: s.res, Mode: s.mode})
+		t0 := Now()
+		ctx, cancel = context.WithTimeout(base, waitLimit)
+		err = s.unlock(ctx)
+		cancel()
+		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		w.emit(e)
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+	}
+}
+
+// fenced writes to the slot's fence with tok, if it has one.
+func (w *worker) fenced(s *slot, tok uint64) {
+	if s.write == nil {
+		return
+	}
+	t0 := Now()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	err := s.write(ctx, tok)
+	switch {
+	case err == nil:
+		w.emit(Event{T0: t0, G: s.g, K: Write, R: s.res, Tok: tok})
+	case errors.Is(err, redisync.ErrStaleToken):
+		w.emit(Event{T0: t0, G: s.g, K: Stale, R: s.res, Tok: tok})
+	}
+}
+
+// parked holds the lock in the critical section until the coordinator
+// unparks the slot, recording when Done closes meanwhile. The holder goes on
+// working after a loss, as a paused process would before it looks.
+func (w *worker) parked(s *slot) {
+	w.emit(Event{G: s.g, K: Parked, R: s.res})
+	done := s.done()
+	limit := time.NewTimer(parkLimit)
+	defer limit.Stop()
+	for {
+		select {
+		case <-done:
+			w.emit(Event{G: s.g, K: Lost, R: s.res})
+			done = nil
+		case <-s.unpark:
+			return
+		case <-limit.C:
+			return
+		}
+	}
+}
