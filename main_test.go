@@ -154,6 +154,9 @@ func runChild(name string) int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
+	if os.Getenv(childHandover) != "" {
+		return runHandoverChild(c, rc, name)
+	}
 	if kind := os.Getenv(childKind); kind != "" {
 		return runQueuedChild(c, kind, name) // FairMutex and Semaphore children
 	}

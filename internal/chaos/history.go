@@ -42,6 +42,8 @@ type hold struct {
 	Exit  int64 // the end of the critical section; the death of a killed worker
 	Rel   int64 // the release's return; never if it did not return
 	Lost  int64 // when the holder saw the loss; 0 if it did not
+	// RelErr is the release's error, "" when it succeeded.
+	RelErr string
 	// Killed is set when the worker died holding; Rel is never then.
 	Killed int64
 }
@@ -133,7 +135,7 @@ func build(h *History) *model {
 			}
 		case Released:
 			if hd := holding[s]; hd != nil {
-				hd.Rel = e.T
+				hd.Rel, hd.RelErr = e.T, e.Err
 				delete(holding, s)
 			}
 		case Write, Stale:

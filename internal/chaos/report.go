@@ -35,6 +35,9 @@ type Report struct {
 	// Told is, per fault kind, how long a parked holder took to see Done
 	// close after its loss became observable (for F5: after it was cut off).
 	Told map[string]Dist `json:"told_ms"`
+	// QuietLosses counts holds reported lost (by Done or by the release)
+	// with no fault within a lease of them: losses nothing explains.
+	QuietLosses int `json:"quiet_losses"`
 	// Unexpected lists the first unexpected violations.
 	Unexpected []Violation `json:"unexpected,omitempty"`
 }
@@ -105,6 +108,13 @@ func Summarize(h *History, vs []Violation) *Report {
 	}
 	r.TTR = m.recovery()
 	r.Handoff = m.handoffs()
+	lease := int64(h.Params.Lease)
+	for _, hd := range m.holds {
+		lost := hd.Lost != 0 || strings.Contains(hd.RelErr, "lock lost")
+		if lost && len(m.faultsIn(hd.Inv-lease, min(hd.Rel, h.End)+lease)) == 0 {
+			r.QuietLosses++
+		}
+	}
 	told := map[string][]int64{}
 	for _, c := range m.losses() {
 		if c.hd.Lost != 0 {
@@ -244,7 +254,7 @@ func (r *Report) Table() string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s |\n", p, total, strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(&b, "| all | %d | %d stale writes rejected |\n", r.OpsTotal, r.StaleRejected)
+	fmt.Fprintf(&b, "| all | %d | %d stale writes rejected, %d losses away from faults |\n", r.OpsTotal, r.StaleRejected, r.QuietLosses)
 	fmt.Fprintf(&b, "\n| fault | injected | recovery p50 | p99 | max | holder told p50 | max |\n|---|---|---|---|---|---|---|\n")
 	for _, k := range FaultKinds {
 		d, told := r.TTR[k], "–"
