@@ -60,9 +60,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d (replay the schedule with -chaos.seed %d)", seed, seed)
-	r := newRun(t, seed, *chaosLease)
+	r := newRun(t, seed, kinds, *chaosLease)
 	r.start(*chaosWorkers)
-	r.inject(kinds, *chaosDuration)
+	r.inject(*chaosDuration)
 	h := r.finish()
 
 	if *chaosHistory != "" {

@@ -37,9 +37,11 @@ type run struct {
 	version string
 	seats   []*seat
 	nextID  int
+	dir     string   // worker logs and histories
+	files   []string // the workers' histories, in the order they started
 
 	mu     sync.Mutex
-	events []Event
+	events []Event // the coordinator's own: leaks it found
 	faults []Fault
 }
 
@@ -60,9 +62,9 @@ type proc struct {
 	done   chan struct{} // closed when its output has been read to the end
 }
 
-func newRun(t *testing.T, seed int64, lease time.Duration) *run {
+func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration) *run {
 	rng := rand.New(rand.NewPCG(uint64(seed), 9))
-	r := &run{t: t, rng: rng, sched: schedule{rng: rng, kinds: strings.Split(*chaosFaults, ",")}, lease: lease}
+	r := &run{t: t, rng: rng, sched: schedule{rng: rng, kinds: kinds}, lease: lease, dir: t.TempDir()}
 	var err error
 	// AOF with appendfsync always throughout: F4 restarts from it, F3 wipes
 	// it first (a restart without persistence).
@@ -118,11 +120,13 @@ func (r *run) start(n int) {
 // spawn starts a worker process on seat s.
 func (r *run) spawn(s *seat) {
 	r.nextID++
+	events := filepath.Join(r.dir, fmt.Sprintf("worker-%d.jsonl", r.nextID))
+	r.files = append(r.files, events)
 	cfg, _ := json.Marshal(workerConfig{ID: r.nextID, Lock: s.proxy.Addr(), Resource: r.res.Addr,
-		Lease: r.lease, Seed: r.rng.Uint64()})
+		Lease: r.lease, Seed: r.rng.Uint64(), Events: events})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
-	stderr, err := os.Create(filepath.Join(r.t.TempDir(), fmt.Sprintf("worker-%d.log", r.nextID)))
+	stderr, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", r.nextID)))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -145,15 +149,14 @@ func (r *run) spawn(s *seat) {
 	go r.read(p, stdout)
 }
 
-// read records p's events until its output ends.
+// read follows p's control lines (parked, quiet) until its output ends.
 func (r *run) read(p *proc, out io.Reader) {
 	defer close(p.done)
 	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue // a line cut by a SIGKILL
+			continue
 		}
 		switch e.K {
 		case Parked:
@@ -164,10 +167,31 @@ func (r *run) read(p *proc, out io.Reader) {
 		case Quiet:
 			close(p.quiet)
 		}
-		r.mu.Lock()
-		r.events = append(r.events, e)
-		r.mu.Unlock()
 	}
+}
+
+// history reads the workers' histories, each in its own order.
+func (r *run) history() []Event {
+	var events []Event
+	for _, name := range r.files {
+		f, err := os.Open(name)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var e Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err == nil { // a line cut by SIGKILL is skipped
+				events = append(events, e)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			r.t.Fatal(err)
+		}
+		_ = f.Close()
+	}
+	return events
 }
 
 func (p *proc) send(cmd string) { _, _ = fmt.Fprintln(p.stdin, cmd) }
@@ -180,7 +204,7 @@ func (r *run) record(f Fault) {
 
 // inject runs the fault schedule for d after a quiet warm-up, then lets the
 // workers run a little without faults.
-func (r *run) inject(kinds []string, d time.Duration) {
+func (r *run) inject(d time.Duration) {
 	time.Sleep(3 * time.Second)
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		r.fault(r.sched.pick())
@@ -213,7 +237,7 @@ func (r *run) finish() *History {
 	r.leftKeys()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &History{Events: r.events, Faults: r.faults, Resources: resources, End: Now(), Params: Params{
+	return &History{Events: append(r.history(), r.events...), Faults: r.faults, Resources: resources, End: Now(), Params: Params{
 		Lease: r.lease, Interval: r.lease / 3, Recovery: max(r.lease, 3*time.Second),
 		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond}}
 }

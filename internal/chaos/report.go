@@ -38,6 +38,9 @@ type Report struct {
 	// QuietLosses counts holds reported lost (by Done or by the release)
 	// with no fault within a lease of them: losses nothing explains.
 	QuietLosses int `json:"quiet_losses"`
+	// Silence is the longest time in which no worker recorded anything: a
+	// stall of the machine, which no lease survives if it is long enough.
+	Silence float64 `json:"silence_ms"`
 	// Unexpected lists the first unexpected violations.
 	Unexpected []Violation `json:"unexpected,omitempty"`
 }
@@ -108,6 +111,16 @@ func Summarize(h *History, vs []Violation) *Report {
 	}
 	r.TTR = m.recovery()
 	r.Handoff = m.handoffs()
+	times := make([]int64, 0, len(h.Events))
+	for _, e := range h.Events {
+		if e.K != Leak && e.K != Quiet {
+			times = append(times, e.T)
+		}
+	}
+	slices.Sort(times)
+	for i := 1; i < len(times); i++ {
+		r.Silence = max(r.Silence, float64(times[i]-times[i-1])/float64(time.Millisecond))
+	}
 	lease := int64(h.Params.Lease)
 	for _, hd := range m.holds {
 		lost := hd.Lost != 0 || strings.Contains(hd.RelErr, "lock lost")
@@ -270,8 +283,8 @@ func (r *Report) Table() string {
 		c := r.Violations[inv]
 		fmt.Fprintf(&b, "| %s | %d | %d |\n", inv, c.Expected, c.Unexpected)
 	}
-	fmt.Fprintf(&b, "\nhandoff without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handoffs\n",
-		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N)
+	fmt.Fprintf(&b, "\nhandoff without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handoffs; longest silence %.0f ms\n",
+		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N, r.Silence)
 	for _, v := range r.Unexpected {
 		fmt.Fprintf(&b, "unexpected %s on %q: %s\n", v.Invariant, v.R, v.Detail)
 	}

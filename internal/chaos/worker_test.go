@@ -33,6 +33,10 @@ type workerConfig struct {
 	Resource string        // the fenced resource's server
 	Lease    time.Duration // watchdog and heartbeat timeout
 	Seed     uint64
+	// Events is the file the worker writes its history to. A file, not a
+	// pipe: a worker must never wait for the coordinator to read, or a slow
+	// coordinator would stall every worker at once, holders included.
+	Events string
 }
 
 // The locks every worker contends for, one goroutine per slot. Slots 7 and 8
@@ -66,7 +70,8 @@ const (
 // A worker is one process's state.
 type worker struct {
 	cfg   workerConfig
-	out   sync.Mutex // serializes lines on stdout
+	out   sync.Mutex // serializes lines
+	file  *os.File   // the history
 	stop  atomic.Bool
 	slots []*slot
 	// renewals counts renewal rounds with leases in them, once counting is on.
@@ -97,9 +102,13 @@ func (w *worker) emit(e Event) {
 	}
 	e.W = w.cfg.ID
 	line, _ := json.Marshal(e)
+	line = append(line, '\n')
 	w.out.Lock()
 	defer w.out.Unlock()
-	_, _ = os.Stdout.Write(append(line, '\n'))
+	_, _ = w.file.Write(line)
+	if e.K == Parked || e.K == Quiet {
+		_, _ = os.Stdout.Write(line) // what the coordinator waits for
+	}
 }
 
 // Observe records the queue confirmations of the worker's calls and counts
@@ -130,6 +139,11 @@ func runWorker(raw string) int {
 		return 2
 	}
 	w := &worker{cfg: cfg}
+	var err error
+	if w.file, err = os.OpenFile(cfg.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
 	commands := make(chan string, 16)
 	go func() { // reads the coordinator's commands until stdin closes
 		sc := bufio.NewScanner(os.Stdin)
