@@ -64,6 +64,7 @@ func TestChaos(t *testing.T) {
 	r.start(*chaosWorkers)
 	r.inject(*chaosDuration)
 	h := r.finish()
+	h.Seed, h.Duration, h.Redis, h.Mutant = seed, chaosDuration.String(), r.version, os.Getenv("REDISYNC_MUTANT")
 
 	if *chaosHistory != "" {
 		js, _ := json.Marshal(h)
@@ -73,19 +74,8 @@ func TestChaos(t *testing.T) {
 	}
 	vs := Check(h)
 	rep := Summarize(h, vs)
-	rep.Seed, rep.Duration, rep.Mutant = seed, chaosDuration.String(), os.Getenv("REDISYNC_MUTANT")
-	rep.Redis, rep.Lease = r.version, chaosLease.String()
 	t.Logf("report:\n%s", rep.Table())
-	if *chaosReport != "" {
-		js, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.WriteFile(*chaosReport, js, 0o644); err != nil {
-			t.Error(err)
-		}
-		md := strings.TrimSuffix(*chaosReport, ".json") + ".md"
-		if err := os.WriteFile(md, []byte(rep.Table()), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
+	writeReport(t, rep)
 	if inv := *chaosExpect; inv != "" {
 		if rep.Violations[inv] == nil || rep.Violations[inv].Unexpected == 0 {
 			t.Fatalf("the run was expected to break %s and did not", inv)
@@ -142,9 +132,28 @@ func TestCheckHistory(t *testing.T) {
 	if err := json.Unmarshal(raw, &h); err != nil {
 		t.Fatal(err)
 	}
+	if h.Seed == 0 { // written before histories recorded their run
+		h.Seed, h.Duration = *chaosSeed, chaosDuration.String()
+	}
 	rep := Summarize(&h, Check(&h))
 	t.Logf("report:\n%s", rep.Table())
+	writeReport(t, rep)
 	if rep.Failed() {
 		t.Errorf("unexpected violations: %s", violationSummary(rep))
+	}
+}
+
+// writeReport writes rep where -chaos.report says, as JSON and as tables.
+func writeReport(t *testing.T, rep *Report) {
+	if *chaosReport == "" {
+		return
+	}
+	js, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(*chaosReport, js, 0o644); err != nil {
+		t.Error(err)
+	}
+	md := strings.TrimSuffix(*chaosReport, ".json") + ".md"
+	if err := os.WriteFile(md, []byte(rep.Table()), 0o644); err != nil {
+		t.Error(err)
 	}
 }

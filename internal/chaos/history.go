@@ -11,6 +11,13 @@ const never = math.MaxInt64
 // A History is what a run recorded: the workers' events, the faults, the
 // resources and the bounds, and the time the run ended.
 type History struct {
+	// The run: its schedule's seed, how long faults were injected, the
+	// server, and the broken variant switched on, if any.
+	Seed     int64  `json:"seed"`
+	Duration string `json:"duration"`
+	Redis    string `json:"redis"`
+	Mutant   string `json:"mutant,omitempty"`
+
 	Events    []Event
 	Faults    []Fault
 	Resources map[string]Resource

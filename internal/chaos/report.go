@@ -70,8 +70,8 @@ func dist(ns []int64) Dist {
 // Summarize builds the report of h, whose checks found vs.
 func Summarize(h *History, vs []Violation) *Report {
 	m := build(h)
-	r := &Report{Ops: map[string]map[string]int{}, Faults: map[string]int{},
-		Violations: map[string]*Count{}, TTR: map[string]Dist{}}
+	r := &Report{Seed: h.Seed, Duration: h.Duration, Redis: h.Redis, Mutant: h.Mutant, Lease: h.Params.Lease.String(),
+		Ops: map[string]map[string]int{}, Faults: map[string]int{}, Violations: map[string]*Count{}, TTR: map[string]Dist{}}
 	for _, inv := range Invariants {
 		r.Violations[inv] = &Count{}
 	}
@@ -141,7 +141,10 @@ func Summarize(h *History, vs []Violation) *Report {
 	return r
 }
 
-// recovery measures the time to recover after each fault.
+// recovery measures the time to recover after each fault: to the next
+// acquisition of the parked lock by another worker where the fault took the
+// parked holder's lock away, else of any lock (a holder parked through F4
+// keeps its lock until it is told to go on).
 func (m *model) recovery() map[string]Dist {
 	acqs := byResource(m.holds, func(hd *hold) string { return hd.R })
 	var all []*hold
@@ -158,13 +161,13 @@ func (m *model) recovery() map[string]Dist {
 		if f.Kind == "F1" {
 			from = f.Start
 		}
-		hs := all
-		if f.R != "" {
+		hs, parked := all, f.R != "" && f.Kind != "F4"
+		if parked {
 			hs = acqs[f.R]
 		}
 		i := sort.Search(len(hs), func(i int) bool { return hs[i].Acq > from })
 		for ; i < len(hs); i++ {
-			if f.R == "" || hs[i].W != f.W {
+			if !parked || hs[i].W != f.W {
 				times[f.Kind] = append(times[f.Kind], hs[i].Acq-from)
 				break
 			}
@@ -243,7 +246,10 @@ func (r *Report) Failed() bool {
 // Table renders r as Markdown tables.
 func (r *Report) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d, %s, %s, lease %s", r.Seed, r.Duration, r.Redis, r.Lease)
+	fmt.Fprintf(&b, "seed %d, %s, lease %s", r.Seed, r.Duration, r.Lease)
+	if r.Redis != "" {
+		fmt.Fprintf(&b, ", %s", r.Redis)
+	}
 	if r.Mutant != "" {
 		fmt.Fprintf(&b, ", mutant %s", r.Mutant)
 	}
