@@ -40,7 +40,7 @@ type hold struct {
 	// op serializes this owner's calls on this lock and guards the fields below.
 	op    sync.Mutex
 	count int
-	free  chan struct{} // closed when count returns to 0
+	free  chan struct{} // closed when count returns to 0; see freeChan
 	// handoff queues the owner's local callers waiting for its own hold (the
 	// goroutines of a handle, as with sync.Mutex), for a direct handover on
 	// release; streak counts the handovers since the hold came from Redis.
@@ -56,16 +56,26 @@ type hold struct {
 // or the loss: what a handle's Done and Err report.
 type term struct {
 	lease *lease.Lease
-	done  chan struct{}
+	own   lease.Lease   // what lease points to: one allocation for both
 	token atomic.Uint64 // a FencedMutex's latest token in this term
 	obs   *termObserver // reports the end; nil without an observer
+
+	// c, cfg and name serve the lease's loss report (LeaseLost).
+	c    *Client
+	cfg  *config
+	name string
 
 	mu    sync.Mutex
 	ended bool
 	err   error
+	// done is made on the first call of Done, as most holds end without
+	// anyone asking: a hold costs one channel fewer.
+	done chan struct{}
 }
 
-func newTerm() *term { return &term{done: make(chan struct{})} }
+// LeaseLost is the term's loss report from the renewal scheduler: see
+// Client.lost.
+func (t *term) LeaseLost(cause error) { t.c.lost(t, t.name, t.cfg, cause) }
 
 // end closes the term with err (nil for a clean release). Only the first call
 // counts; it reports whether it was the first.
@@ -76,7 +86,9 @@ func (t *term) end(err error) bool {
 		return false
 	}
 	t.ended, t.err = true, err
-	close(t.done)
+	if t.done != nil {
+		close(t.done)
+	}
 	t.mu.Unlock()
 	if t.obs != nil {
 		t.observeEnd(err) // outside t.mu: the observer may read Err
@@ -85,10 +97,18 @@ func (t *term) end(err error) bool {
 }
 
 // doneChan is a handle's Done for its latest term t: t's done channel, or a
-// closed channel when there has been no term (t is nil).
+// closed channel when there has been no term (t is nil) or it has ended.
 func (t *term) doneChan() <-chan struct{} {
 	if t == nil {
 		return closedChan
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done == nil {
+		if t.ended {
+			return closedChan
+		}
+		t.done = make(chan struct{})
 	}
 	return t.done
 }
@@ -140,7 +160,7 @@ func (c *Client) unref(h *hold) {
 // begin records a first acquire of h (h.op held) as term t, whose expiry was
 // set by the request sent at sent, and starts watching its lease.
 func (c *Client) begin(h *hold, t *term, sent time.Time) {
-	h.count, h.free = 1, make(chan struct{})
+	h.count = 1
 	if t.obs != nil {
 		t.obs.since = sent
 	}
@@ -156,8 +176,21 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 func (c *Client) finish(h *hold) {
 	h.count, h.handoff, h.streak = 0, nil, 0
 	h.term.Store(nil)
-	close(h.free)
+	if h.free != nil {
+		close(h.free)
+		h.free = nil
+	}
 	c.unref(h)
+}
+
+// freeChan returns a channel closed when the owner's current hold ends (h.op
+// held, h.count > 0). It is made when a caller first needs it: most holds
+// end with nobody of the same owner waiting.
+func (h *hold) freeChan() chan struct{} {
+	if h.free == nil {
+		h.free = make(chan struct{})
+	}
+	return h.free
 }
 
 // lost is the lease callback of a term: it ends the term with ErrLockLost and

@@ -91,9 +91,9 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 		case mode == waitHandoff && op.handoff && !ended:
 			ch := make(chan struct{}, 1)
 			h.handoff = append(h.handoff, ch)
-			return attempt{free: h.free, handoff: &handoffWait{h: h, op: op, ch: ch}}, nil, 0, nil
+			return attempt{free: h.freeChan(), handoff: &handoffWait{h: h, op: op, ch: ch}}, nil, 0, nil
 		case mode == waitFree, mode == waitHandoff, mode == share && ended:
-			return attempt{free: h.free}, nil, 0, nil
+			return attempt{free: h.freeChan()}, nil, 0, nil
 		case ended:
 			return attempt{}, nil, 0, err
 		}
@@ -115,7 +115,7 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 	var t *term
 	reentered := h.count > 0
 	if !reentered {
-		t = newObservedTerm(op.cfg, op.primitive, name)
+		t = newObservedTerm(c, op.cfg, op.primitive, name)
 		t.lease = op.newLease(t)
 		c.begin(h, t, sent)
 	} else {
