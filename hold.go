@@ -46,6 +46,14 @@ type hold struct {
 	// release; streak counts the handovers since the hold came from Redis.
 	handoff []chan struct{}
 	streak  int
+	// parked marks a hold released locally for a caller that was on its way
+	// (counted in arriving) but not yet queued: the lock stays held in Redis
+	// and the first such caller to get op takes it.
+	parked bool
+	// arriving counts the waiting callers that want op to queue for a
+	// handover. It is written without op: they are blocked on it, often
+	// behind a round trip of the holder.
+	arriving atomic.Int32
 
 	// term is the current term while held, nil otherwise. It is written under
 	// op and read without it by Close and ForceUnlock, which end terms.
@@ -174,7 +182,7 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 // finish clears h after its final release or after its loss has been
 // acknowledged by the owner (h.op held).
 func (c *Client) finish(h *hold) {
-	h.count, h.handoff, h.streak = 0, nil, 0
+	h.count, h.handoff, h.streak, h.parked = 0, nil, 0, false
 	h.term.Store(nil)
 	if h.free != nil {
 		close(h.free)

@@ -83,8 +83,20 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 	name := op.key.name
 	h := c.ref(op.key, true)
 	defer c.unref(h)
+	arriving := mode == waitHandoff && op.handoff
+	if arriving {
+		h.arriving.Add(1) // a release meanwhile may park the hold for us
+	}
 	h.op.Lock()
+	if arriving {
+		h.arriving.Add(-1)
+	}
 	defer h.op.Unlock()
+	if h.parked {
+		if t, ok := c.unpark(h); ok {
+			return attempt{acquired: true, localHandoff: true}, t, 0, nil
+		}
+	}
 	if h.count > 0 {
 		ended, err := h.term.Load().result()
 		switch {
@@ -154,7 +166,7 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 	defer c.unref(h)
 	h.op.Lock()
 	defer h.op.Unlock()
-	if h.count == 0 {
+	if h.count == 0 || h.parked {
 		return lockError(name, ErrNotHeld)
 	}
 	t := h.term.Load()
@@ -165,16 +177,29 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 		}
 		return err
 	}
-	if h.count == 1 && len(h.handoff) > 0 && h.streak < maxHandoffs {
-		// A local caller of the owner waits for this very hold: hand it over.
-		ch := h.handoff[0]
-		h.handoff = h.handoff[1:]
-		h.streak++
-		if t.obs != nil {
-			t.observeHandoff()
+	if h.count == 1 && op.handoff && h.streak < maxHandoffs {
+		switch {
+		case len(h.handoff) > 0:
+			// A local caller of the owner waits for this very hold: hand it over.
+			ch := h.handoff[0]
+			h.handoff = h.handoff[1:]
+			h.streak++
+			if t.obs != nil {
+				t.observeHandoff()
+			}
+			ch <- struct{}{} // buffered: never blocks
+			return nil
+		case h.arriving.Load() > 0:
+			// One is on its way to the queue, blocked on h.op: releasing
+			// in Redis now would make it (and all the others) acquire
+			// there again. Leave the hold for it to take.
+			h.parked = true
+			h.streak++
+			if t.obs != nil {
+				t.observeHandoff()
+			}
+			return nil
 		}
-		ch <- struct{}{} // buffered: never blocks
-		return nil
 	}
 	if h.count > 1 {
 		h.count--
@@ -204,6 +229,20 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 		c.notify.WakeOne(op.channel)
 	}
 	return err
+}
+
+// unpark takes the parked hold of h (h.op held) for the caller and returns
+// its term. When the hold ended meanwhile (lost, Close, ForceUnlock), nobody
+// holds it to acknowledge that with a release: unpark does, clears h and
+// reports false, and the caller acquires in Redis.
+func (c *Client) unpark(h *hold) (*term, bool) {
+	h.parked = false
+	t := h.term.Load()
+	if ended, _ := t.result(); ended {
+		c.finish(h)
+		return nil, false
+	}
+	return t, true
 }
 
 // abandonHandoff takes a caller that gives up out of its owner's handover

@@ -144,7 +144,9 @@ func (m *Mutex) tryOnce(ctx context.Context, a *mutexAcquirer) (bool, error) {
 //
 // When other goroutines wait in Lock or LockContext on the same handle (the
 // same owner), Unlock hands the hold to the longest-waiting of them directly,
-// without a round trip to Redis, where the lock stays held. After 16 such
+// without a round trip to Redis, where the lock stays held; when one is only
+// on its way (its Lock is just starting to wait), Unlock leaves the hold
+// held for the first Lock of the handle to take. After 16 such
 // handovers in a row it releases the lock in Redis instead, so that waiters
 // in other processes get their turn. (A FencedMutex never hands over: each
 // acquisition takes a token from Redis.)
