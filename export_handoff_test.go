@@ -1,5 +1,16 @@
 package redisync
 
+import "time"
+
+// LongHandoffsForTest lifts the time bound of local handovers (1 ms) until
+// restore is called, for tests whose steps may take longer than that on a
+// loaded machine.
+func LongHandoffsForTest() (restore func()) {
+	saved := maxHandoffTime
+	maxHandoffTime = time.Hour
+	return func() { maxHandoffTime = saved }
+}
+
 // ArriveForTest counts a caller on its way to m's handover queue, as a Lock
 // blocked behind a round trip of the holder is, until leave is called. An
 // Unlock meanwhile parks the hold for it instead of releasing it in Redis.

@@ -16,7 +16,7 @@ import (
 
 // Goroutines sharing one handle hand the hold to each other without a round
 // trip to Redis, yet a waiter in another Client still gets its turn while
-// they go on: after at most 16 handovers the hold goes back to Redis.
+// they go on: after at most 64 handovers (or 1 ms) the hold goes back to Redis.
 func TestMutexLocalHandoff(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
 	c, rc := newClient(t, standalone)
@@ -120,6 +120,7 @@ func TestFencedMutexNoLocalHandoff(t *testing.T) {
 // call, and an Unlock of the parked hold is an unlock of an unlocked mutex.
 func TestMutexParkedHandoff(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
+	defer redisync.LongHandoffsForTest()() // the steps below may take over 1 ms
 	c, rc := newClient(t, standalone)
 	ctx := context.Background()
 	m := c.NewMutex(t.Name())
@@ -150,6 +151,7 @@ func TestMutexParkedHandoff(t *testing.T) {
 // A parked hold that ends meanwhile (here by ForceUnlock) is not handed to
 // the arriving caller: it acquires in Redis and gets a hold of its own.
 func TestMutexParkedHoldEnded(t *testing.T) {
+	defer redisync.LongHandoffsForTest()() // the steps below may take over 1 ms
 	c, _ := newClient(t, standalone)
 	ctx := context.Background()
 	m := c.NewMutex(t.Name())
@@ -178,6 +180,7 @@ func TestMutexParkedHoldEnded(t *testing.T) {
 
 // A FencedMutex never parks: every acquisition takes its token from Redis.
 func TestFencedMutexNoPark(t *testing.T) {
+	defer redisync.LongHandoffsForTest()() // the steps below may take over 1 ms
 	c, _ := newClient(t, standalone)
 	ctx := context.Background()
 	fm := c.NewFencedMutex(t.Name())
@@ -193,4 +196,30 @@ func TestFencedMutexNoPark(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, second, first)
 	fm.Unlock()
+}
+
+// Handovers in a row are bounded in time as well as in number: a hold kept
+// longer than 1 ms since it came from Redis is released there, not handed
+// to the local caller waiting for it, so every one of these 2 ms critical
+// sections costs an acquire and a release in Redis.
+func TestMutexHandoffTimeBound(t *testing.T) {
+	requireReal(t, standalone, "INFO commandstats")
+	c, rc := newClient(t, standalone)
+	m := c.NewMutex(t.Name())
+	const goroutines, rounds = 4, 10
+	before := redistest.CommandCalls(t, rc, "evalsha")
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range rounds {
+				m.Lock()
+				time.Sleep(2 * time.Millisecond) // never shorter than asked
+				m.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	calls := redistest.CommandCalls(t, rc, "evalsha") - before
+	t.Logf("%d critical sections of 2 ms with %d script calls", goroutines*rounds, calls)
+	assert.GreaterOrEqual(t, calls, int64(2*goroutines*rounds), "a hold older than 1 ms was handed over locally")
 }

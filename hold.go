@@ -46,6 +46,9 @@ type hold struct {
 	// release; streak counts the handovers since the hold came from Redis.
 	handoff []chan struct{}
 	streak  int
+	// fromRedis is when the hold came from Redis (the acquire's reply): the
+	// start of the run of handovers.
+	fromRedis time.Time
 	// parked marks a hold released locally for a caller that was on its way
 	// (counted in arriving) but not yet queued: the lock stays held in Redis
 	// and the first such caller to get op takes it.
@@ -168,7 +171,7 @@ func (c *Client) unref(h *hold) {
 // begin records a first acquire of h (h.op held) as term t, whose expiry was
 // set by the request sent at sent, and starts watching its lease.
 func (c *Client) begin(h *hold, t *term, sent time.Time) {
-	h.count = 1
+	h.count, h.fromRedis = 1, time.Now()
 	if t.obs != nil {
 		t.obs.since = sent
 	}
