@@ -57,9 +57,9 @@ type holdOp struct {
 // maxHandoffs and maxHandoffTime bound the handovers in a row between local
 // callers of one owner: a Lock that waits for its own handle's hold gets it
 // from the Unlock without a round trip to Redis, but after maxHandoffs such
-// handovers, or once maxHandoffTime has passed since the hold came from
-// Redis (its acquire's reply), the hold is released in Redis, so that other processes get their
-// chance.
+// handovers, or once maxHandoffTime has passed since the hold came from Redis
+// (its acquire's reply), the hold is released in Redis, so that other
+// processes get their chance.
 //
 // The count alone would let long critical sections keep the lock in one
 // process for 64 of them; the time bound, sync.Mutex's starvation threshold,
