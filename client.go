@@ -44,8 +44,9 @@ type Client struct {
 // sharded Pub/Sub (Redis 7.0 or later).
 //
 // rc should have client-side caching disabled (DisableCache) unless it is
-// used for that elsewhere; AlwaysPipelining lowers latency under load.
-// Close the Client before rc.
+// used for that elsewhere; AlwaysPipelining lowers latency under load, and a
+// MaxFlushDelay of about 20 µs lowers the CPU that many concurrent calls
+// cost (rueidis never delays a lone caller's). Close the Client before rc.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
 		return nil, errors.New("redisync: nil rueidis client")

@@ -46,7 +46,7 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 			// Another call of this owner holds the lock (a second Lock on a
 			// handle). Queue now, so that the turn is fixed by arrival, but
 			// never take until that hold is released here.
-			mode, free = "queue", h.free
+			mode, free = "queue", h.freeChan()
 		}
 	}
 	count := 1
@@ -91,7 +91,7 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 	var t *term
 	reentered := h.count > 0
 	if !reentered {
-		t = newObservedTerm(&fm.cfg, PrimitiveFairMutex, fm.name)
+		t = newObservedTerm(c, &fm.cfg, PrimitiveFairMutex, fm.name)
 		t.lease = fm.newLease(t, field)
 		c.begin(h, t, sent)
 	} else {
@@ -132,16 +132,17 @@ func (a fairAcquirer) leave(ctx context.Context, tk *ticket) {
 // newLease describes the lease of term t, a new hold by field, for the
 // scheduler. The lock hash has Mutex's shape, so Mutex's renewal serves it.
 func (fm *FairMutex) newLease(t *term, field string) *lease.Lease {
-	l := &lease.Lease{
+	l := &t.own
+	*l = lease.Lease{
 		Key:  fm.key,
 		Keys: []string{fm.key},
 		Args: []string{field, fm.leaseMS},
 		TTL:  fm.cfg.leaseTTL(),
+		Lost: t,
 	}
 	if fm.cfg.lease == 0 {
 		l.Renew = scripts.MutexRenew
 	}
-	l.Lost = func(cause error) { fm.c.lost(t, fm.name, &fm.cfg, cause) }
 	return l
 }
 

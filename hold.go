@@ -40,12 +40,23 @@ type hold struct {
 	// op serializes this owner's calls on this lock and guards the fields below.
 	op    sync.Mutex
 	count int
-	free  chan struct{} // closed when count returns to 0
+	free  chan struct{} // closed when count returns to 0; see freeChan
 	// handoff queues the owner's local callers waiting for its own hold (the
 	// goroutines of a handle, as with sync.Mutex), for a direct handover on
 	// release; streak counts the handovers since the hold came from Redis.
 	handoff []chan struct{}
 	streak  int
+	// fromRedis is when the hold came from Redis (the acquire's reply): the
+	// start of the run of handovers.
+	fromRedis time.Time
+	// parked marks a hold released locally for a caller that was on its way
+	// (counted in arriving) but not yet queued: the lock stays held in Redis
+	// and the first such caller to get op takes it.
+	parked bool
+	// arriving counts the waiting callers that want op to queue for a
+	// handover. It is written without op: they are blocked on it, often
+	// behind a round trip of the holder.
+	arriving atomic.Int32
 
 	// term is the current term while held, nil otherwise. It is written under
 	// op and read without it by Close and ForceUnlock, which end terms.
@@ -56,16 +67,26 @@ type hold struct {
 // or the loss: what a handle's Done and Err report.
 type term struct {
 	lease *lease.Lease
-	done  chan struct{}
+	own   lease.Lease   // what lease points to: one allocation for both
 	token atomic.Uint64 // a FencedMutex's latest token in this term
 	obs   *termObserver // reports the end; nil without an observer
+
+	// c, cfg and name serve the lease's loss report (LeaseLost).
+	c    *Client
+	cfg  *config
+	name string
 
 	mu    sync.Mutex
 	ended bool
 	err   error
+	// done is made on the first call of Done, as most holds end without
+	// anyone asking: a hold costs one channel fewer.
+	done chan struct{}
 }
 
-func newTerm() *term { return &term{done: make(chan struct{})} }
+// LeaseLost is the term's loss report from the renewal scheduler: see
+// Client.lost.
+func (t *term) LeaseLost(cause error) { t.c.lost(t, t.name, t.cfg, cause) }
 
 // end closes the term with err (nil for a clean release). Only the first call
 // counts; it reports whether it was the first.
@@ -76,7 +97,9 @@ func (t *term) end(err error) bool {
 		return false
 	}
 	t.ended, t.err = true, err
-	close(t.done)
+	if t.done != nil {
+		close(t.done)
+	}
 	t.mu.Unlock()
 	if t.obs != nil {
 		t.observeEnd(err) // outside t.mu: the observer may read Err
@@ -85,10 +108,18 @@ func (t *term) end(err error) bool {
 }
 
 // doneChan is a handle's Done for its latest term t: t's done channel, or a
-// closed channel when there has been no term (t is nil).
+// closed channel when there has been no term (t is nil) or it has ended.
 func (t *term) doneChan() <-chan struct{} {
 	if t == nil {
 		return closedChan
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done == nil {
+		if t.ended {
+			return closedChan
+		}
+		t.done = make(chan struct{})
 	}
 	return t.done
 }
@@ -140,7 +171,7 @@ func (c *Client) unref(h *hold) {
 // begin records a first acquire of h (h.op held) as term t, whose expiry was
 // set by the request sent at sent, and starts watching its lease.
 func (c *Client) begin(h *hold, t *term, sent time.Time) {
-	h.count, h.free = 1, make(chan struct{})
+	h.count, h.fromRedis = 1, time.Now()
 	if t.obs != nil {
 		t.obs.since = sent
 	}
@@ -154,10 +185,23 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 // finish clears h after its final release or after its loss has been
 // acknowledged by the owner (h.op held).
 func (c *Client) finish(h *hold) {
-	h.count, h.handoff, h.streak = 0, nil, 0
+	h.count, h.handoff, h.streak, h.parked = 0, nil, 0, false
 	h.term.Store(nil)
-	close(h.free)
+	if h.free != nil {
+		close(h.free)
+		h.free = nil
+	}
 	c.unref(h)
+}
+
+// freeChan returns a channel closed when the owner's current hold ends (h.op
+// held, h.count > 0). It is made when a caller first needs it: most holds
+// end with nobody of the same owner waiting.
+func (h *hold) freeChan() chan struct{} {
+	if h.free == nil {
+		h.free = make(chan struct{})
+	}
+	return h.free
 }
 
 // lost is the lease callback of a term: it ends the term with ErrLockLost and

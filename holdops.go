@@ -55,11 +55,23 @@ type holdOp struct {
 	handoff bool
 }
 
-// maxHandoffs bounds the handovers in a row between local callers of one
-// owner: a Lock that waits for its own handle's hold gets it from the Unlock
-// without a round trip to Redis, but after maxHandoffs such handovers the
-// hold is released in Redis, so that other processes get their chance.
-const maxHandoffs = 16
+// maxHandoffs and maxHandoffTime bound the handovers in a row between local
+// callers of one owner: a Lock that waits for its own handle's hold gets it
+// from the Unlock without a round trip to Redis, but after maxHandoffs such
+// handovers, or once maxHandoffTime has passed since the hold came from Redis
+// (its acquire's reply), the hold is released in Redis, so that other
+// processes get their chance.
+//
+// The count alone would let long critical sections keep the lock in one
+// process for 64 of them; the time bound, sync.Mutex's starvation threshold,
+// caps that. With short ones the count ends the run first: 64 handovers take
+// a few hundred microseconds, and each run saves a release and an acquire in
+// Redis (with 16, goroutines sharing a handle made a third as many locks per
+// second).
+const maxHandoffs = 64
+
+// maxHandoffTime is a variable only so that tests can lengthen it.
+var maxHandoffTime = time.Millisecond
 
 // A handoffWait is a caller's place in its owner's handover queue.
 type handoffWait struct {
@@ -84,17 +96,29 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 	name := op.key.name
 	h := c.ref(op.key, true)
 	defer c.unref(h)
+	arriving := mode == waitHandoff && op.handoff
+	if arriving {
+		h.arriving.Add(1) // a release meanwhile may park the hold for us
+	}
 	h.op.Lock()
+	if arriving {
+		h.arriving.Add(-1)
+	}
 	defer h.op.Unlock()
+	if h.parked {
+		if t, ok := c.unpark(h); ok {
+			return attempt{acquired: true, localHandoff: true}, t, 0, nil
+		}
+	}
 	if h.count > 0 {
 		ended, err := h.term.Load().result()
 		switch {
 		case mode == waitHandoff && op.handoff && !ended:
 			ch := make(chan struct{}, 1)
 			h.handoff = append(h.handoff, ch)
-			return attempt{free: h.free, handoff: &handoffWait{h: h, op: op, ch: ch}}, nil, 0, nil
+			return attempt{free: h.freeChan(), handoff: &handoffWait{h: h, op: op, ch: ch}}, nil, 0, nil
 		case mode == waitFree, mode == waitHandoff, mode == share && ended:
-			return attempt{free: h.free}, nil, 0, nil
+			return attempt{free: h.freeChan()}, nil, 0, nil
 		case ended:
 			return attempt{}, nil, 0, err
 		}
@@ -116,7 +140,7 @@ func (c *Client) tryHold(ctx context.Context, op *holdOp, mode holdMode) (attemp
 	var t *term
 	reentered := h.count > 0
 	if !reentered {
-		t = newObservedTerm(op.cfg, op.primitive, name)
+		t = newObservedTerm(c, op.cfg, op.primitive, name)
 		t.lease = op.newLease(t)
 		c.begin(h, t, sent)
 	} else {
@@ -155,7 +179,7 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 	defer c.unref(h)
 	h.op.Lock()
 	defer h.op.Unlock()
-	if h.count == 0 {
+	if h.count == 0 || h.parked {
 		return lockError(name, ErrNotHeld)
 	}
 	t := h.term.Load()
@@ -166,18 +190,32 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 		}
 		return err
 	}
-	if h.count == 1 && len(h.handoff) > 0 && h.streak < maxHandoffs && c.leases.Current(t.lease) {
-		// A local caller of the owner waits for this very hold: hand it over.
-		// Not once the lease's deadline has passed (the process was paused):
-		// the hold may be gone from Redis, and the release below finds out.
-		ch := h.handoff[0]
-		h.handoff = h.handoff[1:]
-		h.streak++
-		if t.obs != nil {
-			t.observeHandoff()
+	// Not once the lease's deadline has passed either (the process was
+	// paused): the hold may be gone from Redis, and the release below finds out.
+	if h.count == 1 && op.handoff && h.streak < maxHandoffs && time.Since(h.fromRedis) < maxHandoffTime &&
+		c.leases.Current(t.lease) {
+		switch {
+		case len(h.handoff) > 0:
+			// A local caller of the owner waits for this very hold: hand it over.
+			ch := h.handoff[0]
+			h.handoff = h.handoff[1:]
+			h.streak++
+			if t.obs != nil {
+				t.observeHandoff()
+			}
+			ch <- struct{}{} // buffered: never blocks
+			return nil
+		case h.arriving.Load() > 0:
+			// One is on its way to the queue, blocked on h.op: releasing
+			// in Redis now would make it (and all the others) acquire
+			// there again. Leave the hold for it to take.
+			h.parked = true
+			h.streak++
+			if t.obs != nil {
+				t.observeHandoff()
+			}
+			return nil
 		}
-		ch <- struct{}{} // buffered: never blocks
-		return nil
 	}
 	if h.count > 1 {
 		h.count--
@@ -207,6 +245,20 @@ func (c *Client) releaseHold(ctx context.Context, op *holdOp) error {
 		c.notify.WakeOne(op.channel)
 	}
 	return err
+}
+
+// unpark takes the parked hold of h (h.op held) for the caller and returns
+// its term. When the hold ended meanwhile (lost, Close, ForceUnlock), nobody
+// holds it to acknowledge that with a release: unpark does, clears h and
+// reports false, and the caller acquires in Redis.
+func (c *Client) unpark(h *hold) (*term, bool) {
+	h.parked = false
+	t := h.term.Load()
+	if ended, _ := t.result(); ended {
+		c.finish(h)
+		return nil, false
+	}
+	return t, true
 }
 
 // abandonHandoff takes a caller that gives up out of its owner's handover

@@ -144,11 +144,14 @@ func (m *Mutex) tryOnce(ctx context.Context, a *mutexAcquirer) (bool, error) {
 //
 // When other goroutines wait in Lock or LockContext on the same handle (the
 // same owner), Unlock hands the hold to the longest-waiting of them directly,
-// without a round trip to Redis, where the lock stays held. After 16 such
-// handovers in a row it releases the lock in Redis instead, so that waiters
-// in other processes get their turn; so it does too when the lease has run
-// out unnoticed (the process was paused), since the lock may be gone. (A
-// FencedMutex never hands over: each acquisition takes a token from Redis.)
+// without a round trip to Redis, where the lock stays held; when one is only
+// on its way (its Lock is just starting to wait), Unlock leaves the hold held
+// for the first Lock of the handle to take. After 64 such handovers in a row,
+// or once 1 ms has passed since the hold came from Redis, it releases the
+// lock in Redis instead, so that waiters in other processes get their turn;
+// so it does too when the lease has run out unnoticed (the process was
+// paused), since the lock may be gone.
+// (A FencedMutex never hands over: each acquisition takes a token from Redis.)
 //
 // It is a run-time error, and Unlock panics, if m is not locked by its own
 // owner in this process. If the hold was lost, or Redis cannot be reached,

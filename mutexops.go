@@ -102,11 +102,11 @@ func (m *Mutex) newOp(owner uint64) *holdOp {
 			return m.release(ctx, args, budget)
 		},
 		newLease: func(t *term) *lease.Lease {
-			l := &lease.Lease{Key: m.name, Keys: lockKey, Args: renew, TTL: m.cfg.leaseTTL()}
+			l := &t.own
+			*l = lease.Lease{Key: m.name, Keys: lockKey, Args: renew, TTL: m.cfg.leaseTTL(), Lost: t}
 			if m.cfg.lease == 0 {
 				l.Renew = scripts.MutexRenew
 			}
-			l.Lost = func(cause error) { m.c.lost(t, m.name, &m.cfg, cause) }
 			return l
 		},
 	}

@@ -199,9 +199,10 @@ type termObserver struct {
 	since     time.Time // when the term's first acquire was sent
 }
 
-// newObservedTerm returns a new term that reports its end to cfg's observer.
-func newObservedTerm(cfg *config, primitive, name string) *term {
-	t := newTerm()
+// newObservedTerm returns a new term of the lock called name, held through c,
+// that reports its end to cfg's observer.
+func newObservedTerm(c *Client, cfg *config, primitive, name string) *term {
+	t := &term{c: c, cfg: cfg, name: name}
 	if cfg.observer != nil {
 		t.obs = &termObserver{o: cfg.observer, primitive: primitive, name: name}
 	}

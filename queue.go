@@ -93,14 +93,14 @@ func (tk *ticket) queued(sent time.Time) {
 		Keys:  tk.keys,
 		Args:  tk.args,
 		TTL:   tk.ttl,
-		Lost: func(error) {
+		Lost: lease.ReportFunc(func(error) {
 			// The place may be gone (reaped, or counted dead after failed
 			// renewals). The waiter tries again, which queues it anew.
 			select {
 			case tk.lapsed <- struct{}{}:
 			default:
 			}
-		},
+		}),
 	}
 	tk.c.leases.Add(tk.hb, sent)
 }

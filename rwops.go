@@ -164,15 +164,16 @@ func (rw *RWMutex) newLatch() string { return newLatch(rw.latch) }
 // newLease describes the lease of term t, a new read or write hold by field,
 // for the scheduler; timeouts is a reader's timeout key prefix.
 func (rw *RWMutex) newLease(t *term, field, timeouts string) *lease.Lease {
-	l := &lease.Lease{
+	l := &t.own
+	*l = lease.Lease{
 		Key:  rw.name,
 		Keys: []string{rw.name},
 		Args: []string{field, rw.leaseMS, timeouts},
 		TTL:  rw.cfg.leaseTTL(),
+		Lost: t,
 	}
 	if rw.cfg.lease == 0 {
 		l.Renew = scripts.RWRenew
 	}
-	l.Lost = func(cause error) { rw.c.lost(t, rw.name, &rw.cfg, cause) }
 	return l
 }

@@ -57,7 +57,7 @@ func (a semAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 	}
 	reentered := s.held > 0
 	if !reentered {
-		t := newObservedTerm(&s.cfg, PrimitiveSemaphore, s.name)
+		t := newObservedTerm(c, &s.cfg, PrimitiveSemaphore, s.name)
 		t.lease = s.newLease(t)
 		h := c.ref(holdKey{kind: semaphore, name: s.keys[0], owner: s.handle}, true)
 		c.begin(h, t, sent)
@@ -93,16 +93,17 @@ func (a semAcquirer) leave(ctx context.Context, tk *ticket) {
 
 // newLease describes the lease of term t for the scheduler.
 func (s *Semaphore) newLease(t *term) *lease.Lease {
-	l := &lease.Lease{
+	l := &t.own
+	*l = lease.Lease{
 		Key:  s.keys[1],
 		Keys: []string{s.keys[1], s.keys[0]},
 		Args: []string{s.holder, s.leaseMS},
 		TTL:  s.cfg.leaseTTL(),
+		Lost: t,
 	}
 	if s.cfg.lease == 0 {
 		l.Renew = scripts.SemRenew
 	}
-	l.Lost = func(cause error) { s.c.lost(t, s.name, &s.cfg, cause) }
 	return l
 }
 

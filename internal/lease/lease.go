@@ -50,15 +50,28 @@ type Lease struct {
 	Args []string
 	// TTL is the length of the lease. A watchdog lease is renewed every TTL/3.
 	TTL time.Duration
-	// Lost is called once, from the scheduler's goroutine, when the lease is
+	// Lost is told once, from the scheduler's goroutine, when the lease is
 	// lost, with ErrExpired or ErrNotHeld. It must not block.
-	Lost func(cause error)
+	Lost Reporter
 
 	at       time.Time // next event: a renewal, or the deadline of a fixed lease
 	deadline time.Time // when the server forgets the hold, at the latest
 	index    int       // position in the heap, -1 when not in it
 	state    state
 }
+
+// A Reporter is told of the loss of a lease. Holders implement it on the
+// record they already have, so that watching a lease allocates no closure.
+type Reporter interface {
+	// LeaseLost is called with the cause of the loss.
+	LeaseLost(cause error)
+}
+
+// ReportFunc adapts a function to a Reporter.
+type ReportFunc func(cause error)
+
+// LeaseLost calls f(cause).
+func (f ReportFunc) LeaseLost(cause error) { f(cause) }
 
 type state uint8
 
@@ -81,6 +94,10 @@ type Scheduler struct {
 	mu      sync.Mutex
 	heap    leaseHeap
 	lastLog time.Time
+	// sleeping is when the run loop will wake by itself, the zero time
+	// while it is awake. A lease due before it must kick the loop; one due
+	// after it need not, which spares a wake-up of the loop per lock taken.
+	sleeping time.Time
 
 	kick chan struct{}
 	quit chan struct{}
@@ -132,9 +149,9 @@ func (s *Scheduler) Add(l *Lease, sent time.Time) {
 	}
 	l.state = waiting
 	s.heap.push(l)
-	first := s.heap[0] == l
+	early := s.heap[0] == l && l.at.Before(s.sleeping)
 	s.mu.Unlock()
-	if first {
+	if early {
 		s.wake()
 	}
 }
@@ -200,6 +217,14 @@ func (s *Scheduler) Close() {
 	<-s.done
 }
 
+// awake records that the run loop no longer sleeps: it looks at the heap
+// again before it does, so an Add meanwhile needs no kick.
+func (s *Scheduler) awake() {
+	s.mu.Lock()
+	s.sleeping = time.Time{}
+	s.mu.Unlock()
+}
+
 func (s *Scheduler) wake() {
 	select {
 	case s.kick <- struct{}{}:
@@ -217,16 +242,21 @@ func (s *Scheduler) run() {
 		if len(s.heap) > 0 {
 			wait = time.Until(s.heap[0].at)
 		}
+		if wait > 0 {
+			s.sleeping = time.Now().Add(wait)
+		}
 		s.mu.Unlock()
 		if wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
 			case <-s.kick:
+				s.awake()
 				continue
 			case <-s.quit:
 				return
 			}
+			s.awake()
 		}
 		select {
 		case <-s.quit:
@@ -261,7 +291,7 @@ func (s *Scheduler) round() {
 	}
 	s.mu.Unlock()
 	for _, l := range lost {
-		l.Lost(ErrExpired)
+		l.Lost.LeaseLost(ErrExpired)
 	}
 	if len(due) > 0 {
 		s.renew(due)

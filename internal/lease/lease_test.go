@@ -52,7 +52,7 @@ func (f *fixture) hold(t *testing.T, key string, ttl time.Duration, renew bool) 
 	require.True(t, rueidis.IsRedisNil(err), "acquire %s: %v", key, err)
 	lost := make(chan error, 1)
 	l := &lease.Lease{Key: key, Keys: []string{key}, Args: []string{"f:1", ms}, TTL: ttl,
-		Lost: func(cause error) { lost <- cause }}
+		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
 	if renew {
 		l.Renew = scripts.MutexRenew
 	}
@@ -97,6 +97,25 @@ func TestFixedLeaseReportsExpiry(t *testing.T) {
 	assert.Zero(t, f.sched.Len())
 }
 
+// A lease due before the one the scheduler sleeps for wakes it: here a
+// 300 ms fixed lease added while a one-hour lease is watched is reported on
+// time, not an hour later. (Adding a lease due later wakes nothing.)
+func TestEarlierLeaseWakesScheduler(t *testing.T) {
+	f := newFixture(t)
+	f.hold(t, t.Name()+":late", time.Hour, false)
+	f.hold(t, t.Name()+":later", 2*time.Hour, false)
+	time.Sleep(50 * time.Millisecond) // the scheduler sleeps for the hour
+	start := time.Now()
+	_, lost := f.hold(t, t.Name()+":early", 300*time.Millisecond, false)
+	select {
+	case err := <-lost:
+		assert.ErrorIs(t, err, lease.ErrExpired)
+		assert.GreaterOrEqual(t, time.Since(start), 290*time.Millisecond, "reported before the lease ran out")
+	case <-time.After(5 * time.Second):
+		t.Fatal("an earlier lease added while the scheduler slept was not watched")
+	}
+}
+
 func TestDeletedKeyIsReportedLost(t *testing.T) {
 	f := newFixture(t)
 	key := t.Name()
@@ -137,7 +156,7 @@ func TestRenewalsAreBatched(t *testing.T) {
 	const n = 250
 	for i := range n {
 		l, _ := f.hold(t, t.Name()+strconv.Itoa(i), time.Second, true)
-		l.Lost = func(error) { lostCount.Add(1) }
+		l.Lost = lease.ReportFunc(func(error) { lostCount.Add(1) })
 	}
 	calls := func() int64 { return redistest.CommandCalls(t, f.rc, "evalsha") }
 	time.Sleep(700 * time.Millisecond) // let the leases fall into step
@@ -161,7 +180,7 @@ func TestCurrent(t *testing.T) {
 	assert.False(t, f.sched.Current(l), "removed")
 
 	// A lease whose request went out a TTL ago: its deadline is now.
-	stale := &lease.Lease{Key: t.Name() + ":stale", TTL: time.Hour, Lost: func(error) {}}
+	stale := &lease.Lease{Key: t.Name() + ":stale", TTL: time.Hour, Lost: lease.ReportFunc(func(error) {})}
 	f.sched.Add(stale, time.Now().Add(-time.Hour))
 	assert.False(t, f.sched.Current(stale), "past its deadline")
 	f.sched.Remove(stale)

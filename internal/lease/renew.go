@@ -68,7 +68,7 @@ func (s *Scheduler) renew(due []*Lease) {
 		s.onBatch(batch)
 	}
 	for _, l := range lost {
-		l.Lost(ErrNotHeld)
+		l.Lost.LeaseLost(ErrNotHeld)
 	}
 }
 

@@ -1,0 +1,24 @@
+package redisync
+
+import "time"
+
+// LongHandoffsForTest lifts the time bound of local handovers (1 ms) until
+// restore is called, for tests whose steps may take longer than that on a
+// loaded machine.
+func LongHandoffsForTest() (restore func()) {
+	saved := maxHandoffTime
+	maxHandoffTime = time.Hour
+	return func() { maxHandoffTime = saved }
+}
+
+// ArriveForTest counts a caller on its way to m's handover queue, as a Lock
+// blocked behind a round trip of the holder is, until leave is called. An
+// Unlock meanwhile parks the hold for it instead of releasing it in Redis.
+func ArriveForTest(m *Mutex) (leave func()) {
+	h := m.c.ref(holdKey{kind: exclusive, name: m.name, owner: m.owner}, true)
+	h.arriving.Add(1)
+	return func() {
+		h.arriving.Add(-1)
+		m.c.unref(h)
+	}
+}
