@@ -114,12 +114,30 @@ func testRWMutexWriterPreference(t *testing.T, tg *redistest.Target) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // readers overlapping all the time
-	wc, _ := newClient(t, tg)
+	wc, rc := newClient(t, tg)
 	writer := wc.NewRWMutex(t.Name())
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
-	require.NoError(t, writer.LockContext(ctx), "the writer starved")
+	locked := make(chan error, 1)
+	go func() { locked <- writer.LockContext(ctx) }()
+	// When the writer's claim is seen in Redis; readers that begin after it
+	// must not go first.
+	claims := keys.Aux(keys.RWWritersPrefix, t.Name())
+	var claimed time.Time
+	var err error
+	for claimed.IsZero() {
+		select {
+		case err = <-locked:
+			claimed = time.Now() // taken before the claim was seen
+		default:
+			if n, _ := rc.Do(ctx, rc.B().Zcard().Key(claims).Build()).AsInt64(); n > 0 {
+				claimed = time.Now()
+				err = <-locked
+			}
+		}
+	}
+	require.NoError(t, err, "the writer starved")
 	got := time.Now()
 	time.Sleep(100 * time.Millisecond)
 	released := time.Now()
@@ -130,10 +148,10 @@ func testRWMutexWriterPreference(t *testing.T, tg *redistest.Target) {
 	// (5 ms) plus a wake-up; a second is generous for a loaded machine.
 	t.Logf("writer waited %v behind readers re-locking every %v", got.Sub(began), readHold)
 	assert.Less(t, got.Sub(began), time.Second)
-	// Readers that began after the writer's claim was in place (a round trip
-	// after it began; 50 ms is generous) got in only after it left.
+	// Readers that began after the writer's claim was in place got in only
+	// after it left.
 	for _, r := range reads {
-		if r.began.After(began.Add(50*time.Millisecond)) && r.began.Before(released) {
+		if r.began.After(claimed) && r.began.Before(released) {
 			assert.False(t, r.got.Before(released), "a reader that came after the waiting writer went first")
 		}
 	}
