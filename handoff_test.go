@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -114,20 +115,27 @@ func TestFencedMutexNoLocalHandoff(t *testing.T) {
 	checkGrants(t, grants)
 }
 
+// parkedMutex returns a Mutex of a new Client (and its rueidis client) whose
+// hold is parked: it was unlocked while a caller of the handle was arriving.
+func parkedMutex(t *testing.T) (*redisync.Mutex, rueidis.Client) {
+	t.Cleanup(redisync.LongHandoffsForTest()) // the steps may take over 1 ms
+	c, rc := newClient(t, standalone)
+	m := c.NewMutex(t.Name())
+	m.Lock()
+	leave := redisync.ArriveForTest(m)
+	m.Unlock()
+	leave()
+	return m, rc
+}
+
 // An Unlock while a caller of the same handle is on its way to the handover
 // queue (blocked behind the holder's round trip) leaves the hold parked for
 // it: the lock stays held in Redis, the next Lock takes it without a script
 // call, and an Unlock of the parked hold is an unlock of an unlocked mutex.
 func TestMutexParkedHandoff(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
-	defer redisync.LongHandoffsForTest()() // the steps below may take over 1 ms
-	c, rc := newClient(t, standalone)
 	ctx := context.Background()
-	m := c.NewMutex(t.Name())
-	m.Lock()
-	leave := redisync.ArriveForTest(m)
-	m.Unlock()
-	leave()
+	m, rc := parkedMutex(t)
 	locked, err := m.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.True(t, locked, "released in Redis although a caller was arriving")
@@ -151,14 +159,8 @@ func TestMutexParkedHandoff(t *testing.T) {
 // A parked hold that ends meanwhile (here by ForceUnlock) is not handed to
 // the arriving caller: it acquires in Redis and gets a hold of its own.
 func TestMutexParkedHoldEnded(t *testing.T) {
-	defer redisync.LongHandoffsForTest()() // the steps below may take over 1 ms
-	c, _ := newClient(t, standalone)
 	ctx := context.Background()
-	m := c.NewMutex(t.Name())
-	m.Lock()
-	leave := redisync.ArriveForTest(m)
-	m.Unlock()
-	leave()
+	m, _ := parkedMutex(t)
 	forced, err := m.ForceUnlock(ctx)
 	require.NoError(t, err)
 	require.True(t, forced)
