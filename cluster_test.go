@@ -74,3 +74,42 @@ func TestClusterMutexWakeupByShardedPubSub(t *testing.T) {
 		assert.Less(t, handoff, 2*time.Second, "woken by SPUBLISH, not by the 30s lease")
 	}
 }
+
+// A name whose auxiliary keys would fall in another cluster slot than the
+// lock key ("a}b": its channel "redisson_lock__channel:{a}b}" is tagged "a")
+// is refused when the handle is made; before, such a name passed and a
+// script call mixing its keys panicked inside rueidis on a cluster. A name
+// with "}" after a hash tag keeps every key in the tag's slot and works.
+func TestClusterNamesWithClosingBrace(t *testing.T) {
+	tg := clusterTarget(t)
+	c, _ := newClient(t, tg)
+	for _, bad := range []string{"a}b", t.Name() + "}", "}"} {
+		assert.PanicsWithValue(t, `redisync: invalid lock name "`+bad+`": name contains '}' without a hash tag {...} before it, so its keys cannot share one cluster slot`,
+			func() { c.NewMutex(bad) }, "NewMutex(%q)", bad)
+		assert.Panics(t, func() { c.NewFencedMutex(bad) }, "NewFencedMutex(%q)", bad)
+		assert.Panics(t, func() { c.NewRWMutex(bad) }, "NewRWMutex(%q)", bad)
+		assert.Panics(t, func() { c.NewFairMutex(bad) }, "NewFairMutex(%q)", bad)
+		assert.Panics(t, func() { c.NewSemaphore(bad, 1) }, "NewSemaphore(%q)", bad)
+	}
+	ctx := context.Background()
+	for _, good := range []string{"x}{" + t.Name() + "}", "{" + t.Name() + "}}"} {
+		m := c.NewMutex(good)
+		m.Lock()
+		m.Unlock()
+		f := c.NewFencedMutex(good + ":fenced")
+		_, err := f.LockToken(ctx)
+		require.NoError(t, err, good)
+		require.NoError(t, f.UnlockContext(ctx), good)
+		rw := c.NewRWMutex(good + ":rw")
+		rw.RLock()
+		rw.RUnlock()
+		rw.Lock()
+		rw.Unlock()
+		fm := c.NewFairMutex(good + ":fair")
+		fm.Lock()
+		fm.Unlock()
+		s := c.NewSemaphore(good+":sem", 2)
+		require.NoError(t, s.Acquire(ctx, 2), good)
+		s.Release(2)
+	}
+}

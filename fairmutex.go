@@ -61,8 +61,8 @@ type FairMutex struct {
 // handle touches neither Redis nor the network. The options override the
 // Client's for this handle.
 //
-// NewFairMutex panics if name is empty or contains "{" without a non-empty
-// hash tag "{...}", or if an option is invalid.
+// NewFairMutex panics if name is invalid (see [Client.NewMutex]) or if an
+// option is invalid.
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	cfg := c.handleConfig(name, opts)
 	return &FairMutex{

@@ -47,8 +47,9 @@ type Mutex struct {
 // touches neither Redis nor the network. The options override the Client's
 // for this handle.
 //
-// NewMutex panics if name is empty or contains "{" without a non-empty hash
-// tag "{...}", or if an option is invalid.
+// NewMutex panics if name is empty, if its keys could not share one Redis
+// Cluster slot (a "{" without a non-empty hash tag "{...}", or a "}" with no
+// hash tag before it), or if an option is invalid.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := new(Mutex)
 	c.initMutex(m, name, opts)

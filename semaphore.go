@@ -64,8 +64,8 @@ var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 // neither Redis nor the network. The options override the Client's for this
 // handle.
 //
-// NewSemaphore panics if size is negative, if name is empty or contains "{"
-// without a non-empty hash tag "{...}", or if an option is invalid.
+// NewSemaphore panics if size is negative, if name is invalid (see
+// [Client.NewMutex]), or if an option is invalid.
 func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphore {
 	if size < 0 {
 		panic("redisync: semaphore size < 0")

@@ -37,14 +37,21 @@ func Tagged(name string) string {
 }
 
 // Check reports whether name can be used as a lock name. A name must not be
-// empty, and a name that contains "{" must hold a non-empty hash tag: for
-// "a{b" or "a{}b" no auxiliary name can share the lock key's slot.
+// empty, and every name derived from it must share its cluster slot. A name
+// that contains "{" must therefore hold a non-empty hash tag ("a{b" and
+// "a{}b" have none), and a name without "{" must not contain "}": "a}b"
+// would make the auxiliary names "prefix:{a}b}", tagged "a", which lands in
+// another slot than the lock key "a}b".
 func Check(name string) error {
 	if name == "" {
 		return errors.New("empty name")
 	}
 	if strings.Contains(name, "{") && !hasTag(name) {
 		return errors.New("name contains '{' but no non-empty hash tag {...}, so its keys cannot share one cluster slot")
+	}
+	slot := Slot(name)
+	if Slot(Aux("p", name)) != slot || Slot(Tagged(name)+":p") != slot {
+		return errors.New("name contains '}' without a hash tag {...} before it, so its keys cannot share one cluster slot")
 	}
 	return nil
 }

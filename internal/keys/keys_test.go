@@ -27,13 +27,16 @@ func TestSlotKnownValues(t *testing.T) {
 }
 
 func TestAuxSharesSlot(t *testing.T) {
-	for _, name := range []string{"order:42", "{user}:lock", "x{tag}y", "plain"} {
+	for _, name := range []string{"order:42", "{user}:lock", "x{tag}y", "plain", "x}{tag}", "{tag}}"} {
 		if err := Check(name); err != nil {
 			t.Fatalf("Check(%q) = %v", name, err)
 		}
 		aux := Aux(MutexChannelPrefix, name)
 		if Slot(aux) != Slot(name) {
 			t.Errorf("Aux(%q) = %q: slot %d, lock key slot %d", name, aux, Slot(aux), Slot(name))
+		}
+		if timeout := Tagged(name) + ":uuid:1:rwlock_timeout:1"; Slot(timeout) != Slot(name) {
+			t.Errorf("read timeout key %q: slot %d, lock key slot %d", timeout, Slot(timeout), Slot(name))
 		}
 	}
 	if got := Aux("p", "order:42"); got != "p:{order:42}" {
@@ -45,7 +48,7 @@ func TestAuxSharesSlot(t *testing.T) {
 }
 
 func TestCheckRejects(t *testing.T) {
-	for _, name := range []string{"", "a{b", "a{}b", "{}"} {
+	for _, name := range []string{"", "a{b", "a{}b", "{}", "a}b", "}", "lock}"} {
 		if Check(name) == nil {
 			t.Errorf("Check(%q) = nil, want an error", name)
 		}
