@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,8 @@ type Client struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	// background runs the releases that outlive their caller's context.
+	background sync.WaitGroup
 
 	mu    sync.Mutex
 	holds map[holdKey]*hold
@@ -85,13 +88,16 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // Locks still held are not released: a holder may still be inside its
 // critical section. Their holds end at once (Done is closed and Err wraps
 // ErrClosed) and Redis lets them expire within their lease. Waiting calls
-// return ErrClosed. Close is idempotent.
+// return ErrClosed. Releases still in progress (an UnlockContext whose
+// context ended before Redis answered) are waited for, a few seconds at
+// most. Close is idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		c.notify.Close()
 		c.leases.Close()
 		c.endHolds("", func(name string) error { return lockError(name, ErrClosed) })
+		c.background.Wait()
 	})
 	return nil
 }
@@ -130,25 +136,44 @@ func newUUID() string {
 }
 
 // forceUnlock deletes the lock key name whoever holds it, publishes message
-// on channel, and ends this Client's holds of it as lost.
+// on channel, and ends this Client's holds of it as lost: exactly those whose
+// fields the script deleted, not a hold taken right after by a waiter that
+// its message woke.
 func (c *Client) forceUnlock(ctx context.Context, name, channel, message string) (bool, error) {
-	n, err := c.scripts.Exec(ctx, scripts.Call{
+	fields, err := c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.MutexForceUnlock,
 		Keys:      []string{name, channel},
 		Args:      []string{c.publish, message},
 		Retryable: true, // deleting twice deletes once
-	}).AsInt64()
+	}).AsStrSlice()
 	if err != nil {
 		return false, lockError(name, err)
 	}
-	if n == 1 {
-		c.endHolds(name, func(name string) error { return lostError(name, errForceUnlocked) })
+	if len(fields) > 0 {
+		c.endHoldsOf(name, fields, errForceUnlocked)
 		c.notify.WakeAll(channel)
 	}
-	return n == 1, nil
+	return len(fields) > 0, nil
 }
 
 var errForceUnlocked = errors.New("force-unlocked")
+
+// endHoldsOf ends, as lost for cause, this Client's holds of the lock key
+// name whose identities are among fields.
+func (c *Client) endHoldsOf(name string, fields []string, cause error) {
+	var terms []*term
+	c.mu.Lock()
+	for key, h := range c.holds {
+		if t := h.term.Load(); t != nil && key.name == name && slices.Contains(fields, t.field) {
+			terms = append(terms, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range terms {
+		c.leases.Remove(t.lease)
+		c.lost(t, t.name, t.cfg, cause)
+	}
+}
 
 // exists reports whether the lock key name exists.
 func (c *Client) exists(ctx context.Context, name string) (bool, error) {
@@ -157,6 +182,23 @@ func (c *Client) exists(ctx context.Context, name string) (bool, error) {
 		return false, lockError(name, err)
 	}
 	return n == 1, nil
+}
+
+// holdCount returns the count Redis records for the current hold of key in
+// the hash lock: 0 when there is no such hold.
+func (c *Client) holdCount(ctx context.Context, lock string, key holdKey) (int, error) {
+	field := c.heldField(key)
+	if field == "" {
+		return 0, nil
+	}
+	n, err := c.rc.Do(ctx, c.rc.B().Hget().Key(lock).Field(field).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, lockError(lock, err)
+	}
+	return int(n), nil
 }
 
 // ttl returns the remaining lease of the lock key name (see Mutex.TTL).

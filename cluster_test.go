@@ -95,6 +95,7 @@ func TestClusterNamesWithClosingBrace(t *testing.T) {
 	for _, good := range []string{"x}{" + t.Name() + "}", "{" + t.Name() + "}}"} {
 		m := c.NewMutex(good)
 		m.Lock()
+		//lint:ignore SA2001 taking and leaving the lock is what is tested
 		m.Unlock()
 		f := c.NewFencedMutex(good + ":fenced")
 		_, err := f.LockToken(ctx)
@@ -102,11 +103,14 @@ func TestClusterNamesWithClosingBrace(t *testing.T) {
 		require.NoError(t, f.UnlockContext(ctx), good)
 		rw := c.NewRWMutex(good + ":rw")
 		rw.RLock()
+		//lint:ignore SA2001 taking and leaving the lock is what is tested
 		rw.RUnlock()
 		rw.Lock()
+		//lint:ignore SA2001 taking and leaving the lock is what is tested
 		rw.Unlock()
 		fm := c.NewFairMutex(good + ":fair")
 		fm.Lock()
+		//lint:ignore SA2001 taking and leaving the lock is what is tested
 		fm.Unlock()
 		s := c.NewSemaphore(good+":sem", 2)
 		require.NoError(t, s.Acquire(ctx, 2), good)

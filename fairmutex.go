@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/go-redisync/redisync/internal/keys"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -88,7 +86,7 @@ func (fm *FairMutex) Name() string { return fm.name }
 // failures, until it holds the lock. Lock panics if the Client is closed.
 func (fm *FairMutex) Lock() {
 	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
-	err := fm.c.acquireQueued(context.Background(), fm.name, fm.channel, fairAcquirer{fm: fm, owner: fm.owner}, tk, true, &fm.cfg)
+	err := fm.c.acquireQueued(context.Background(), fm.name, fm.channel, &fairAcquirer{fm: fm, owner: fm.owner}, tk, true, &fm.cfg)
 	if err != nil { // only ErrClosed ends the retries
 		panic("redisync: Lock of " + strconv.Quote(fm.name) + " on a closed Client")
 	}
@@ -96,7 +94,8 @@ func (fm *FairMutex) Lock() {
 
 // TryLock tries to lock fm and reports whether it succeeded. It makes one
 // attempt, which fails while others are queued even if the lock is free, and
-// does not wait; a Redis failure counts as not acquired.
+// does not wait, neither for the lock nor for another call through the same
+// owner that is waiting for Redis; a Redis failure counts as not acquired.
 func (fm *FairMutex) TryLock() bool {
 	ok, err := fm.TryLockContext(context.Background())
 	if err != nil && !errors.Is(err, ErrClosed) {
@@ -117,7 +116,7 @@ func (fm *FairMutex) TryLock() bool {
 func (fm *FairMutex) LockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, fm.owner)
 	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
-	return fm.c.acquireQueued(ctx, fm.name, fm.channel, fairAcquirer{fm: fm, owner: owner, reentrant: explicit}, tk, false, &fm.cfg)
+	return fm.c.acquireQueued(ctx, fm.name, fm.channel, &fairAcquirer{fm: fm, owner: owner, reentrant: explicit}, tk, false, &fm.cfg)
 }
 
 // TryLockContext makes one attempt to lock fm, for the owner in ctx if any,
@@ -128,10 +127,10 @@ func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
 		return false, lockError(fm.name, ErrClosed)
 	}
 	owner, explicit := ownerOf(ctx, fm.owner)
-	a := fairAcquirer{fm: fm, owner: owner, reentrant: explicit}
+	a := &fairAcquirer{fm: fm, owner: owner, reentrant: explicit}
 	res, err := a.try(ctx, nil)
 	observeTry(ctx, &fm.cfg, PrimitiveFairMutex, fm.name, res)
-	if err != nil && ambiguous(err) {
+	if err != nil && a.call.uncertain() {
 		a.leave(ctx, nil)
 	}
 	if ctx.Err() != nil && !res.acquired {
@@ -163,7 +162,8 @@ func (fm *FairMutex) Unlock() {
 // owner's last hold is. It returns an error wrapping ErrNotHeld if the owner
 // holds no lock through this Client, and one wrapping ErrLockLost if the hold
 // had been lost. The hold ends even when Redis cannot be reached; the error
-// then says so and the lock expires with its lease.
+// then says so and the lock expires with its lease. The release is sent even
+// when ctx has ended, as [Mutex.UnlockContext] describes.
 func (fm *FairMutex) UnlockContext(ctx context.Context) error {
 	owner, _ := ownerOf(ctx, fm.owner)
 	return fm.unlock(ctx, owner)
@@ -181,22 +181,22 @@ func (fm *FairMutex) Done() <-chan struct{} { return fm.cur.Load().doneChan() }
 func (fm *FairMutex) Err() error { return fm.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, wakes the waiter whose turn
-// is next, and reports whether it was locked. The queue is kept. Holds of it
-// through this Client end as lost.
+// is next, and reports whether it was locked. The queue is kept. The hold it
+// deleted, if it was taken through this Client, ends as lost.
 func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := fm.c.scripts.Exec(ctx, scripts.Call{
+	fields, err := fm.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.FairForceUnlock,
 		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel},
 		Args:      []string{fm.c.publish},
 		Retryable: true, // deleting twice deletes once; the head may be woken twice
-	}).AsInt64()
+	}).AsStrSlice()
 	if err != nil {
 		return false, lockError(fm.name, err)
 	}
-	if n == 1 {
-		fm.c.endHolds(fm.key, func(string) error { return lostError(fm.name, errForceUnlocked) })
+	if len(fields) > 0 {
+		fm.c.endHoldsOf(fm.key, fields, errForceUnlocked)
 	}
-	return n == 1, nil
+	return len(fields) > 0, nil
 }
 
 // IsLocked reports whether anyone holds the lock.
@@ -209,17 +209,15 @@ func (fm *FairMutex) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns how many holds the owner in ctx (fm's own owner if ctx has
-// none) has on the lock, as Redis records it: 0 when it does not hold it.
+// none) has on the lock, as Redis records it: 0 when it does not hold it
+// through this Client.
 func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) {
 	owner, _ := ownerOf(ctx, fm.owner)
-	n, err := fm.c.rc.Do(ctx, fm.c.rc.B().Hget().Key(fm.key).Field(fm.c.field(owner)).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
+	n, err := fm.c.holdCount(ctx, fm.key, holdKey{kind: fair, name: fm.key, owner: owner})
 	if err != nil {
-		return 0, lockError(fm.name, err)
+		return 0, lockError(fm.name, errors.Unwrap(err))
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // TTL returns how long the lock will last unless renewed: 0 when nobody holds

@@ -311,8 +311,8 @@ func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redistest.Target) {
 	reply, err := scripts.NewRunner(rc).Exec(ctx, scripts.Call{
 		Script: scripts.FairRelease,
 		Keys: []string{keys.Aux(keys.FairLockPrefix, name), queue, alive,
-			keys.Aux(keys.FairChannelPrefix, name), keys.Aux(keys.FairLatchPrefix, name) + ":x"},
-		Args: []string{"nobody:1", "0", publishCommand(tg), "5000", "slow"},
+			keys.Aux(keys.FairChannelPrefix, name), keys.Aux(keys.FairLatchPrefix, name)},
+		Args: []string{"nobody:1", "1", "0", publishCommand(tg), "5000", "0", "slow"},
 	}).ToArray()
 	require.NoError(t, err)
 	head, _ := reply[1].ToString()

@@ -3,7 +3,6 @@ package redisync
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -11,35 +10,47 @@ import (
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
-// fairAcquirer makes the acquire attempts of one owner on a FairMutex. With
-// reentrant set, an owner that holds the lock takes it again without queueing.
+// fairAcquirer makes the acquire attempts of one call of one owner on a
+// FairMutex. With reentrant set, an owner that holds the lock takes it again
+// without queueing.
 type fairAcquirer struct {
 	fm        *FairMutex
 	owner     uint64
 	reentrant bool
+	call      holdCall
 }
 
-func (a fairAcquirer) primitive() string { return PrimitiveFairMutex }
+func (a *fairAcquirer) primitive() string { return PrimitiveFairMutex }
 
-func (a fairAcquirer) holdKey() holdKey {
+func (a *fairAcquirer) holdKey() holdKey {
 	return holdKey{kind: fair, name: a.fm.key, owner: a.owner}
 }
 
-// try makes one attempt; with a nil ticket it does not queue (TryLock).
-func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
+// try makes one attempt; with a nil ticket it does not queue (TryLock), and
+// does not wait for another call of the owner either.
+func (a *fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 	fm, c := a.fm, a.fm.c
 	h := c.ref(a.holdKey(), true)
 	defer c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
+	if tk == nil {
+		if !h.op.tryLock() {
+			return attempt{}, nil
+		}
+	} else if err := h.op.lock(ctx); err != nil {
+		return attempt{}, err
+	}
+	defer h.op.unlock()
 	mode := "own"
 	var free <-chan struct{}
+	field, count := h.field, 0
 	if h.count > 0 {
 		switch {
 		case a.reentrant:
 			if ended, err := h.term.Load().result(); ended {
 				return attempt{}, err
 			}
+			count = h.count
+			a.call.reentered, a.call.base, a.call.reentryUnknown = field, count, false
 		case tk == nil:
 			return attempt{}, nil // held by this very owner: TryLock fails
 		default:
@@ -49,29 +60,31 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 			mode, free = "queue", h.freeChan()
 		}
 	}
-	count := 1
-	if a.reentrant && h.count > 0 {
-		count = h.count + 1
+	if count == 0 {
+		if a.call.field == "" {
+			a.call.field = c.newField(a.owner, "")
+		}
+		field = a.call.field
 	}
-	id := ""
+	id, hbMS := "", "0"
 	if tk != nil {
-		id = tk.id
+		id, hbMS = tk.id, tk.hbMS()
 	}
-	hbMS := "0"
-	if tk != nil {
-		hbMS = tk.hbMS()
-	}
-	field := c.field(a.owner)
 	sent := time.Now()
+	a.call.sent = true
 	reply, err := c.scripts.Exec(ctx, scripts.Call{
 		Script: scripts.FairAcquire,
-		Keys:   []string{fm.key, fm.queue, fm.alive, fm.channel},
+		Keys:   []string{fm.key, fm.queue, fm.alive, fm.channel, fm.latch},
 		Args:   []string{fm.leaseMS, field, strconv.Itoa(count), id, hbMS, c.publish, mode},
 	}).AsIntSlice()
 	if err == nil && len(reply) != 2 {
 		err = fmt.Errorf("fair_acquire replied %d values", len(reply))
 	}
 	if err != nil {
+		if ambiguous(err) {
+			a.call.reentryUnknown = count > 0
+			a.call.firstUnknown = a.call.firstUnknown || count == 0
+		}
 		return attempt{}, lockError(fm.name, err)
 	}
 	switch reply[0] {
@@ -82,6 +95,8 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		c.lost(t, fm.name, &fm.cfg, errHoldGone)
 		_, err := t.result()
 		return attempt{}, err
+	case -4:
+		return attempt{}, lockError(fm.name, errRefused)
 	default:
 		if tk != nil {
 			tk.queued(sent)
@@ -89,10 +104,11 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		return attempt{wait: waitMS(reply[1]), free: free}, nil
 	}
 	var t *term
-	reentered := h.count > 0
-	if !reentered {
+	if count == 0 {
 		t = newObservedTerm(c, &fm.cfg, PrimitiveFairMutex, fm.name)
-		t.lease = fm.newLease(t, field)
+		t.field = field
+		t.lease = fm.newLease(t)
+		h.field, h.ambiguous = field, a.call.firstUnknown
 		c.begin(h, t, sent)
 	} else {
 		t = h.term.Load()
@@ -104,24 +120,39 @@ func (a fairAcquirer) try(ctx context.Context, tk *ticket) (attempt, error) {
 		// Close may have ended holds before this one was recorded.
 		t.end(lockError(fm.name, ErrClosed))
 	}
-	return attempt{acquired: true, reentered: reentered}, nil
+	return attempt{acquired: true, reentered: count > 0}, nil
 }
 
-// leave takes the ticket (if any) out of the queue and sets the owner's hold
-// count back to what this process knows, releasing the lock if an attempt of
-// unknown outcome took it. Both are idempotent, and the script passes the
-// turn on when the leaving waiter was the head of a free lock.
-func (a fairAcquirer) leave(ctx context.Context, tk *ticket) {
-	fm, c := a.fm, a.fm.c
-	h := c.ref(a.holdKey(), true)
-	defer c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
+// leave takes the ticket (if any) out of the queue and gives back what an
+// attempt of unknown outcome may have taken: the hold its first acquire asked
+// for is released and its latch left to refuse a late copy, a re-entry's
+// count is set back. All of it is idempotent, and the script passes the turn
+// on when the leaving waiter was the head of a free lock.
+func (a *fairAcquirer) leave(ctx context.Context, tk *ticket) {
+	fm := a.fm
+	if !a.call.sent {
+		return // no attempt reached Redis: neither a queue entry nor a hold
+	}
+	// The first acquire's field is this call's alone; only a re-entry's
+	// undo needs the owner's record, and so waits for its other calls.
+	r := release{field: a.call.field, from: 1, to: 0, latch: tombstoneTTL, undo: a.call.firstUnknown}
+	if !a.call.firstUnknown && a.call.reentryUnknown {
+		c := fm.c
+		h := c.ref(a.holdKey(), true)
+		defer c.unref(h)
+		_ = h.op.lock(context.Background())
+		defer h.op.unlock()
+		if h.count > 0 && h.field == a.call.reentered {
+			r = release{field: h.field, from: a.call.base + 1, to: a.call.base}
+		}
+	}
 	id := ""
 	if tk != nil {
 		id = tk.id
 	}
-	_, head, err := fm.release(context.WithoutCancel(ctx), c.field(a.owner), h.count, id, cleanupBudget)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	_, head, err := fm.release(ctx, r, id)
 	if err != nil {
 		fm.cfg.logger.Warn("redisync: could not leave the queue; the entry goes when its heartbeat lapses",
 			"name", fm.name, "error", err)
@@ -131,12 +162,13 @@ func (a fairAcquirer) leave(ctx context.Context, tk *ticket) {
 
 // newLease describes the lease of term t, a new hold by field, for the
 // scheduler. The lock hash has Mutex's shape, so Mutex's renewal serves it.
-func (fm *FairMutex) newLease(t *term, field string) *lease.Lease {
+func (fm *FairMutex) newLease(t *term) *lease.Lease {
 	l := &t.own
+	t.args[0], t.args[1] = t.field, fm.leaseMS
 	*l = lease.Lease{
 		Key:  fm.key,
 		Keys: []string{fm.key},
-		Args: []string{field, fm.leaseMS},
+		Args: t.args[:2],
 		TTL:  fm.cfg.leaseTTL(),
 		Lost: t,
 	}
@@ -146,7 +178,8 @@ func (fm *FairMutex) newLease(t *term, field string) *lease.Lease {
 	return l
 }
 
-// unlock releases one hold of owner.
+// unlock releases one hold of owner (see Client.releaseHold, whose steps
+// these are).
 func (fm *FairMutex) unlock(ctx context.Context, owner uint64) error {
 	c := fm.c
 	h := c.ref(holdKey{kind: fair, name: fm.key, owner: owner}, false)
@@ -154,8 +187,10 @@ func (fm *FairMutex) unlock(ctx context.Context, owner uint64) error {
 		return lockError(fm.name, ErrNotHeld)
 	}
 	defer c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
+	if err := h.op.lock(ctx); err != nil {
+		return err
+	}
+	defer h.op.unlock()
 	if h.count == 0 {
 		return lockError(fm.name, ErrNotHeld)
 	}
@@ -167,32 +202,50 @@ func (fm *FairMutex) unlock(ctx context.Context, owner uint64) error {
 		}
 		return err
 	}
-	field := c.field(owner)
 	if h.count > 1 {
 		h.count--
-		status, _, err := fm.release(ctx, field, h.count, "", releaseBudget)
-		if err == nil && status < 0 {
-			c.leases.Remove(t.lease)
-			c.lost(t, fm.name, &fm.cfg, errHoldGone)
-			_, err = t.result()
+		reentryDone := func(status int64, _ string, err error) {
+			if err == nil && status < 0 {
+				c.leases.Remove(t.lease)
+				c.lost(t, fm.name, &fm.cfg, errHoldGone)
+			}
+		}
+		status, _, err, finished := fm.settle(ctx, release{field: h.field, from: h.count + 1, to: h.count}, reentryDone)
+		if finished {
+			reentryDone(status, "", err)
+			if ended, lost := t.result(); ended {
+				err = lost
+			}
 		}
 		return err
 	}
 	if !c.leases.Remove(t.lease) {
 		// The scheduler has just found it lost; its report is on the way.
+		// The release below still frees what may be left of it in Redis.
 		c.lost(t, fm.name, &fm.cfg, lease.ErrExpired)
-	} else if status, head, err := fm.release(ctx, field, 0, "", releaseBudget); err != nil {
-		t.end(err)
-	} else {
-		if status < 0 {
+	}
+	r := release{field: h.field, from: 1, to: 0, latch: latchTTL}
+	if h.ambiguous {
+		r.latch = tombstoneTTL
+	}
+	finalDone := func(status int64, head string, err error) {
+		switch {
+		case err != nil:
+			t.end(err)
+		case status < 0:
 			c.lost(t, fm.name, &fm.cfg, errHoldGone)
-		} else {
+		default:
 			t.end(nil)
 		}
 		fm.wake(head)
 	}
-	_, err := t.result()
+	status, head, err, finished := fm.settle(ctx, r, finalDone)
 	c.finish(h)
+	if !finished {
+		return err
+	}
+	finalDone(status, head, err)
+	_, err = t.result()
 	return err
 }
 
@@ -204,20 +257,41 @@ func (fm *FairMutex) wake(head string) {
 	}
 }
 
-// release sets field's hold count to count (0 releases the lock) and takes
-// waiter id, if not empty, out of the queue, retrying a lost reply with the
-// same request id for up to budget. It returns 1 when the lock was released,
-// 0 when still held and -1 when field did not hold it, and the id of the
-// waiter it woke.
-func (fm *FairMutex) release(ctx context.Context, field string, count int, id string, budget time.Duration) (int64, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	latch := fm.latch + ":" + strconv.FormatUint(rand.Uint64(), 16)
+// settle runs release r as Client.settle does: it waits for Redis as long
+// as ctx lasts, then finishes the release in the background and calls done
+// from there.
+func (fm *FairMutex) settle(ctx context.Context, r release, done func(int64, string, error)) (int64, string, error, bool) {
+	if ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, releaseBudget)
+		status, head, err := fm.release(rctx, r, "")
+		cancel()
+		if err == nil || ctx.Err() == nil {
+			return status, head, err, true
+		}
+	}
+	fm.c.background.Go(func() {
+		rctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
+		defer cancel()
+		status, head, err := fm.release(rctx, r, "")
+		if err != nil {
+			fm.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", fm.name, "error", err)
+		}
+		done(status, head, err)
+	})
+	return 0, "", ctx.Err(), false
+}
+
+// release runs the release script once: the hold r.field goes from r.from to
+// r.to holds (0 releases the lock), and waiter id, if not empty, leaves the
+// queue. A lost reply may be repeated (the script is idempotent). It returns
+// 1 when the lock was released, 0 when still held and -1 when the hold was
+// not there, and the id of the waiter it woke.
+func (fm *FairMutex) release(ctx context.Context, r release, id string) (int64, string, error) {
 	reply, err := fm.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.FairRelease,
-		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel, latch},
-		Args:      []string{field, strconv.Itoa(count), fm.c.publish, latchTTL, id},
-		Retryable: true, // idempotent: the count is set, the final release latched
+		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel, fm.latch},
+		Args:      append(r.argv(new([6]string), fm.c.publish), id),
+		Retryable: true, // idempotent: the count is compare-and-set, the final release latched
 	}).ToArray()
 	if err == nil && len(reply) != 2 {
 		err = fmt.Errorf("fair_release replied %d values", len(reply))

@@ -34,6 +34,7 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 	fm := new(FencedMutex)
 	c.initMutex(&fm.Mutex, name, opts)
 	fm.tokenKey = keys.Aux(keys.TokenPrefix, name)
+	fm.keys[4] = fm.tokenKey // the acquire's KEYS: name, tokenKey, latch
 	return fm
 }
 

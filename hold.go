@@ -30,17 +30,27 @@ const (
 // table keeps it while calls for it are in progress or while it is held, so
 // that every handle of the same name sees the same count for an owner.
 //
-// The hold count is known here, not read from Redis: acquire and release
-// scripts set the count this record computes, which makes every such call
-// idempotent and safe to repeat after a lost reply.
+// Each hold, from the owner's first acquire to its final release, has its own
+// identity in Redis (field): every script acts on that identity only, so a
+// command of an earlier hold that reaches Redis late (its caller gave up, or
+// its connection stalled while a later one overtook it) finds nothing of this
+// hold to change. The hold count is known here; the scripts set it in Redis by
+// compare-and-set, so a repeated or late call cannot inflate it.
 type hold struct {
 	key  holdKey
 	refs int // guarded by Client.mu: calls in progress, plus one while held
 
-	// op serializes this owner's calls on this lock and guards the fields below.
-	op    sync.Mutex
+	// op serializes this owner's calls on this lock and guards the fields
+	// below. A call waits for it only as long as its context lasts.
+	op    opLock
 	count int
-	free  chan struct{} // closed when count returns to 0; see freeChan
+	// field is the current hold's identity in Redis, and ambiguous records
+	// that an acquire attempt of it had an unknown outcome, so that a copy
+	// of that attempt may still arrive after the hold ends: its final
+	// release latches the field for longer (see tombstoneTTL).
+	field     string
+	ambiguous bool
+	free      chan struct{} // closed when count returns to 0; see freeChan
 	// handoff queues the owner's local callers waiting for its own hold (the
 	// goroutines of a handle, as with sync.Mutex), for a direct handover on
 	// release; streak counts the handovers since the hold came from Redis.
@@ -66,6 +76,8 @@ type hold struct {
 // A term is one continuous hold, from the first acquire to the final release
 // or the loss: what a handle's Done and Err report.
 type term struct {
+	field string    // the hold's identity in Redis
+	args  [3]string // the lease's Args, stored here to spare an allocation
 	lease *lease.Lease
 	own   lease.Lease   // what lease points to: one allocation for both
 	token atomic.Uint64 // a FencedMutex's latest token in this term
@@ -157,6 +169,20 @@ func (c *Client) ref(key holdKey, create bool) *hold {
 	return h
 }
 
+// heldField returns the identity in Redis of the current hold of key, or ""
+// when there is none.
+func (c *Client) heldField(key holdKey) string {
+	h := c.ref(key, false)
+	if h == nil {
+		return ""
+	}
+	defer c.unref(h)
+	if t := h.term.Load(); t != nil {
+		return t.field
+	}
+	return ""
+}
+
 // unref counts a caller (or the end of a hold) out of h and drops the record
 // when nobody needs it any more.
 func (c *Client) unref(h *hold) {
@@ -186,6 +212,7 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 // acknowledged by the owner (h.op held).
 func (c *Client) finish(h *hold) {
 	h.count, h.handoff, h.streak, h.parked = 0, nil, 0, false
+	h.field, h.ambiguous = "", false
 	h.term.Store(nil)
 	if h.free != nil {
 		close(h.free)

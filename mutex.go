@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/go-redisync/redisync/internal/keys"
 )
 
@@ -33,11 +31,15 @@ type Mutex struct {
 	cfg     config
 	name    string
 	channel string
-	latch   string // prefix of the unlock latch keys
+	latch   string // prefix of the latch keys (see mutex_release.lua)
 	// tokenKey is the token counter of a FencedMutex, "" for a Mutex.
 	tokenKey string
-	owner    uint64 // the handle's own owner
-	leaseMS  string
+	// keys are the scripts' KEYS, in one array: [0:3] name, channel, latch
+	// (the release's); [3:5] name, latch (the acquire's); [3:6] name,
+	// tokenKey, latch (a FencedMutex's acquire's).
+	keys    [6]string
+	owner   uint64 // the handle's own owner
+	leaseMS string
 
 	cur  atomic.Pointer[term]   // the hold this handle took last
 	self atomic.Pointer[holdOp] // the handle's own owner's hold, built on first use
@@ -64,6 +66,7 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 	m.name = name
 	m.channel = keys.Aux(keys.MutexChannelPrefix, name)
 	m.latch = keys.Aux(keys.UnlockLatchPrefix, name)
+	m.keys = [6]string{name, m.channel, m.latch, name, m.latch, m.latch}
 	m.owner = lastOwner.Add(1)
 	m.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
 }
@@ -95,7 +98,9 @@ func (m *Mutex) Lock() {
 }
 
 // TryLock tries to lock m and reports whether it succeeded. It makes one
-// attempt and does not wait; a Redis failure counts as not acquired.
+// attempt and does not wait, neither for the lock nor for another call
+// through the same owner that is waiting for Redis (it then fails); a Redis
+// failure counts as not acquired.
 func (m *Mutex) TryLock() bool {
 	ok, err := m.TryLockContext(context.Background())
 	if err != nil && !errors.Is(err, ErrClosed) {
@@ -117,7 +122,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
-// reports whether it succeeded. It does not wait for the lock.
+// reports whether it succeeded. Like [Mutex.TryLock], it does not wait.
 func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 	owner, explicit := ownerOf(ctx, m.owner)
 	return m.tryOnce(ctx, &mutexAcquirer{m: m, owner: owner, reentrant: explicit})
@@ -174,6 +179,13 @@ func (m *Mutex) Unlock() {
 // Client, and one wrapping ErrLockLost if the hold had been lost. The hold ends
 // even when Redis cannot be reached; the error then says so and the lock
 // expires with its lease.
+//
+// The release is sent even when ctx has ended. When ctx ends while another
+// call of the owner keeps UnlockContext waiting, it returns ctx.Err() and the
+// hold is unchanged (call it again). When ctx ends before Redis has answered
+// (or had ended already), it returns ctx.Err() and the release is finished in
+// the background, for up to 3 s: Done is closed, and Err says how it went,
+// once Redis answers. The lock is never left held because a context ended.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	owner, _ := ownerOf(ctx, m.owner)
 	return m.unlock(ctx, owner)
@@ -191,7 +203,9 @@ func (m *Mutex) Done() <-chan struct{} { return m.cur.Load().doneChan() }
 func (m *Mutex) Err() error { return m.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports
-// whether it was locked. Holds of it through this Client end as lost.
+// whether it was locked. The hold it deleted, if it was taken through this
+// Client, ends as lost; a hold taken after it (by a waiter its wake-up
+// reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	return m.c.forceUnlock(ctx, m.name, m.channel, "0")
 }
@@ -200,17 +214,11 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.c.exists(ctx, m.name) }
 
 // HoldCount returns how many holds the owner in ctx (m's own owner if ctx has
-// none) has on the lock, as Redis records it: 0 when it does not hold it.
+// none) has on the lock, as Redis records it: 0 when it does not hold it
+// through this Client.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	owner, _ := ownerOf(ctx, m.owner)
-	n, err := m.c.rc.Do(ctx, m.c.rc.B().Hget().Key(m.name).Field(m.c.field(owner)).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, lockError(m.name, err)
-	}
-	return int(n), nil
+	return m.c.holdCount(ctx, m.name, holdKey{kind: exclusive, name: m.name, owner: owner})
 }
 
 // TTL returns how long the lock will last unless renewed: 0 when nobody holds

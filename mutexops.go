@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -14,15 +12,17 @@ import (
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
-// mutexAcquirer makes the acquire attempts of one owner on a Mutex. With
-// reentrant set, an owner that holds the lock takes it again. After a
-// successful attempt on a FencedMutex, token is the token it was granted.
+// mutexAcquirer makes the acquire attempts of one call of one owner on a
+// Mutex. With reentrant set, an owner that holds the lock takes it again.
+// After a successful attempt on a FencedMutex, token is the token it was
+// granted.
 type mutexAcquirer struct {
 	m         *Mutex
 	owner     uint64
 	reentrant bool
 	waits     bool // a waiting call (Lock, LockContext), not a single attempt
 	token     uint64
+	call      holdCall
 }
 
 func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
@@ -33,7 +33,7 @@ func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
 	case a.waits:
 		mode = waitHandoff
 	}
-	res, t, token, err := a.m.c.tryHold(ctx, a.m.op(a.owner), mode)
+	res, t, token, err := a.m.c.tryHold(ctx, a.m.op(a.owner), mode, &a.call, !a.waits)
 	if t != nil {
 		a.token = uint64(token)
 		t.token.Store(a.token)
@@ -42,9 +42,8 @@ func (a *mutexAcquirer) try(ctx context.Context) (attempt, error) {
 	return res, err
 }
 
-// undo sets the owner's hold count back to what it was before an attempt
-// whose outcome is unknown, releasing the lock if that attempt took it.
-func (a *mutexAcquirer) undo(ctx context.Context) { a.m.c.undoHold(ctx, a.m.op(a.owner)) }
+// undo gives back what an attempt of unknown outcome may have taken.
+func (a *mutexAcquirer) undo(ctx context.Context) { a.m.c.undoHold(ctx, a.m.op(a.owner), &a.call) }
 
 func (a *mutexAcquirer) primitive() string { return a.m.primitive() }
 
@@ -70,54 +69,36 @@ func (m *Mutex) op(owner uint64) *holdOp {
 }
 
 func (m *Mutex) newOp(owner uint64) *holdOp {
-	field := m.c.field(owner)
-	// The arguments of the common calls, made once per owner and shared by
-	// its calls and its leases (nobody writes them).
-	lockKey := []string{m.name}
-	acquireKeys := lockKey
-	if m.tokenKey != "" {
-		acquireKeys = []string{m.name, m.tokenKey}
-	}
-	firstAcquire := []string{m.leaseMS, field, "1"}
-	finalRelease := []string{field, "0", m.c.publish, latchTTL}
-	renew := []string{field, m.leaseMS}
 	return &holdOp{
 		key:       holdKey{kind: exclusive, name: m.name, owner: owner},
 		handoff:   m.tokenKey == "", // every FencedMutex acquisition takes a token from Redis
 		cfg:       &m.cfg,
 		primitive: m.primitive(),
 		channel:   m.channel,
-		acquire: func(ctx context.Context, count int) (int, int64, error) {
-			args := firstAcquire
-			if count != 1 {
-				args = []string{m.leaseMS, field, strconv.Itoa(count)}
-			}
-			return m.runAcquire(ctx, acquireKeys, args)
-		},
-		release: func(ctx context.Context, count int, budget time.Duration) (int64, error) {
-			args := finalRelease
-			if count != 0 {
-				args = []string{field, strconv.Itoa(count), m.c.publish, latchTTL}
-			}
-			return m.release(ctx, args, budget)
-		},
-		newLease: func(t *term) *lease.Lease {
-			l := &t.own
-			*l = lease.Lease{Key: m.name, Keys: lockKey, Args: renew, TTL: m.cfg.leaseTTL(), Lost: t}
-			if m.cfg.lease == 0 {
-				l.Renew = scripts.MutexRenew
-			}
-			return l
-		},
+		acquire:   m.runAcquire,
+		release:   m.runRelease,
+		newLease:  m.newLease,
 	}
 }
 
-// runAcquire runs the acquire script, which sets the owner's hold count, and
-// returns its outcome: for acquired, the fencing token (0 on a plain Mutex);
-// for busy, the holder's PTTL.
-func (m *Mutex) runAcquire(ctx context.Context, keys, args []string) (outcome int, value int64, err error) {
+// newLease describes the lease of term t for the scheduler.
+func (m *Mutex) newLease(t *term) *lease.Lease {
+	l := &t.own
+	t.args[0], t.args[1] = t.field, m.leaseMS
+	*l = lease.Lease{Key: m.name, Keys: m.keys[:1], Args: t.args[:2], TTL: m.cfg.leaseTTL(), Lost: t}
+	if m.cfg.lease == 0 {
+		l.Renew = scripts.MutexRenew
+	}
+	return l
+}
+
+// runAcquire runs the acquire script for the hold field, which has count
+// holds (0: a first acquire), and returns its outcome: for acquired, the
+// fencing token (0 on a plain Mutex); for busy, the holder's PTTL.
+func (m *Mutex) runAcquire(ctx context.Context, field string, count int) (outcome int, value int64, err error) {
+	args := []string{m.leaseMS, field, strconv.Itoa(count)}
 	if m.tokenKey == "" {
-		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.MutexAcquire, Keys: keys, Args: args}).AsInt64()
+		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.MutexAcquire, Keys: m.keys[3:5], Args: args}).AsInt64()
 		switch {
 		case rueidis.IsRedisNil(err):
 			return acquired, 0, nil
@@ -125,10 +106,12 @@ func (m *Mutex) runAcquire(ctx context.Context, keys, args []string) (outcome in
 			return 0, 0, err
 		case pttl == -3:
 			return gone, 0, nil
+		case pttl == -4:
+			return refused, 0, nil
 		}
 		return busy, pttl, nil
 	}
-	reply, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.FencedAcquire, Keys: keys, Args: args}).AsIntSlice()
+	reply, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.FencedAcquire, Keys: m.keys[3:6], Args: args}).AsIntSlice()
 	switch {
 	case err != nil:
 		return 0, 0, err
@@ -138,6 +121,8 @@ func (m *Mutex) runAcquire(ctx context.Context, keys, args []string) (outcome in
 		return acquired, reply[1], nil
 	case reply[0] == -3:
 		return gone, 0, nil
+	case reply[0] == -4:
+		return refused, 0, nil
 	}
 	return busy, reply[1], nil
 }
@@ -147,42 +132,39 @@ func (m *Mutex) unlock(ctx context.Context, owner uint64) error {
 	return m.c.releaseHold(ctx, m.op(owner))
 }
 
-// release runs the release script with args (the owner's field and the
-// hold count to leave: 0 releases the lock). See Client.release.
-func (m *Mutex) release(ctx context.Context, args []string, budget time.Duration) (int64, error) {
-	return m.c.release(ctx, m.name, budget, scripts.Call{
-		Script: scripts.MutexRelease,
-		Keys:   []string{m.name, m.channel, newLatch(m.latch)},
-		Args:   args,
-	})
+// runRelease runs the release script once (see holdOp.release).
+func (m *Mutex) runRelease(ctx context.Context, r release) (int64, error) {
+	var argv [6]string
+	return m.c.runRelease(ctx, scripts.Call{Script: scripts.MutexRelease, Keys: m.keys[:3], Args: r.argv(&argv, m.c.publish)})
 }
 
-// release runs a release script of the lock called name, retrying a lost
-// reply with the same request id (the latch in its keys) for up to budget:
-// the scripts set the count and latch the final release, so a repeat answers
-// as the first attempt did. It returns 1 when the owner's last hold is gone,
-// 0 when it still holds, and -1 when it held nothing.
-func (c *Client) release(ctx context.Context, name string, budget time.Duration, call scripts.Call) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
+// argv fills a with the ARGV of the release scripts of the Redisson layouts,
+// and returns it: field, from, to, the publish command, the latch lifetime,
+// and the undo flag. (The caller's array spares an allocation per release.)
+func (r release) argv(a *[6]string, publish string) []string {
+	undo := "0"
+	if r.undo {
+		undo = "1"
+	}
+	latch := r.latch
+	if latch == "" {
+		latch = "0"
+	}
+	*a = [6]string{r.field, strconv.Itoa(r.from), strconv.Itoa(r.to), publish, latch, undo}
+	return a[:]
+}
+
+// runRelease runs a release call once; a lost reply may be repeated by
+// rueidis (a release acts on one hold's identity, and its final form leaves a
+// latch, so a repeat answers as the first did). It returns 1 released, 0
+// still held, and -1 for a nil reply: the hold was not there.
+func (c *Client) runRelease(ctx context.Context, call scripts.Call) (int64, error) {
 	call.Retryable = true
 	n, err := c.scripts.Exec(ctx, call).AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
+	if rueidis.IsRedisNil(err) {
 		return -1, nil
-	case err != nil:
-		return 0, lockError(name, err)
 	}
-	return n, nil
-}
-
-// newLatch names a release's latch key: prefix, ":" and a random request id.
-// It is built in one allocation: every release makes one.
-func newLatch(prefix string) string {
-	var buf [128]byte
-	b := append(buf[:0], prefix...)
-	b = append(b, ':')
-	return string(strconv.AppendUint(b, rand.Uint64(), 16))
+	return n, err
 }
 
 // ambiguous reports whether a failed call may nevertheless have run: a

@@ -26,8 +26,9 @@ import (
 // crashed reader holds the writers back for at most its own lease.
 //
 // A handle is one owner, as for [Mutex]: its reads are counted together, a
-// second Lock waits for the first Unlock, and Lock while the handle's reads
-// are held is an upgrade, which would deadlock and panics instead. Give a
+// second Lock waits for the first Unlock, RLock waits while the handle holds
+// the write lock, and Lock while the handle's reads are held is an upgrade,
+// which would deadlock and panics instead. Give a
 // writer that works alongside readers its own handle (handles are cheap), or
 // give each party its own owner with [WithOwner]. With an explicit owner both
 // sides re-enter, and an owner holding the write lock may take the read lock
@@ -79,8 +80,9 @@ func (rw *RWMutex) Lock() {
 }
 
 // RLock locks rw for reading. It blocks while a writer holds the lock or
-// waits for it. Redis failures are retried; RLock panics if the Client is
-// closed.
+// waits for it, the handle's own writer included (as with [sync.RWMutex]: only
+// an owner from [WithOwner] may read under its own write lock). Redis failures
+// are retried; RLock panics if the Client is closed.
 func (rw *RWMutex) RLock() {
 	rw.must(rw.lock(context.Background(), rw.owner, false, false, true), "RLock")
 }
@@ -119,11 +121,13 @@ func (rw *RWMutex) lock(ctx context.Context, owner uint64, explicit, write, fore
 }
 
 // TryLock tries to lock rw for writing and reports whether it succeeded,
-// with one attempt. A Redis failure counts as not acquired.
+// with one attempt that does not wait (see [Mutex.TryLock]). A Redis failure
+// counts as not acquired.
 func (rw *RWMutex) TryLock() bool { return rw.tryLogged(true) }
 
 // TryRLock tries to lock rw for reading and reports whether it succeeded,
-// with one attempt. A Redis failure counts as not acquired.
+// with one attempt that does not wait (see [Mutex.TryLock]). A Redis failure
+// counts as not acquired.
 func (rw *RWMutex) TryRLock() bool { return rw.tryLogged(false) }
 
 func (rw *RWMutex) tryLogged(write bool) bool {
@@ -147,7 +151,7 @@ func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
 		return false, lockError(rw.name, ErrClosed)
 	}
 	owner, explicit := ownerOf(ctx, rw.owner)
-	a := &rwAcquirer{rw: rw, owner: owner, explicit: explicit, write: write}
+	a := &rwAcquirer{rw: rw, owner: owner, explicit: explicit, write: write, single: true}
 	res, err := a.try(ctx)
 	observeTry(ctx, &rw.cfg, a.primitive(), rw.name, res)
 	if err != nil && ambiguous(err) {
@@ -180,14 +184,16 @@ func (rw *RWMutex) unlockOrPanic(write bool, misuse string) {
 }
 
 // UnlockContext releases one write hold of the owner in ctx (the handle's own
-// owner if ctx has none), with the errors of [Mutex.UnlockContext].
+// owner if ctx has none), with the errors and the handling of ctx of
+// [Mutex.UnlockContext].
 func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, rw.owner)
 	return rw.c.releaseHold(ctx, rw.op(owner, true, explicit, false))
 }
 
 // RUnlockContext releases one read hold of the owner in ctx (the handle's own
-// owner if ctx has none), with the errors of [Mutex.UnlockContext].
+// owner if ctx has none), with the errors and the handling of ctx of
+// [Mutex.UnlockContext].
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, rw.owner)
 	return rw.c.releaseHold(ctx, rw.op(owner, false, explicit, false))
@@ -212,8 +218,8 @@ func (rw *RWMutex) Done() <-chan struct{} { return rw.cur.Load().doneChan() }
 func (rw *RWMutex) Err() error { return rw.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, readers and writer alike,
-// wakes every waiter, and reports whether it was locked. Holds of it through
-// this Client end as lost.
+// wakes every waiter, and reports whether it was locked. The holds it deleted
+// that were taken through this Client end as lost.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	return rw.c.forceUnlock(ctx, rw.name, rw.channel, "1")
 }

@@ -19,15 +19,17 @@ const (
 	writerClaimMS = "3000"
 )
 
-// rwAcquirer makes the acquire attempts of one owner on one side of an
-// RWMutex. explicit marks an owner from WithOwner, which re-enters; waits
-// marks a writer that will wait, and so claims its turn.
+// rwAcquirer makes the acquire attempts of one call of one owner on one
+// side of an RWMutex. explicit marks an owner from WithOwner, which
+// re-enters; waits marks a writer that will wait, and so claims its turn.
 type rwAcquirer struct {
 	rw       *RWMutex
 	owner    uint64
 	explicit bool
 	write    bool
 	waits    bool
+	single   bool // a TryLock: one attempt that does not wait for the owner's other calls
+	call     holdCall
 }
 
 func (a *rwAcquirer) try(ctx context.Context) (attempt, error) {
@@ -41,7 +43,7 @@ func (a *rwAcquirer) try(ctx context.Context) (attempt, error) {
 	case !a.write && !a.explicit:
 		mode = share
 	}
-	res, t, _, err := rw.c.tryHold(ctx, rw.op(a.owner, a.write, a.explicit, a.waits), mode)
+	res, t, _, err := rw.c.tryHold(ctx, rw.op(a.owner, a.write, a.explicit, a.waits), mode, &a.call, a.single)
 	if t != nil {
 		rw.cur.Store(t)
 	}
@@ -49,7 +51,7 @@ func (a *rwAcquirer) try(ctx context.Context) (attempt, error) {
 }
 
 func (a *rwAcquirer) undo(ctx context.Context) {
-	a.rw.c.undoHold(ctx, a.rw.op(a.owner, a.write, a.explicit, a.waits))
+	a.rw.c.undoHold(ctx, a.rw.op(a.owner, a.write, a.explicit, a.waits), &a.call)
 }
 
 func (a *rwAcquirer) primitive() string { return rwPrimitive(a.write) }
@@ -62,10 +64,11 @@ func rwPrimitive(write bool) string {
 	return PrimitiveRWRead
 }
 
-// leave takes back a waiting writer's claim, so that the readers it held
-// back do not wait for the claim to lapse.
+// leave takes back a waiting writer's claim (its id is the field its call
+// asked for), so that the readers it held back do not wait for the claim to
+// lapse.
 func (a *rwAcquirer) leave(ctx context.Context) {
-	if !a.waits {
+	if !a.waits || a.call.field == "" {
 		return
 	}
 	rw := a.rw
@@ -74,7 +77,7 @@ func (a *rwAcquirer) leave(ctx context.Context) {
 	err := rw.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.RWWriterLeave,
 		Keys:      []string{rw.writers, rw.channel},
-		Args:      []string{rw.c.field(a.owner) + ":write", rw.c.publish},
+		Args:      []string{a.call.field, rw.c.publish},
 		Retryable: true, // leaving twice leaves once
 	}).Error()
 	if err != nil {
@@ -85,59 +88,61 @@ func (a *rwAcquirer) leave(ctx context.Context) {
 
 // holdsRead reports whether owner holds rw's read lock through this Client.
 func (rw *RWMutex) holdsRead(owner uint64) bool {
-	h := rw.c.ref(holdKey{kind: shared, name: rw.name, owner: owner}, false)
-	if h == nil {
-		return false
-	}
-	defer rw.c.unref(h)
-	h.op.Lock()
-	defer h.op.Unlock()
-	return h.count > 0
+	return rw.c.heldField(holdKey{kind: shared, name: rw.name, owner: owner}) != ""
 }
 
 // op describes owner's read or write hold on rw; a writer that waits claims
 // its turn when it finds the lock taken.
 func (rw *RWMutex) op(owner uint64, write, explicit, waits bool) *holdOp {
-	field := rw.c.field(owner)
-	writeField := field + ":write"
 	op := &holdOp{cfg: &rw.cfg, primitive: rwPrimitive(write), channel: rw.channel, wakeAll: true}
 	if write {
 		op.key = holdKey{kind: exclusive, name: rw.name, owner: owner}
+		op.suffix = ":write"
 		claim := "0"
 		if waits {
 			claim = "1"
 		}
-		op.acquire = func(ctx context.Context, count int) (int, int64, error) {
-			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.writers},
-				rw.leaseMS, writeField, strconv.Itoa(count), writeField, writerClaimMS, claim)
+		op.acquire = func(ctx context.Context, field string, count int) (int, int64, error) {
+			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.writers, rw.latch},
+				rw.leaseMS, field, strconv.Itoa(count), field, writerClaimMS, claim)
 		}
-		op.release = func(ctx context.Context, count int, budget time.Duration) (int64, error) {
-			return rw.release(ctx, budget, scripts.RWWriteUnlock, []string{rw.name, rw.channel, rw.newLatch()},
-				writeField, strconv.Itoa(count), rw.c.publish, latchTTL)
+		op.release = func(ctx context.Context, r release) (int64, error) {
+			var argv [6]string
+			return rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWWriteUnlock,
+				Keys: []string{rw.name, rw.channel, rw.latch}, Args: r.argv(&argv, rw.c.publish)})
 		}
-		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, writeField, "") }
+		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, "") }
 		return op
 	}
-	timeouts := rw.tagged + ":" + field + ":rwlock_timeout"
 	op.key = holdKey{kind: shared, name: rw.name, owner: owner}
-	op.acquire = func(ctx context.Context, count int) (int, int64, error) {
-		pass := "0"
-		if explicit && count > 1 {
-			pass = "1" // an owner re-entering must not wait behind a writer waiting for it
+	op.acquire = func(ctx context.Context, field string, count int) (int, int64, error) {
+		pass, writer := "0", ""
+		if explicit {
+			if count > 0 {
+				pass = "1" // an owner re-entering must not wait behind a writer waiting for it
+			}
+			writer = rw.c.heldField(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
 		}
-		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.writers, timeouts},
-			rw.leaseMS, field, writeField, strconv.Itoa(count), pass)
+		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.writers, rw.timeouts(field), rw.latch},
+			rw.leaseMS, field, writer, strconv.Itoa(count), pass)
 	}
-	op.release = func(ctx context.Context, count int, budget time.Duration) (int64, error) {
-		return rw.release(ctx, budget, scripts.RWReadUnlock, []string{rw.name, rw.channel, rw.newLatch(), timeouts},
-			field, strconv.Itoa(count), rw.c.publish, latchTTL, rw.tagged)
+	op.release = func(ctx context.Context, r release) (int64, error) {
+		var argv [6]string
+		return rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWReadUnlock,
+			Keys: []string{rw.name, rw.channel, rw.latch, rw.timeouts(r.field)}, Args: append(r.argv(&argv, rw.c.publish), rw.tagged)})
 	}
-	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, field, timeouts) }
+	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, rw.timeouts(t.field)) }
 	return op
 }
 
-// run runs an acquire script, which replies nil (acquired), -3 (gone), or
-// how long to wait in milliseconds.
+// timeouts returns the prefix of the read timeout keys of the read hold
+// field, in Redisson's layout: "{name}:<field>:rwlock_timeout".
+func (rw *RWMutex) timeouts(field string) string {
+	return rw.tagged + ":" + field + ":rwlock_timeout"
+}
+
+// run runs an acquire script, which replies nil (acquired), -3 (gone), -4
+// (refused), or how long to wait in milliseconds.
 func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, args ...string) (int, int64, error) {
 	wait, err := rw.c.scripts.Exec(ctx, scripts.Call{Script: s, Keys: keys, Args: args}).AsInt64()
 	switch {
@@ -147,6 +152,8 @@ func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, ar
 		return 0, 0, err
 	case wait == -3:
 		return gone, 0, nil
+	case wait == -4:
+		return refused, 0, nil
 	case wait < 0, s == scripts.RWWriteLock && wait > writerClaim.Milliseconds()/3:
 		// A writer comes back in time to keep its claim.
 		return busy, writerClaim.Milliseconds() / 3, nil
@@ -154,21 +161,15 @@ func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, ar
 	return busy, wait, nil
 }
 
-// release runs a release script of rw (see Client.release).
-func (rw *RWMutex) release(ctx context.Context, budget time.Duration, s *scripts.Script, keys []string, args ...string) (int64, error) {
-	return rw.c.release(ctx, rw.name, budget, scripts.Call{Script: s, Keys: keys, Args: args})
-}
-
-func (rw *RWMutex) newLatch() string { return newLatch(rw.latch) }
-
-// newLease describes the lease of term t, a new read or write hold by field,
-// for the scheduler; timeouts is a reader's timeout key prefix.
-func (rw *RWMutex) newLease(t *term, field, timeouts string) *lease.Lease {
+// newLease describes the lease of term t, a new read or write hold, for the
+// scheduler; timeouts is a reader's timeout key prefix.
+func (rw *RWMutex) newLease(t *term, timeouts string) *lease.Lease {
 	l := &t.own
+	t.args = [3]string{t.field, rw.leaseMS, timeouts}
 	*l = lease.Lease{
 		Key:  rw.name,
 		Keys: []string{rw.name},
-		Args: []string{field, rw.leaseMS, timeouts},
+		Args: t.args[:],
 		TTL:  rw.cfg.leaseTTL(),
 		Lost: t,
 	}

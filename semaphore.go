@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-redisync/redisync/internal/keys"
@@ -41,16 +40,27 @@ type Semaphore struct {
 	name    string
 	size    int64
 	sizeArg string
-	keys    []string // holders, leases, size, queue, heartbeats, requests, channel
+	keys    []string // holders, leases, size, queue, heartbeats, requests, channel, latch prefix
 	handle  uint64   // the handle's number
-	holder  string   // this handle's holder id: "<client-uuid>:s<handle>"
 	leaseMS string
 
-	// mu serializes the handle's calls to Redis and guards the fields below.
-	mu   sync.Mutex
+	// op serializes the handle's calls to Redis and guards the fields below.
+	op   opLock
 	held int64 // permits held under the current term
 	lost int64 // permits of an ended term that Release may still take back
 	rec  *hold // the Client's record of the current term, nil when none
+	// holder is the current term's holder id in Redis, "<client-uuid>:s<n>",
+	// made for the term's first acquire and never used by another term.
+	holder string
+	// version is the version of the holder's entry last confirmed by Redis
+	// (0: none yet); pending records a call since then whose outcome is
+	// unknown, and unknown one at any time in the term (its end then leaves
+	// a latch that refuses a late copy of its first acquire).
+	version uint64
+	pending bool
+	unknown bool
+	// heldNow mirrors held for Held, which does not wait for calls in flight.
+	heldNow atomic.Int64
 
 	cur atomic.Pointer[term] // the latest term, for Done and Err
 }
@@ -80,9 +90,9 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 		size:    size,
 		sizeArg: strconv.FormatInt(size, 10),
 		keys: []string{aux(keys.SemHoldersPrefix), aux(keys.SemLeasesPrefix), aux(keys.SemSizePrefix),
-			aux(keys.SemQueuePrefix), aux(keys.SemAlivePrefix), aux(keys.SemWantPrefix), aux(keys.SemChannelPrefix)},
+			aux(keys.SemQueuePrefix), aux(keys.SemAlivePrefix), aux(keys.SemWantPrefix), aux(keys.SemChannelPrefix),
+			aux(keys.SemLatchPrefix)},
 		handle:  handle,
-		holder:  c.id + ":s" + strconv.FormatUint(handle, 10),
 		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
 	}
 }
@@ -117,15 +127,15 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		return nil
 	}
 	tk := s.c.newTicket(s.keys[4], s.keys[3], &s.cfg)
-	return s.c.acquireQueued(ctx, s.name, s.keys[6], semAcquirer{s: s, n: n}, tk, false, &s.cfg)
+	return s.c.acquireQueued(ctx, s.name, s.keys[6], &semAcquirer{s: s, n: n}, tk, false, &s.cfg)
 }
 
 // TryAcquire acquires the semaphore with a weight of n without blocking. On
 // success, returns true. On failure, returns false and leaves the semaphore
 // unchanged. It fails when fewer than n permits are free or others are
-// queued; a Redis failure, or a size that differs from the one recorded in
-// Redis, counts as a failure and is logged. TryAcquire panics if n is
-// negative.
+// queued, and while another call through the same handle waits for Redis; a
+// Redis failure, or a size that differs from the one recorded in Redis,
+// counts as a failure and is logged. TryAcquire panics if n is negative.
 func (s *Semaphore) TryAcquire(n int64) bool {
 	if n < 0 {
 		panic("redisync: semaphore: n < 0")
@@ -137,11 +147,11 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 		return true
 	}
 	ctx := context.Background()
-	a := semAcquirer{s: s, n: n}
+	a := &semAcquirer{s: s, n: n}
 	res, err := a.try(ctx, nil)
 	observeTry(ctx, &s.cfg, PrimitiveSemaphore, s.name, res)
 	if err != nil {
-		if ambiguous(err) && !errors.Is(err, errSizeMismatch) {
+		if a.unknown {
 			a.leave(ctx, nil)
 		}
 		s.cfg.logger.Warn("redisync: TryAcquire failed", "name", s.name, "error", err)
@@ -166,11 +176,7 @@ func (s *Semaphore) Release(n int64) {
 
 // Held returns the number of permits this handle holds, as this process
 // knows it; it does not touch Redis.
-func (s *Semaphore) Held() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held
-}
+func (s *Semaphore) Held() int64 { return s.heldNow.Load() }
 
 // Done returns a channel that is closed when this handle's permits are all
 // released or lost: the current term, from the first acquire after holding

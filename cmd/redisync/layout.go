@@ -56,14 +56,16 @@ type holderInfo struct {
 	// For an RWMutex reader, the longest of its read holds' leases. For a
 	// Semaphore holder, the time until its lease ends by the server's clock:
 	// zero or negative once it has lapsed (then Lapsed is set), -1 without a
-	// recorded lease.
+	// recorded lease (then Lapsed is set too).
 	TTLMillis int64 `json:"ttl_ms"`
 	// Permits is the permits a Semaphore holder has; its Owner is then the
-	// handle part "s<n>" of its holder id "<client-uuid>:s<n>".
+	// term part "<n>" of its holder id "<client-uuid>:<n>".
 	Permits int64 `json:"permits,omitempty"`
-	// Lapsed marks a Semaphore holder whose lease has ended: its permits
-	// are free and not counted as taken.
+	// Lapsed marks a Semaphore holder whose lease has ended, or that has no
+	// lease: its permits are free and not counted as taken.
 	Lapsed bool `json:"lapsed,omitempty"`
+	// NoLease marks a Semaphore holder without a recorded lease.
+	NoLease bool `json:"no_lease,omitempty"`
 	// Mode is "read" or "write" for an RWMutex holder.
 	Mode string `json:"mode,omitempty"`
 	// HoldTTLsMillis are an RWMutex reader's read holds' own remaining

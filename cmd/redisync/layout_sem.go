@@ -45,7 +45,7 @@ func semKeysOf(name string) semKeys {
 
 // detectSemaphore recognises redisync's Semaphore layout. The name itself is
 // not a key: the holders are the hash redisync_sem:{NAME} (holder id ->
-// permits), their leases the sorted set redisync_sem_lease:{NAME} (holder id
+// "<permits>:<version>"), their leases the sorted set redisync_sem_lease:{NAME} (holder id
 // -> end, server ms), the size the string redisync_sem_size:{NAME} (kept
 // when nobody holds a permit), the queue redisync_sem_queue:{NAME} with
 // heartbeats redisync_sem_alive:{NAME} and requests redisync_sem_want:{NAME}.
@@ -84,9 +84,19 @@ func detectSemaphore(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 // readSemHolders reads the holders and their leases into info, and counts
 // the permits taken by those whose lease is running by the server's TIME.
 func readSemHolders(ctx context.Context, rc rueidis.Client, k semKeys, info *lockInfo) error {
-	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsIntMap()
+	entries, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsStrMap()
 	if err != nil {
 		return fmt.Errorf("read Semaphore holders %q: %w", k.holders, err)
+	}
+	held := make(map[string]int64, len(entries))
+	for id, entry := range entries {
+		// "<permits>:<version>"
+		permits, _, _ := strings.Cut(entry, ":")
+		n, err := strconv.ParseInt(permits, 10, 64)
+		if err != nil {
+			return fmt.Errorf("read Semaphore holders %q: holder %q has %q, not <permits>:<version>", k.holders, id, entry)
+		}
+		held[id] = n
 	}
 	leases, err := rc.Do(ctx, rc.B().Zrange().Key(k.leases).Min("0").Max("-1").Withscores().Build()).AsZScores()
 	if err != nil {
@@ -105,11 +115,13 @@ func readSemHolders(ctx context.Context, rc rueidis.Client, k semKeys, info *loc
 		if i := strings.LastIndexByte(id, ':'); i > 0 {
 			h.Client, h.Owner = id[:i], id[i+1:]
 		}
-		// A holder without a lease is counted, as the scripts count it:
-		// they remove only holders whose lease has ended.
+		// A holder without a lease is not counted, as the scripts do not
+		// count it: the next one removes it.
 		if end, ok := ends[id]; ok {
 			h.TTLMillis = end - now
 			h.Lapsed = h.TTLMillis <= 0
+		} else {
+			h.Lapsed, h.NoLease = true, true
 		}
 		if !h.Lapsed {
 			info.Permits.Taken += permits
@@ -159,8 +171,8 @@ func printSemHolders(w io.Writer, info *lockInfo) {
 	fmt.Fprintln(tw, "  CLIENT\tHOLDER\tPERMITS\tLEASE")
 	for _, h := range info.Holders {
 		lease := formatTTL(h.TTLMillis)
-		if h.TTLMillis < 0 && !h.Lapsed {
-			lease = "no lease recorded: counted until released"
+		if h.NoLease {
+			lease = "no lease recorded: not counted (the next call removes it)"
 		} else if h.Lapsed {
 			lease = fmt.Sprintf("lapsed %s ago: not counted (its permits are free; the next call removes it)", durationMS(-h.TTLMillis))
 		}

@@ -123,12 +123,11 @@ func TestInspectSemaphore(t *testing.T) {
 	wait := waitFor(func() error { return other.NewSemaphore(name, 3).Acquire(wctx, 2) })
 	defer func() { cancel(); require.ErrorIs(t, <-wait, context.Canceled) }()
 	ids := queuedIDs(t, rc, k.queue, 1)
-	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsIntMap()
-	require.NoError(t, err)
+	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsStrMap()
 	require.NoError(t, err)
 	var twoID string
-	for id, n := range held {
-		if n == 2 {
+	for id, entry := range held {
+		if strings.HasPrefix(entry, "2:") { // "<permits>:<version>"
 			twoID = id
 		}
 	}
@@ -185,7 +184,7 @@ func TestInspectSemaphoreLapsedHolder(t *testing.T) {
 	// hand (no waiter runs a script that would reap it): not counted.
 	now, err := serverMillis(ctx, rc)
 	require.NoError(t, err)
-	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k.holders).FieldValue().FieldValue("dead:s9", "1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k.holders).FieldValue().FieldValue("dead:s9", "1:1").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(k.leases).ScoreMember().ScoreMember(float64(now-2000), "dead:s9").Build()).Error())
 
 	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)

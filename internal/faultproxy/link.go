@@ -29,8 +29,9 @@ type link struct {
 	done   chan struct{} // closed when the link is closed
 	once   sync.Once
 
-	drop atomic.Bool    // a matching request went out: swallow the reply
-	lost [2]atomic.Bool // a blackhole discarded bytes of way i
+	drop    atomic.Bool    // a matching request went out: swallow the reply
+	lost    [2]atomic.Bool // a blackhole discarded bytes of way i
+	stalled [2]atomic.Bool // way i of this link alone is paused (StallOne)
 }
 
 // chunk is bytes in transit and the time they are due.
@@ -175,12 +176,12 @@ func (l *link) write(i int, to net.Conn, q <-chan chunk) {
 	}
 }
 
-// waitResumed waits until way i is not paused. It reports false if the link
-// is closed first.
+// waitResumed waits until way i is not paused, for every link or for this
+// one. It reports false if the link is closed first.
 func (l *link) waitResumed(i int) bool {
 	for {
 		f, changed := l.p.state(i)
-		if !f.paused {
+		if !f.paused && !l.stalled[i].Load() {
 			return true
 		}
 		select {

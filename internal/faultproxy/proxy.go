@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -178,6 +179,33 @@ func (p *Proxy) Pause(dir Direction) {
 // in order.
 func (p *Proxy) Resume(dir Direction) {
 	p.update(dir, func(f *faults) { f.paused = false })
+}
+
+// StallOne stops forwarding bytes in dir on one open connection, picked at
+// random, until the returned resume is called; the other connections carry
+// on. That is a TCP connection whose segments are being retransmitted: a
+// client that spreads its requests over several connections (rueidis does)
+// sees a request sent later on another connection overtake one sent earlier
+// on the stalled one, which arrives when resume is called, unless the
+// connection was closed meanwhile. StallOne reports false, and resume does
+// nothing, when no connection is open.
+func (p *Proxy) StallOne(dir Direction) (resume func(), ok bool) {
+	links := p.snapshot()
+	if len(links) == 0 {
+		return func() {}, false
+	}
+	l := links[rand.IntN(len(links))]
+	idx := dir.indexes()
+	for _, i := range idx {
+		l.stalled[i].Store(true)
+	}
+	p.update(dir, func(*faults) {}) // wake the writers to look again
+	return func() {
+		for _, i := range idx {
+			l.stalled[i].Store(false)
+		}
+		p.update(dir, func(*faults) {})
+	}, true
 }
 
 // ResetAll closes every open connection abruptly: both the client's and the

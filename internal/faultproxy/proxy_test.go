@@ -233,6 +233,46 @@ func TestPauseResume(t *testing.T) {
 	assert.Zero(t, p.Stats().Resets, "pausing must not cost the connection")
 }
 
+// A stalled connection holds its requests back while the others go on, so a
+// request sent later on another connection overtakes one sent earlier on it.
+func TestStallOne(t *testing.T) {
+	p := startProxy(t)
+	a, b := rawConn(t, p), rawConn(t, p) // PING answered: both open
+	resume, ok := p.StallOne(faultproxy.ClientToServer)
+	require.True(t, ok)
+	// Each connection sets the same key: the stalled one first.
+	command := func(v string) string { return "*3\r\n$3\r\nSET\r\n$9\r\nfp:stall1\r\n$1\r\n" + v + "\r\n" }
+	_, err := fmt.Fprint(a, command("a"))
+	require.NoError(t, err)
+	_, err = fmt.Fprint(b, command("b"))
+	require.NoError(t, err)
+	direct := newClient(t, target.Addrs[0])
+	var stalled, other net.Conn
+	require.Eventually(t, func() bool {
+		v := get(t, direct, "fp:stall1")
+		switch v {
+		case "a":
+			stalled, other = b, a
+		case "b":
+			stalled, other = a, b
+		}
+		return stalled != nil
+	}, 3*time.Second, 5*time.Millisecond, "neither request went through")
+	buf := make([]byte, 64)
+	n, err := other.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", string(buf[:n]))
+	time.Sleep(100 * time.Millisecond)
+	first := get(t, direct, "fp:stall1")
+	resume()
+	n, err = stalled.Read(buf)
+	require.NoError(t, err, "the stalled request is delivered on resume")
+	require.Equal(t, "+OK\r\n", string(buf[:n]))
+	last := get(t, direct, "fp:stall1")
+	assert.NotEqual(t, first, last, "the stalled request landed after the other one")
+	assert.Zero(t, p.Stats().Resets)
+}
+
 func TestResetAll(t *testing.T) {
 	p, c, _ := clients(t)
 	warm(t, c, "fp:reset")

@@ -41,12 +41,13 @@ type Lease struct {
 	// Renew is the batch renewal script, or nil for a fixed lease that is
 	// never renewed and only expires. The script takes the Keys and Args of
 	// each lease in the batch, concatenated, and replies one integer per lease:
-	// 1 renewed, 0 no longer held.
+	// 1 renewed, 0 no longer held, 2 renewed but the hold's state in Redis
+	// differs from what Args say it should be (see Changing).
 	Renew *scripts.Script
 	// Keys are this lease's KEYS in a renewal call (for a Mutex, its key).
 	Keys []string
-	// Args are this lease's ARGV in a renewal call (for a Mutex, the owner's
-	// field and the lease in milliseconds).
+	// Args are this lease's ARGV in a renewal call (for a Mutex, the hold's
+	// field and the lease in milliseconds). Change them with Update only.
 	Args []string
 	// TTL is the length of the lease. A watchdog lease is renewed every TTL/3.
 	TTL time.Duration
@@ -58,6 +59,12 @@ type Lease struct {
 	deadline time.Time // when the server forgets the hold, at the latest
 	index    int       // position in the heap, -1 when not in it
 	state    state
+	// gen counts the changes of Args and of changing; a renewal in flight
+	// carries the Args and gen of when it was sent.
+	gen      uint64
+	changing bool
+	sent     []string
+	sentGen  uint64
 }
 
 // A Reporter is told of the loss of a lease. Holders implement it on the
@@ -171,6 +178,27 @@ func (s *Scheduler) Touch(l *Lease, sent time.Time) {
 			s.heap.fix(l)
 		}
 	}
+}
+
+// Changing records that the holder of l is about to change the state that
+// l's renewal checks (a Semaphore's count), with a call whose outcome it
+// learns later. Until the next Update, a renewal that finds another state
+// than its Args say is not a loss: the holder's own call may have changed it.
+func (s *Scheduler) Changing(l *Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.changing = true
+	l.gen++
+}
+
+// Update replaces the Args of l's renewals with args, which describe the
+// state the holder has confirmed, and ends a Changing.
+func (s *Scheduler) Update(l *Lease, args []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.Args = args
+	l.changing = false
+	l.gen++
 }
 
 // Remove stops watching l. It reports false when l had already been lost (or
@@ -287,6 +315,7 @@ func (s *Scheduler) round() {
 			continue
 		}
 		l.state = inflight
+		l.sent, l.sentGen = l.Args, l.gen
 		due = append(due, l)
 	}
 	s.mu.Unlock()

@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -47,7 +49,7 @@ func (f *fixture) hold(t *testing.T, key string, ttl time.Duration, renew bool) 
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	sent := time.Now()
 	err := f.runner.Exec(context.Background(), scripts.Call{
-		Script: scripts.MutexAcquire, Keys: []string{key}, Args: []string{ms, "f:1", "1"},
+		Script: scripts.MutexAcquire, Keys: []string{key, key + ":latch"}, Args: []string{ms, "f:1", "0"},
 	}).Error()
 	require.True(t, rueidis.IsRedisNil(err), "acquire %s: %v", key, err)
 	lost := make(chan error, 1)
@@ -184,4 +186,62 @@ func TestCurrent(t *testing.T) {
 	f.sched.Add(stale, time.Now().Add(-time.Hour))
 	assert.False(t, f.sched.Current(stale), "past its deadline")
 	f.sched.Remove(stale)
+}
+
+// stateRenew is a renewal script that checks a state: KEYS[i] is a string
+// key, ARGV[2i-1] the value it should hold, ARGV[2i] the lease. It replies 0
+// when the key is gone, 2 when it holds another value (and extends it), 1
+// otherwise.
+var stateRenew = func() *scripts.Script {
+	src := `local r = {}
+for i, key in ipairs(KEYS) do
+	local v = redis.call('get', key)
+	if not v then r[i] = 0 else
+		redis.call('pexpire', key, ARGV[2 * i])
+		if v == ARGV[2 * i - 1] then r[i] = 1 else r[i] = 2 end
+	end
+end
+return r`
+	sum := sha1.Sum([]byte(src))
+	return &scripts.Script{Name: "state_renew", Source: src, SHA1: hex.EncodeToString(sum[:])}
+}()
+
+// A renewal that finds another state than its Args is a loss, unless the
+// holder said it was changing that state, or changed the Args since the
+// renewal was sent.
+func TestRenewalChecksState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	key := t.Name()
+	set := func(v string) {
+		require.NoError(t, f.rc.Do(ctx, f.rc.B().Set().Key(key).Value(v).Px(time.Second).Build()).Error())
+	}
+	set("v1")
+	lost := make(chan error, 1)
+	l := &lease.Lease{Key: key, Renew: stateRenew, Keys: []string{key}, Args: []string{"v1", "300"}, TTL: 300 * time.Millisecond,
+		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+	f.sched.Add(l, time.Now())
+	quiet := func(d time.Duration) {
+		t.Helper()
+		select {
+		case err := <-lost:
+			t.Fatalf("lease lost: %v", err)
+		case <-time.After(d):
+		}
+	}
+	quiet(500 * time.Millisecond)
+	// The holder changes the state with a call of its own.
+	f.sched.Changing(l)
+	set("v2")
+	quiet(500 * time.Millisecond)
+	f.sched.Update(l, []string{"v2", "300"})
+	quiet(500 * time.Millisecond)
+	// Someone else changes it.
+	set("v3")
+	select {
+	case err := <-lost:
+		assert.ErrorIs(t, err, lease.ErrNotHeld)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a state changed behind the holder's back went unnoticed")
+	}
 }

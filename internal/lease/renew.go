@@ -42,7 +42,9 @@ func (s *Scheduler) renew(due []*Lease) {
 			switch {
 			case err != nil:
 				l.at = minTime(time.Now().Add(backoff(l)), l.deadline)
-			case renewed[j] == 1:
+			case renewed[j] == 1, renewed[j] == 2 && (l.changing || l.gen != l.sentGen):
+				// A different state is the holder's own doing when it
+				// was changing it, or changed it since this was sent.
 				l.deadline = sent.Add(l.TTL)
 				l.at = sent.Add(l.interval())
 			default:
@@ -101,12 +103,12 @@ func batchCall(g []*Lease) scripts.Call {
 	call := scripts.Call{
 		Script:    g[0].Renew,
 		Keys:      make([]string, 0, len(g)*len(g[0].Keys)),
-		Args:      make([]string, 0, len(g)*len(g[0].Args)),
+		Args:      make([]string, 0, len(g)*len(g[0].sent)),
 		Retryable: true, // a renewal only extends an owner's own hold
 	}
 	for _, l := range g {
 		call.Keys = append(call.Keys, l.Keys...)
-		call.Args = append(call.Args, l.Args...)
+		call.Args = append(call.Args, l.sent...)
 	}
 	return call
 }

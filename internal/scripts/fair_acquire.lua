@@ -1,44 +1,57 @@
 -- fair_acquire: take a FairMutex in queue order, or join (or keep) a place in
 -- its queue.
 --
--- KEYS[1]  the lock: a hash of one field "<client-uuid>:<owner>" = hold count
+-- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
 -- KEYS[2]  the queue: a sorted set of waiter ids scored by arrival (1, 2, ...)
 -- KEYS[3]  the heartbeats: a sorted set of the same ids scored by the server
 --          time (ms) after which a waiter counts as dead
 -- KEYS[4]  the wake-up channel
+-- KEYS[5]  the prefix of the lock's latch keys (see fair_release)
 -- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's field
--- ARGV[3]  the hold count the owner has after this acquire (1 for a first hold)
+-- ARGV[2]  the hold's field: its identity, fresh for each hold
+-- ARGV[3]  the hold count before this acquire: 0 for a first acquire
 -- ARGV[4]  the waiter id, chosen once per waiting call, or "" to try without
 --          queueing (TryLock)
 -- ARGV[5]  heartbeat timeout in milliseconds
 -- ARGV[6]  the publish command: "publish" or "spublish"
--- ARGV[7]  "own": an existing field of the owner can only have been written by
---          an earlier attempt of this same call, so it counts as taken;
---          "queue": the owner holds the lock through another call, so only
---          queue (or keep the place) and never take
+-- ARGV[7]  "own": the hold's field, if there, was written by an earlier
+--          attempt of this same call, so it counts as taken; "queue": the
+--          owner holds the lock through another call, so only queue (or keep
+--          the place) and never take
 --
--- Reply: {1, 0}     the owner holds the lock now with ARGV[3] holds;
---        {-3, 0}    a re-entry (ARGV[3] > 1) found the owner's hold gone;
+-- Reply: {1, 0}     the hold has ARGV[3] + 1 holds now;
+--        {-3, 0}    a re-entry (ARGV[3] > 0) found the hold gone;
+--        {-4, 0}    a first acquire found its hold's latch: a late copy of an
+--                   acquire its caller undid, which must take nothing;
 --        {0, wait}  not acquired: wait is how long (ms) the caller may sleep
 --                   unless woken: the lock's PTTL for the head of the queue,
 --                   else the time until the heartbeat deadline of the waiter
 --                   just ahead (the one whose death would concern it); -1 or
 --                   -2 when unknown.
 --
--- Idempotent: the count is set, not incremented; queueing an id that is
--- queued keeps its place and refreshes its heartbeat. Time is the server's.
+-- Idempotent: the count is compare-and-set; queueing an id that is queued
+-- keeps its place and refreshes its heartbeat. Time is the server's.
 local lock, queue, alive, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local field, count, id = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local field, expect, id = ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
-local function take()
-	redis.call('hset', lock, field, count)
+-- Hold the lock (again: an earlier attempt of this call took it) and leave
+-- the queue.
+local function adopt()
 	redis.call('pexpire', lock, ARGV[1])
 	if id ~= '' then
 		redis.call('zrem', queue, id)
 		redis.call('zrem', alive, id)
 	end
 	return {1, 0}
+end
+
+-- Take the free lock, unless this call was undone (its latch is set).
+local function take()
+	if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then
+		return {-4, 0}
+	end
+	redis.call('hset', lock, field, 1)
+	return adopt()
 end
 
 -- Keep a queue key at least ms alive, so that entries of crashed waiters
@@ -51,14 +64,18 @@ local function extend(key, ms)
 end
 
 -- A re-entry does not queue: the owner already holds the lock.
-if count > 1 then
-	if redis.call('hexists', lock, field) == 0 then
+if expect > 0 then
+	local cur = redis.call('hget', lock, field)
+	if not cur then
 		return {-3, 0}
 	end
-	return take()
+	if tonumber(cur) == expect then
+		redis.call('hset', lock, field, expect + 1)
+	end
+	return adopt()
 end
 if ARGV[7] == 'own' and redis.call('hexists', lock, field) == 1 then
-	return take()
+	return adopt()
 end
 
 local time = redis.call('time')

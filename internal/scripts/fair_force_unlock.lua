@@ -7,9 +7,11 @@
 -- KEYS[4]  the wake-up channel
 -- ARGV[1]  the publish command: "publish" or "spublish"
 --
--- Reply: 1 when a lock was deleted, 0 when there was none.
+-- Reply: the fields of the hash deleted (the holds it ended); empty when
+-- there was no lock.
+local fields = redis.call('hkeys', KEYS[1])
 if redis.call('del', KEYS[1]) == 0 then
-	return 0
+	return fields
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -21,4 +23,4 @@ local head = redis.call('zrange', KEYS[2], 0, 0)[1]
 if head then
 	redis.call(ARGV[1], KEYS[4], head)
 end
-return 1
+return fields

@@ -5,22 +5,29 @@
 -- KEYS[2]  the queue (sorted set of waiter ids by arrival)
 -- KEYS[3]  the heartbeats (sorted set of waiter ids by deadline, server ms)
 -- KEYS[4]  the wake-up channel
--- KEYS[5]  this release's latch, named by its request id
--- ARGV[1]  the owner's field
--- ARGV[2]  the hold count to leave (0 releases the lock)
--- ARGV[3]  the publish command: "publish" or "spublish"
--- ARGV[4]  latch lifetime in milliseconds
--- ARGV[5]  a waiter id to remove from the queue (a waiter giving up), or ""
+-- KEYS[5]  the prefix of the lock's latch keys: a hold's latch is
+--          KEYS[5]..":"..field
+-- ARGV[1]  the hold's field
+-- ARGV[2]  the hold count before this release
+-- ARGV[3]  the hold count after it: 0 releases the lock
+-- ARGV[4]  the publish command: "publish" or "spublish"
+-- ARGV[5]  the latch's lifetime in milliseconds
+-- ARGV[6]  "1" to leave the latch even when the hold is not there (the undo
+--          of an acquire of unknown outcome)
+-- ARGV[7]  a waiter id to remove from the queue (a waiter giving up), or ""
 --
--- Reply: {status, head}: status 1 released, 0 still held with ARGV[2] holds,
---        -1 the owner does not hold the lock; head is the id of the waiter
---        woken (its id published on the channel), or "".
+-- Reply: {status, head}: status 1 released by this release (or a repeat of
+--        it), 0 still held, -1 the hold is not there; head is the id of the
+--        waiter woken (its id published on the channel), or "".
 --
--- Idempotent: the count is set, removing a waiter twice removes it once, and
--- the final release leaves a latch so that its retry answers 1 again. A
--- waiter that gives up while it is the head of a free lock passes the turn on.
+-- Idempotent: the count is compare-and-set, removing a waiter twice removes
+-- it once, and the final release latches the hold's field so that its repeat
+-- answers 1 again and a late copy of the hold's first acquire takes nothing.
+-- A waiter that gives up while it is the head of a free lock passes the turn
+-- on.
 local lock, queue, alive, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local field, id = ARGV[1], ARGV[5]
+local field, id = ARGV[1], ARGV[7]
+local latch = KEYS[5] .. ':' .. field
 
 local wasHead = false
 if id ~= '' then
@@ -44,23 +51,28 @@ local function wakeHead()
 	if not head then
 		return ''
 	end
-	redis.call(ARGV[3], channel, head)
+	redis.call(ARGV[4], channel, head)
 	return head
 end
 
 if redis.call('hexists', lock, field) == 0 then
-	if redis.call('exists', KEYS[5]) == 1 then
+	if redis.call('exists', latch) == 1 then
 		return {1, ''}
+	end
+	if ARGV[6] == '1' then
+		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	if wasHead or id == '' then
 		return {-1, wakeHead()}
 	end
 	return {-1, ''}
 end
-if tonumber(ARGV[2]) > 0 then
-	redis.call('hset', lock, field, ARGV[2])
+if tonumber(ARGV[3]) > 0 then
+	if redis.call('hget', lock, field) == ARGV[2] then
+		redis.call('hset', lock, field, ARGV[3])
+	end
 	return {0, ''}
 end
 redis.call('del', lock)
-redis.call('set', KEYS[5], '1', 'px', ARGV[4])
+redis.call('set', latch, '1', 'px', ARGV[5])
 return {1, wakeHead()}

@@ -2,14 +2,17 @@
 --
 -- KEYS[1]  the lock hash (Redisson's RLock layout)
 -- KEYS[2]  the token counter (Redisson's redisson_lock_token:{name}), no expiry
+-- KEYS[3]  the prefix of the lock's latch keys (see mutex_release)
 -- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's field
--- ARGV[3]  the hold count the owner has after this acquire
+-- ARGV[2]  the hold's field: its identity, fresh for each hold
+-- ARGV[3]  the hold count before this acquire: 0 for a first acquire
 --
--- Reply: {1, token} when the owner holds the lock now: token is greater than
---        every token granted before for this name;
---        {-3, 0} when ARGV[3] > 1 but the owner's hold is gone (lost);
---        {0, pttl} when another owner holds the lock.
+-- Reply: {1, token} when the hold has ARGV[3] + 1 holds now: token is greater
+--        than every token granted before for this name;
+--        {-3, 0} when a re-entry finds the hold gone (lost);
+--        {-4, 0} when a first acquire finds its hold's latch (a late copy of
+--        an acquire its caller undid: see mutex_acquire);
+--        {0, pttl} when another hold has the lock.
 --
 -- The counter is incremented as Redisson's RFencedLock does, and floored at the
 -- server's clock in microseconds, so that tokens keep increasing when the
@@ -20,17 +23,25 @@
 -- break that.
 --
 -- A repeated call after a lost reply grants a new, higher token; the count is
--- set, not incremented, so the hold itself is not taken twice.
-local held = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-if not held then
-	if tonumber(ARGV[3]) > 1 then
+-- compare-and-set, so the hold itself is not taken twice.
+local expect = tonumber(ARGV[3])
+local cur = redis.call('hget', KEYS[1], ARGV[2])
+if cur then
+	if tonumber(cur) == expect then
+		redis.call('hset', KEYS[1], ARGV[2], expect + 1)
+	end
+else
+	if expect > 0 then
 		return {-3, 0}
 	end
 	if redis.call('exists', KEYS[1]) == 1 then
 		return {0, redis.call('pttl', KEYS[1])}
 	end
+	if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then
+		return {-4, 0}
+	end
+	redis.call('hset', KEYS[1], ARGV[2], 1)
 end
-redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
 redis.call('pexpire', KEYS[1], ARGV[1])
 local now = redis.call('time')
 local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])

@@ -1,27 +1,41 @@
 -- mutex_acquire: take or re-enter a Redisson-compatible reentrant lock.
 --
--- KEYS[1]  the lock: a hash of one field "<client-uuid>:<owner>" = hold count
+-- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
+-- KEYS[2]  the prefix of the lock's latch keys (see mutex_release)
 -- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's field
--- ARGV[3]  the hold count the owner has after this acquire (1 for a first hold)
+-- ARGV[2]  the hold's field: its identity, fresh for each hold
+-- ARGV[3]  the hold count before this acquire: 0 for a first acquire
 --
--- Reply: nil when the owner holds the lock now with ARGV[3] holds;
---        -3 when ARGV[3] > 1 (a re-entry) but the owner's hold is gone (lost);
+-- Reply: nil when the hold has ARGV[3] + 1 holds now (or its field was there:
+--        an earlier attempt of this same call, or of this re-entry, took it);
+--        -3 when a re-entry (ARGV[3] > 0) finds the hold gone (lost);
+--        -4 when a first acquire finds its hold's latch: the call that sent
+--        it gave up and released what it might have taken, and this is a
+--        copy that arrived late, so it must take nothing;
 --        otherwise the lock's PTTL in milliseconds (-1: the key has no expiry).
 --
--- The count is set, not incremented, so the call is idempotent: repeating it
--- after a lost reply cannot inflate the count. A first hold (ARGV[3] = 1) also
--- takes a field that is already there, because only this owner can have written
--- it, by an earlier attempt of this same acquire.
-local held = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-if not held then
-	if tonumber(ARGV[3]) > 1 then
-		return -3
+-- A field names one hold, so a command of an earlier hold of the same owner
+-- can never act on a later one. The count is compare-and-set: a repeat, or a
+-- late copy, of an acquire whose count is no longer the one it expects
+-- changes nothing.
+local expect = tonumber(ARGV[3])
+local cur = redis.call('hget', KEYS[1], ARGV[2])
+if cur then
+	if tonumber(cur) == expect then
+		redis.call('hset', KEYS[1], ARGV[2], expect + 1)
 	end
-	if redis.call('exists', KEYS[1]) == 1 then
-		return redis.call('pttl', KEYS[1])
-	end
+	redis.call('pexpire', KEYS[1], ARGV[1])
+	return nil
 end
-redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
+if expect > 0 then
+	return -3
+end
+if redis.call('exists', KEYS[1]) == 1 then
+	return redis.call('pttl', KEYS[1])
+end
+if redis.call('exists', KEYS[2] .. ':' .. ARGV[2]) == 1 then
+	return -4
+end
+redis.call('hset', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 return nil

@@ -6,9 +6,10 @@
 -- ARGV[2]  the message: "0" (wake one waiter) for a Mutex, "1" (wake all)
 --          for an RWMutex
 --
--- Reply: 1 when a lock was deleted, 0 when there was none.
+-- Reply: the fields of the hash deleted (the holds it ended, and an RWMutex's
+-- "mode"); empty when there was no lock.
+local fields = redis.call('hkeys', KEYS[1])
 if redis.call('del', KEYS[1]) == 1 then
 	redis.call(ARGV[1], KEYS[2], ARGV[2])
-	return 1
 end
-return 0
+return fields

@@ -1,48 +1,64 @@
 -- rw_rlock: take or re-enter a read hold of a Redisson-compatible RWMutex.
 --
 -- KEYS[1]  the lock: a hash with "mode" = "read" | "write", reader fields
---          "<uuid>:<owner>" = hold count, writer field "<uuid>:<owner>:write"
+--          "<uuid>:<n>" = hold count, writer field "<uuid>:<n>:write"
 -- KEYS[2]  waiting writers: a sorted set of writer ids scored by the server
 --          time (ms) at which each stops counting unless it tries again
--- KEYS[3]  this owner's read timeout key prefix,
---          "{name}:<uuid>:<owner>:rwlock_timeout"; hold i has the key
---          prefix..":"..i with the lease as its expiry (Redisson's layout)
+-- KEYS[3]  this hold's read timeout key prefix,
+--          "{name}:<uuid>:<n>:rwlock_timeout"; with c holds, the keys
+--          prefix..":1" to prefix..":c" exist, each with the hold's lease as
+--          its expiry (Redisson's layout)
+-- KEYS[4]  the prefix of the lock's latch keys (see rw_runlock)
 -- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's read field
--- ARGV[3]  the owner's write field
--- ARGV[4]  the read hold count the owner has after this acquire
+-- ARGV[2]  the read hold's field: its identity, fresh for each hold
+-- ARGV[3]  the write field of the caller's owner's write hold, which it may
+--          read under (a downgrade), or "" when it has none or may not
+-- ARGV[4]  the read hold count before this acquire: 0 for a first acquire
 -- ARGV[5]  "1" if the owner may pass waiting writers (an explicit owner
 --          re-entering its read lock), "0" otherwise
 --
--- Reply: nil when the read hold is taken; -3 when ARGV[4] > 1 but the owner's
---        read hold is gone (lost); otherwise how long to wait in milliseconds
---        (the lock's PTTL, or the time until a waiting writer's claim lapses).
+-- Reply: nil when the read hold has ARGV[4] + 1 holds now (or its field was
+--        there: an earlier attempt of the same call took it); -3 when a
+--        re-entry finds the hold gone (lost); -4 when a first acquire finds
+--        its hold's latch (a late copy of an acquire its caller undid);
+--        otherwise how long to wait in milliseconds (the lock's PTTL, or the
+--        time until a waiting writer's claim lapses).
 --
--- The count is set, not incremented: a repeat after a lost reply finds its
--- own count and succeeds again without adding a hold.
-local n = tonumber(ARGV[4])
-local cur = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
-local function hold()
-	if redis.call('hget', KEYS[1], 'mode') == false then
-		redis.call('hset', KEYS[1], 'mode', 'read')
+-- Every timeout key of the hold gets the new lease together: a hold is one
+-- lease, however many times it was entered; a hold one of whose keys ran out
+-- is lost (-3), not revived. The count is compare-and-set.
+local expect = tonumber(ARGV[4])
+local lease = tonumber(ARGV[1])
+local cur = redis.call('hget', KEYS[1], ARGV[2])
+
+-- extend gives each of the hold's count timeout keys the new lease; from is
+-- the first one that may not exist yet. It reports false when an older one
+-- is gone: the hold ran out (a writer may have entered since), which a new
+-- lease must not hide.
+local function extend(from, count)
+	for i = 1, from - 1 do
+		if redis.call('exists', KEYS[3] .. ':' .. i) == 0 then
+			return false
+		end
 	end
-	redis.call('hset', KEYS[1], ARGV[2], n)
-	redis.call('set', KEYS[3] .. ':' .. n, 1, 'px', ARGV[1])
-	redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+	for i = 1, count do
+		redis.call('set', KEYS[3] .. ':' .. i, 1, 'px', lease)
+	end
+	redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), lease))
+	return true
 end
-if cur >= n then
-	hold()
-	return nil
-end
-if n > 1 and cur == 0 then
-	return -3
-end
-local mode = redis.call('hget', KEYS[1], 'mode')
-local writer = redis.call('hexists', KEYS[1], ARGV[3]) == 1
-if mode == 'write' and not writer then
-	return redis.call('pttl', KEYS[1])
-end
-if not writer and ARGV[5] ~= '1' then
+
+-- How long a new reader waits for a write hold or a waiting writer, or nil
+-- when it may enter.
+local function blocked()
+	local mode = redis.call('hget', KEYS[1], 'mode')
+	local writer = ARGV[3] ~= '' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
+	if mode == 'write' and not writer then
+		return redis.call('pttl', KEYS[1])
+	end
+	if writer or ARGV[5] == '1' then
+		return nil
+	end
 	local now = redis.call('time')
 	local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 	redis.call('zremrangebyscore', KEYS[2], '-inf', ms)
@@ -55,6 +71,40 @@ if not writer and ARGV[5] ~= '1' then
 		end
 		return lapse
 	end
+	return nil
 end
-hold()
+
+if cur then
+	cur = tonumber(cur)
+	if cur == expect and expect > 0 then
+		local wait = blocked()
+		if wait then
+			return wait
+		end
+		if not extend(cur + 1, cur + 1) then
+			return -3
+		end
+		redis.call('hset', KEYS[1], ARGV[2], cur + 1)
+		return nil
+	end
+	if not extend(cur + 1, cur) then
+		return -3
+	end
+	return nil
+end
+if expect > 0 then
+	return -3
+end
+local wait = blocked()
+if wait then
+	return wait
+end
+if redis.call('exists', KEYS[4] .. ':' .. ARGV[2]) == 1 then
+	return -4
+end
+if redis.call('hget', KEYS[1], 'mode') == false then
+	redis.call('hset', KEYS[1], 'mode', 'read')
+end
+redis.call('hset', KEYS[1], ARGV[2], 1)
+extend(1, 1)
 return nil

@@ -2,39 +2,53 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel (Redisson's redisson_rwlock:{name})
--- KEYS[3]  this release's latch, named by its request id
--- KEYS[4]  this owner's read timeout key prefix
--- ARGV[1]  the owner's read field
--- ARGV[2]  the read hold count to leave
--- ARGV[3]  the publish command: "publish" or "spublish"
--- ARGV[4]  latch lifetime in milliseconds
--- ARGV[5]  the prefix of every holder's timeout keys: "{name}"
+-- KEYS[3]  the prefix of the lock's latch keys: a hold's latch is
+--          KEYS[3]..":"..field
+-- KEYS[4]  this hold's read timeout key prefix
+-- ARGV[1]  the read hold's field
+-- ARGV[2]  the read hold count before this release
+-- ARGV[3]  the read hold count after it: 0 ends the hold
+-- ARGV[4]  the publish command: "publish" or "spublish"
+-- ARGV[5]  the latch's lifetime in milliseconds
+-- ARGV[6]  "1" to leave the latch even when the hold is not there (the undo
+--          of an acquire of unknown outcome)
+-- ARGV[7]  the prefix of every holder's timeout keys: "{name}"
 --
--- Reply: 1 the owner's last read hold is gone; 0 the owner still holds
---        ARGV[2] read holds; nil the owner held no read lock.
+-- Reply: 1 the hold is gone by this release (or a repeat of it); 0 it is
+--        still held; nil it was not there.
 --
--- After the owner's last hold, the lock's expiry becomes the longest
--- remaining read lease (as Redisson computes it), so the holds of crashed
--- readers end with their own leases; with no live hold left the lock is
--- deleted and "1" is published so that every waiter, reader or writer,
--- re-checks at once.
-local m = tonumber(ARGV[2])
-local cur = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
-if cur == 0 then
-	if redis.call('exists', KEYS[3]) == 1 then
+-- After the hold's end, the lock's expiry becomes the longest remaining read
+-- lease (as Redisson computes it), so the holds of crashed readers end with
+-- their own leases; with no live hold left the lock is deleted and "1" is
+-- published so that every waiter, reader or writer, re-checks at once. The
+-- final release latches the field, as mutex_release does.
+local cur = redis.call('hget', KEYS[1], ARGV[1])
+if not cur then
+	local latch = KEYS[3] .. ':' .. ARGV[1]
+	if redis.call('exists', latch) == 1 then
 		return 1
+	end
+	if ARGV[6] == '1' then
+		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	return nil
 end
-for i = cur, m + 1, -1 do
-	redis.call('del', KEYS[4] .. ':' .. i)
-end
+cur = tonumber(cur)
+local m = tonumber(ARGV[3])
 if m > 0 then
-	redis.call('hset', KEYS[1], ARGV[1], m)
+	if cur == tonumber(ARGV[2]) then
+		for i = cur, m + 1, -1 do
+			redis.call('del', KEYS[4] .. ':' .. i)
+		end
+		redis.call('hset', KEYS[1], ARGV[1], m)
+	end
 	return 0
 end
+for i = cur, 1, -1 do
+	redis.call('del', KEYS[4] .. ':' .. i)
+end
 redis.call('hdel', KEYS[1], ARGV[1])
-redis.call('set', KEYS[3], '1', 'px', ARGV[4])
+redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
 local mode = redis.call('hget', KEYS[1], 'mode')
 if redis.call('hlen', KEYS[1]) > 1 then
 	local longest = -3
@@ -42,7 +56,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
 		local count = tonumber(redis.call('hget', KEYS[1], field))
 		if count then
 			for i = count, 1, -1 do
-				longest = math.max(longest, redis.call('pttl', ARGV[5] .. ':' .. field .. ':rwlock_timeout:' .. i))
+				longest = math.max(longest, redis.call('pttl', ARGV[7] .. ':' .. field .. ':rwlock_timeout:' .. i))
 			end
 		end
 	end
@@ -55,5 +69,5 @@ if redis.call('hlen', KEYS[1]) > 1 then
 	end
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], '1')
+redis.call(ARGV[4], KEYS[2], '1')
 return 1

@@ -2,27 +2,37 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel (Redisson's redisson_rwlock:{name})
--- KEYS[3]  this release's latch, named by its request id
--- ARGV[1]  the owner's write field
--- ARGV[2]  the write hold count to leave
--- ARGV[3]  the publish command: "publish" or "spublish"
--- ARGV[4]  latch lifetime in milliseconds
+-- KEYS[3]  the prefix of the lock's latch keys: a hold's latch is
+--          KEYS[3]..":"..field
+-- ARGV[1]  the write hold's field
+-- ARGV[2]  the write hold count before this release
+-- ARGV[3]  the write hold count after it: 0 releases the write lock
+-- ARGV[4]  the publish command: "publish" or "spublish"
+-- ARGV[5]  the latch's lifetime in milliseconds
+-- ARGV[6]  "1" to leave the latch even when the hold is not there (the undo
+--          of an acquire of unknown outcome)
 --
--- Reply: 1 the write lock is released; 0 still held with ARGV[2] holds; nil
---        the owner held no write lock.
+-- Reply: 1 the write lock is released by this release (or a repeat of it);
+--        0 still held; nil the hold was not there.
 --
 -- "1" is published (Redisson's "wake every reader") both when the lock is
 -- deleted and when the writer's own read holds remain (a downgrade: the lock
--- becomes a read lock that other readers may join).
-local m = tonumber(ARGV[2])
+-- becomes a read lock that other readers may join). The final release
+-- latches the field, as mutex_release does.
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-	if redis.call('exists', KEYS[3]) == 1 then
+	local latch = KEYS[3] .. ':' .. ARGV[1]
+	if redis.call('exists', latch) == 1 then
 		return 1
+	end
+	if ARGV[6] == '1' then
+		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	return nil
 end
-if m > 0 then
-	redis.call('hset', KEYS[1], ARGV[1], m)
+if tonumber(ARGV[3]) > 0 then
+	if redis.call('hget', KEYS[1], ARGV[1]) == ARGV[2] then
+		redis.call('hset', KEYS[1], ARGV[1], ARGV[3])
+	end
 	return 0
 end
 redis.call('hdel', KEYS[1], ARGV[1])
@@ -31,6 +41,6 @@ if redis.call('hlen', KEYS[1]) <= 1 then
 else
 	redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.call(ARGV[3], KEYS[2], '1')
-redis.call('set', KEYS[3], '1', 'px', ARGV[4])
+redis.call(ARGV[4], KEYS[2], '1')
+redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
 return 1

@@ -26,19 +26,26 @@ func newRunner(t *testing.T) (*scripts.Runner, rueidis.Client) {
 	return scripts.NewRunner(rc), rc
 }
 
+// acquire runs mutex_acquire for the hold field, which has count holds.
 func acquire(r *scripts.Runner, key, field, count string) (int64, error) {
 	return r.Exec(context.Background(), scripts.Call{
 		Script: scripts.MutexAcquire,
-		Keys:   []string{key},
+		Keys:   []string{key, "latch:{" + key + "}"},
 		Args:   []string{"10000", field, count},
 	}).AsInt64()
 }
 
-func release(r *scripts.Runner, key, field, count, latch string) (int64, error) {
+// release runs mutex_release for the hold field from holds from to to; undo
+// leaves the latch even when the hold is not there.
+func release(r *scripts.Runner, key, field, from, to string, undo bool) (int64, error) {
+	flag := "0"
+	if undo {
+		flag = "1"
+	}
 	return r.Exec(context.Background(), scripts.Call{
 		Script: scripts.MutexRelease,
-		Keys:   []string{key, "ch:{" + key + "}", latch},
-		Args:   []string{field, count, "publish", "5000"},
+		Keys:   []string{key, "ch:{" + key + "}", "latch:{" + key + "}"},
+		Args:   []string{field, from, to, "publish", "5000", flag},
 	}).AsInt64()
 }
 
@@ -46,49 +53,74 @@ func TestMutexAcquireRelease(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	key := t.Name()
+	count := func(field string) int64 {
+		n, _ := rc.Do(ctx, rc.B().Hget().Key(key).Field(field).Build()).AsInt64()
+		return n
+	}
 
-	_, err := acquire(r, key, "a:1", "1")
+	_, err := acquire(r, key, "a:1", "0")
 	assert.True(t, rueidis.IsRedisNil(err), "first acquire replies nil, got %v", err)
-	_, err = acquire(r, key, "a:1", "1")
-	assert.True(t, rueidis.IsRedisNil(err), "repeating the same acquire is idempotent, got %v", err)
-	n, err := rc.Do(ctx, rc.B().Hget().Key(key).Field("a:1").Build()).AsInt64()
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, n, "repeated acquire must not inflate the count")
+	_, err = acquire(r, key, "a:1", "0")
+	assert.True(t, rueidis.IsRedisNil(err), "repeating the same acquire adopts its own field, got %v", err)
+	assert.EqualValues(t, 1, count("a:1"), "repeated acquire must not inflate the count")
 
-	pttl, err := acquire(r, key, "b:1", "1")
+	pttl, err := acquire(r, key, "b:1", "0")
 	require.NoError(t, err)
-	assert.Greater(t, pttl, int64(9000), "another owner gets the holder's PTTL")
+	assert.Greater(t, pttl, int64(9000), "another hold gets the holder's PTTL")
 
-	got, err := acquire(r, key, "b:1", "2")
+	got, err := acquire(r, key, "b:1", "1")
 	require.NoError(t, err)
 	assert.EqualValues(t, -3, got, "a re-entry of a hold that is gone reports -3")
 
-	_, err = acquire(r, key, "a:1", "2")
+	_, err = acquire(r, key, "a:1", "1")
 	assert.True(t, rueidis.IsRedisNil(err))
-	got, err = release(r, key, "a:1", "1", key+":latch1")
+	assert.EqualValues(t, 2, count("a:1"))
+	_, err = acquire(r, key, "a:1", "1")
+	assert.True(t, rueidis.IsRedisNil(err))
+	assert.EqualValues(t, 2, count("a:1"), "a repeated re-entry is compare-and-set: no third hold")
+
+	got, err = release(r, key, "a:1", "3", "2", false)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, got)
+	assert.EqualValues(t, 2, count("a:1"), "a release expecting another count changes nothing")
+	got, err = release(r, key, "a:1", "2", "1", false)
 	require.NoError(t, err)
 	assert.EqualValues(t, 0, got, "partial release leaves the lock held")
+	assert.EqualValues(t, 1, count("a:1"))
 
-	_, err = release(r, key, "b:1", "0", key+":latch2")
-	assert.True(t, rueidis.IsRedisNil(err), "a non-holder's release replies nil, got %v", err)
+	_, err = release(r, key, "b:1", "1", "0", false)
+	assert.True(t, rueidis.IsRedisNil(err), "another hold's release replies nil, got %v", err)
 	exists, _ := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
-	assert.EqualValues(t, 1, exists, "a non-holder's release must leave the lock intact")
+	assert.EqualValues(t, 1, exists, "another hold's release must leave the lock intact")
 
-	got, err = release(r, key, "a:1", "0", key+":latch3")
+	got, err = release(r, key, "a:1", "1", "0", false)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, got)
-	got, err = release(r, key, "a:1", "0", key+":latch3")
+	got, err = release(r, key, "a:1", "1", "0", false)
 	require.NoError(t, err)
-	assert.EqualValues(t, 1, got, "a retried final release answers as the first did")
-	_, err = release(r, key, "a:1", "0", key+":latch4")
-	assert.True(t, rueidis.IsRedisNil(err), "a new release of a released lock replies nil")
+	assert.EqualValues(t, 1, got, "a repeated final release answers as the first did")
+	got, err = acquire(r, key, "a:1", "0")
+	require.NoError(t, err)
+	assert.EqualValues(t, -4, got, "a late copy of the released hold's first acquire takes nothing")
+	_, err = release(r, key, "c:1", "1", "0", false)
+	assert.True(t, rueidis.IsRedisNil(err), "a release of a hold never taken replies nil")
+
+	// The undo of an acquire of unknown outcome latches the field even when
+	// the acquire has not arrived yet; when it arrives, it takes nothing.
+	_, err = release(r, key, "d:1", "1", "0", true)
+	assert.True(t, rueidis.IsRedisNil(err))
+	got, err = acquire(r, key, "d:1", "0")
+	require.NoError(t, err)
+	assert.EqualValues(t, -4, got)
+	exists, _ = rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
+	assert.Zero(t, exists)
 }
 
 func TestNoScriptFallback(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
-	_, err := acquire(r, t.Name(), "a:1", "1")
+	_, err := acquire(r, t.Name(), "a:1", "0")
 	assert.True(t, rueidis.IsRedisNil(err), "Exec falls back to EVAL after a flush, got %v", err)
 
 	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
@@ -107,7 +139,7 @@ func TestRenewChecksOwner(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	for _, k := range []string{"r1", "r2", "r3"} {
-		_, err := acquire(r, k+t.Name(), "a:1", "1")
+		_, err := acquire(r, k+t.Name(), "a:1", "0")
 		require.True(t, rueidis.IsRedisNil(err))
 	}
 	vals, err := r.Exec(ctx, scripts.Call{

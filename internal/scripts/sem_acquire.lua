@@ -1,7 +1,7 @@
 -- sem_acquire: take permits of a Semaphore in queue order, or join (or keep)
 -- a place in its queue.
 --
--- KEYS[1]  the holders: a hash of holder id -> permits held
+-- KEYS[1]  the holders: a hash of holder id -> "<permits>:<version>"
 -- KEYS[2]  the leases: a sorted set of holder ids scored by the server time
 --          (ms) at which their permits come back
 -- KEYS[3]  the size, recorded on first use (a string, no expiry)
@@ -10,8 +10,10 @@
 --          time (ms) after which a waiter counts as dead
 -- KEYS[6]  the requests: a hash of waiter id -> permits wanted
 -- KEYS[7]  the wake-up channel
+-- KEYS[8]  the prefix of the semaphore's latch keys (see sem_release)
 -- ARGV[1]  the size of the caller's handle
--- ARGV[2]  the holder id (one per handle)
+-- ARGV[2]  the holder id: one per term of a handle (from its first acquire
+--          to the release of its last permit), never reused
 -- ARGV[3]  the permits requested, n > 0
 -- ARGV[4]  the permits the holder has after this acquire (held + n)
 -- ARGV[5]  lease in milliseconds
@@ -19,9 +21,18 @@
 --          queueing (TryAcquire)
 -- ARGV[7]  heartbeat timeout in milliseconds
 -- ARGV[8]  the publish command: "publish" or "spublish"
+-- ARGV[9]  the version of the holder's entry the caller last saw confirmed,
+--          "0" when the term has no entry yet
+-- ARGV[10] the version this call writes: greater than every version the
+--          holder sent before
 --
 -- Reply: {1, 0}     acquired: the holder has ARGV[4] permits, leased anew;
 --        {-2, size} the recorded size differs from ARGV[1];
+--        {-3, 0}    the holder's entry is gone (its lease lapsed): the term
+--                   is lost;
+--        {-4, 0}    a late copy of an older call (the entry has a version
+--                   outside [ARGV[9], ARGV[10]), or the term's latch is
+--                   set): nothing changes;
 --        {0, wait}  not acquired: wait is how long (ms) the caller may sleep
 --                   unless woken: until the earliest holder's lease ends for
 --                   the head of the queue, else until the heartbeat deadline
@@ -29,11 +40,16 @@
 --
 -- FIFO as golang.org/x/sync/semaphore: a request is granted only when it fits
 -- together with every request queued ahead of it, so small requests cannot
--- starve a large one. Idempotent: the holder's count is set, not added, and
--- queueing a queued id keeps its place. Time is the server's.
+-- starve a large one. The holder's entry is compare-and-set: a call applies
+-- only to a version the holder has seen or sent since (a call of unknown
+-- outcome may have moved it), and writes a newer one, so that a call arriving
+-- after a later one of the same holder changes nothing; the one that wrote
+-- the current version, repeated, is granted again. Queueing a queued id keeps
+-- its place. Time is the server's.
 local holders, leases, sizeKey, queue, alive, want, channel =
 	KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local holder, target, id = ARGV[2], tonumber(ARGV[4]), ARGV[6]
+local expect, version = tonumber(ARGV[9]), tonumber(ARGV[10])
 
 local recorded = redis.call('get', sizeKey)
 if not recorded then
@@ -52,12 +68,20 @@ local function extend(key, ms)
 	end
 end
 
--- Expired holders give their permits back; dead waiters leave the queue.
+-- Expired holders give their permits back, and so do holders without a
+-- lease (their lease entry was deleted by someone else: nothing would ever
+-- expire them); dead waiters leave the queue.
 local freed = false
 for _, h in ipairs(redis.call('zrangebyscore', leases, '-inf', now)) do
 	redis.call('hdel', holders, h)
 	redis.call('zrem', leases, h)
 	freed = true
+end
+for _, h in ipairs(redis.call('hkeys', holders)) do
+	if not redis.call('zscore', leases, h) then
+		redis.call('hdel', holders, h)
+		freed = true
+	end
 end
 for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	redis.call('zrem', queue, w)
@@ -67,7 +91,7 @@ for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 end
 
 local function grant()
-	redis.call('hset', holders, holder, target)
+	redis.call('hset', holders, holder, target .. ':' .. version)
 	redis.call('zadd', leases, now + tonumber(ARGV[5]), holder)
 	extend(holders, ARGV[5])
 	extend(leases, ARGV[5])
@@ -79,13 +103,26 @@ local function grant()
 	return {1, 0}
 end
 
-local mine = tonumber(redis.call('hget', holders, holder) or '0')
-if mine == target then
-	return grant() -- an earlier attempt of this call was granted
+-- The holder's entry: permits and version.
+local mine, seen = 0, nil
+local entry = redis.call('hget', holders, holder)
+if entry then
+	local p, v = string.match(entry, '^(%d+):(%d+)$')
+	mine, seen = tonumber(p), tonumber(v)
+	if seen == version then
+		return grant() -- this very call was granted
+	end
+	if seen == nil or seen < expect or seen > version then
+		return {-4, 0}
+	end
+elseif expect > 0 then
+	return {-3, 0}
+elseif redis.call('exists', KEYS[8] .. ':' .. holder) == 1 then
+	return {-4, 0}
 end
 local total = 0
 for _, v in ipairs(redis.call('hvals', holders)) do
-	total = total + tonumber(v)
+	total = total + tonumber(string.match(v, '^%d+') or '0')
 end
 local others = total - mine
 

@@ -4,43 +4,50 @@
 --
 -- KEYS[1..7] as sem_acquire: holders, leases, size, queue, heartbeats,
 --            requests, channel
+-- KEYS[8]  the prefix of the semaphore's latch keys: a term's latch is
+--          KEYS[8]..":"..holder
 -- ARGV[1]  the holder id
 -- ARGV[2]  the permits the holder keeps
 -- ARGV[3]  a waiter id to remove from the queue (a waiter giving up), or ""
 -- ARGV[4]  the publish command: "publish" or "spublish"
+-- ARGV[5]  the version of the holder's entry the caller last saw confirmed
+--          ("0": the term has none yet), as for sem_acquire
+-- ARGV[6]  the version this call writes
+-- ARGV[7]  when ARGV[2] is 0, how long (ms) the term's latch lasts, which
+--          refuses a late copy of the term's first acquire (see sem_acquire);
+--          "0" for none
 --
--- Reply: {status, id...}: status 1 done, -1 the holder had no permits left
---        to keep (its lease had lapsed); then the ids of the waiters woken
---        (each published on the channel).
+-- Reply: {status, id...}: status 1 done (or done before: this very call,
+--        repeated), -1 the holder had no permits left to keep (its lease had
+--        lapsed), -4 a late copy of an older call of the holder (nothing
+--        changed); then the ids of the waiters woken (each published on the
+--        channel).
 --
--- Idempotent: the holder's count is set and removing a waiter twice removes
--- it once, so a retry after a lost reply changes nothing more.
+-- Compare-and-set as sem_acquire, so that a retry after a lost reply, or a
+-- copy arriving late, changes nothing more; removing a waiter twice removes
+-- it once.
 local holders, leases, sizeKey, queue, alive, want, channel =
 	KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local holder, keep, id = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local expect, version = tonumber(ARGV[5]), tonumber(ARGV[6])
 
 if id ~= '' then
 	redis.call('zrem', queue, id)
 	redis.call('zrem', alive, id)
 	redis.call('hdel', want, id)
 end
-local status = 1
-if not redis.call('hget', holders, holder) then
-	if keep > 0 then
-		status = -1
-	end
-elseif keep > 0 then
-	redis.call('hset', holders, holder, keep)
-else
-	redis.call('hdel', holders, holder)
-	redis.call('zrem', leases, holder)
-end
-
+-- Expired and lease-less holders first, so that a release finds its own
+-- lapsed entry gone.
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for _, h in ipairs(redis.call('zrangebyscore', leases, '-inf', now)) do
 	redis.call('hdel', holders, h)
 	redis.call('zrem', leases, h)
+end
+for _, h in ipairs(redis.call('hkeys', holders)) do
+	if not redis.call('zscore', leases, h) then
+		redis.call('hdel', holders, h) -- a holder without a lease (see sem_acquire)
+	end
 end
 for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	redis.call('zrem', queue, w)
@@ -48,9 +55,33 @@ for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	redis.call('hdel', want, w)
 end
 
+local status = 1
+local entry = redis.call('hget', holders, holder)
+local seen = nil
+if entry then
+	seen = tonumber(string.match(entry, ':(%d+)$') or '')
+end
+if not entry then
+	if keep > 0 then
+		status = -1
+	end
+elseif seen == version then
+	status = 1 -- this very call, repeated
+elseif seen == nil or seen < expect or seen > version then
+	status = -4
+elseif keep > 0 then
+	redis.call('hset', holders, holder, keep .. ':' .. version)
+else
+	redis.call('hdel', holders, holder)
+	redis.call('zrem', leases, holder)
+end
+if keep == 0 and status ~= -4 and tonumber(ARGV[7]) > 0 then
+	redis.call('set', KEYS[8] .. ':' .. holder, '1', 'px', ARGV[7])
+end
+
 local total = 0
 for _, v in ipairs(redis.call('hvals', holders)) do
-	total = total + tonumber(v)
+	total = total + tonumber(string.match(v, '^%d+') or '0')
 end
 local reply = {status}
 local acc, free = 0, tonumber(redis.call('get', sizeKey) or '0') - total

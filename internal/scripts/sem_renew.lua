@@ -3,13 +3,16 @@
 --
 -- KEYS[2i-1]   the leases of a semaphore (sorted set: holder id -> end, server
 --              ms); all keys of one call share a cluster slot
--- KEYS[2i]     its holders (hash: holder id -> permits)
--- ARGV[2i-1]   the holder id
--- ARGV[2i]     the new lease in milliseconds
+-- KEYS[2i]     its holders (hash: holder id -> "<permits>:<version>")
+-- ARGV[3i-2]   the holder id
+-- ARGV[3i-1]   the new lease in milliseconds
+-- ARGV[3i]     the entry the holder expects: "<permits>:<version>"
 --
 -- Reply: an array with one integer per holder: 1 renewed; 0 its permits are
 -- gone (reaped) or its lease has ended, so that others may have taken them:
--- a loss. A stale renewal never brings ended permits back.
+-- a loss; 2 renewed, but the entry differs from ARGV[3i]: a loss unless the
+-- holder's own call in flight changed it (the scheduler knows). A stale
+-- renewal never brings ended permits back.
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -23,13 +26,18 @@ end
 local renewed = {}
 for i = 1, #KEYS / 2 do
 	local leases, holders = KEYS[2 * i - 1], KEYS[2 * i]
-	local holder, ms = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
+	local holder, ms = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1])
 	local ends = redis.call('zscore', leases, holder)
-	if ends and tonumber(ends) > now and redis.call('hexists', holders, holder) == 1 then
+	local entry = redis.call('hget', holders, holder)
+	if ends and tonumber(ends) > now and entry then
 		redis.call('zadd', leases, now + ms, holder)
 		extend(leases, ms)
 		extend(holders, ms)
-		renewed[i] = 1
+		if entry == ARGV[3 * i] then
+			renewed[i] = 1
+		else
+			renewed[i] = 2
+		end
 	else
 		renewed[i] = 0
 	end
