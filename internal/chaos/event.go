@@ -57,20 +57,21 @@ type Fault struct {
 	End    int64  `json:"end"` // when it was healed; Start for an instant fault
 }
 
-// The fault kinds (issue 9's catalogue).
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9"}
+// The fault kinds.
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
-	"F1": "SIGKILL of a holder",
-	"F2": "SIGSTOP of a holder past its lease",
-	"F3": "Redis restart without persistence",
-	"F4": "Redis restart with AOF (appendfsync always)",
-	"F5": "holder cut off from Redis (blackhole)",
-	"F6": "latency and jitter",
-	"F7": "reply of an acquire dropped",
-	"F8": "SCRIPT FLUSH under load",
-	"F9": "DEL/FLUSHDB of lock keys, CLIENT KILL TYPE pubsub",
+	"F1":  "SIGKILL of a holder",
+	"F2":  "SIGSTOP of a holder past its lease",
+	"F3":  "Redis restart without persistence",
+	"F4":  "Redis restart with AOF (appendfsync always)",
+	"F5":  "holder cut off from Redis (blackhole)",
+	"F6":  "latency and jitter",
+	"F7":  "reply of an acquire dropped",
+	"F8":  "SCRIPT FLUSH under load",
+	"F9":  "DEL/FLUSHDB of lock keys, CLIENT KILL TYPE pubsub",
+	"F10": "late delivery: one client connection stalled while the others go on",
 }
 
 // breaksLeases reports whether f may let a second holder in while a holder

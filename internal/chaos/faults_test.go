@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // fault injects one fault of kind k and records it.
@@ -91,8 +92,61 @@ func (r *run) fault(k string) {
 		r.record(f)
 	case "F9":
 		r.interfere(s)
+	case "F10":
+		r.stall(s)
+		r.stall(s)
 	}
 }
+
+// stall injects F10: the connection of s's worker that carries its next
+// release (of a lock taken at random) stops delivering its requests, from
+// that release on, for a quarter to two fifths of a lease, while the worker's
+// other connections go on. The release arrives after requests the worker
+// sends later on the others, often after its caller gave up (the workers
+// unlock with short deadlines at times): the late delivery that hold
+// identity must make harmless. The first goroutine whose unlock fails
+// meanwhile parks at its next acquisition, so that the late release lands
+// while it holds. Short enough that no lease runs out, so a violation of I1
+// here is never expected. An F10 fault is two such stalls.
+func (r *run) stall(s *seat) {
+	script := releaseScripts[r.rng.IntN(len(releaseScripts))]
+	f := Fault{Kind: "F10", Sub: script.Name, W: s.p.id, G: -1, Start: Now()}
+	for len(s.p.parked) > 0 {
+		<-s.p.parked
+	}
+	s.p.send("parkfailed")
+	resume := s.proxy.StallNext(script.SHA1)
+	g, parked := -1, false
+	select {
+	case g = <-s.p.parked:
+		parked = true
+		time.Sleep(50 * time.Millisecond) // let the stalled requests land on the parked hold
+	case <-time.After(r.lease/4 + time.Duration(r.rng.Int64N(int64(r.lease*3/20)))):
+	}
+	resume()
+	s.p.send("noparkfailed")
+	if !parked {
+		// One may have been asked to park just now.
+		select {
+		case g = <-s.p.parked:
+			parked = true
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	f.End = Now()
+	if parked {
+		f.G, f.R = g, slots[g].res
+	}
+	r.record(f)
+	if parked {
+		r.unpark(s, g)
+	}
+}
+
+// releaseScripts are the release scripts F10 stalls on: the Mutex's (its
+// holders are most of the workers' goroutines) as often as the others.
+var releaseScripts = []*scripts.Script{scripts.MutexRelease, scripts.MutexRelease, scripts.MutexRelease,
+	scripts.RWWriteUnlock, scripts.RWReadUnlock, scripts.FairRelease}
 
 // interfere injects one of F9's variants: deletes a parked holder's lock
 // keys, flushes the database under a parked holder, or kills every Pub/Sub

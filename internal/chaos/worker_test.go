@@ -67,6 +67,21 @@ const (
 	parkLimit = 30 * time.Second // a parked holder's longest stay
 )
 
+// limits returns the deadlines of one lock cycle's calls: a quarter of the
+// locks and three quarters of the unlocks get a short one (the others
+// waitLimit), so that callers give up on requests still in flight (F10
+// delivers them late). Without a fault a release answers well within it.
+func limits(rng *rand.Rand) (lock, unlock time.Duration) {
+	lock, unlock = waitLimit, waitLimit
+	if rng.IntN(4) == 0 {
+		lock = time.Duration(50+rng.IntN(250)) * time.Millisecond
+	}
+	if rng.IntN(4) != 0 {
+		unlock = time.Duration(20+rng.IntN(100)) * time.Millisecond
+	}
+	return lock, unlock
+}
+
 // A worker is one process's state.
 type worker struct {
 	cfg   workerConfig
@@ -74,6 +89,9 @@ type worker struct {
 	file  *os.File   // the history
 	stop  atomic.Bool
 	slots []*slot
+	// parkFailed asks the first goroutine whose unlock fails to park at its
+	// next acquisition (F10).
+	parkFailed atomic.Bool
 	// renewals counts renewal rounds with leases in them, once counting is on.
 	counting atomic.Bool
 	renewals atomic.Int64
@@ -168,6 +186,10 @@ func runWorker(raw string) int {
 		switch verb {
 		case "park":
 			w.slots[g].park.Store(true)
+		case "parkfailed":
+			w.parkFailed.Store(true)
+		case "noparkfailed":
+			w.parkFailed.Store(false)
 		case "nopark":
 			w.slots[g].park.Store(false)
 		case "unpark":
@@ -287,8 +309,9 @@ func (w *worker) drive(s *slot) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(s.g)))
 	base := context.WithValue(context.Background(), slotKey{}, s)
 	for !w.stop.Load() {
+		lockLimit, unlockLimit := limits(rng)
 		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
-		ctx, cancel := context.WithTimeout(base, waitLimit)
+		ctx, cancel := context.WithTimeout(base, lockLimit)
 		tok, err := s.lock(ctx)
 		cancel()
 		if err != nil {
@@ -307,12 +330,15 @@ func (w *worker) drive(s *slot) {
 		}
 		w.emit(Event{G: s.g, K: Exit, R: s.res, Mode: s.mode})
 		t0 := Now()
-		ctx, cancel = context.WithTimeout(base, waitLimit)
+		ctx, cancel = context.WithTimeout(base, unlockLimit)
 		err = s.unlock(ctx)
 		cancel()
 		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode}
 		if err != nil {
 			e.Err = err.Error()
+		}
+		if err != nil && w.parkFailed.CompareAndSwap(true, false) {
+			s.park.Store(true) // F10: its release may still be on its way
 		}
 		w.emit(e)
 		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)

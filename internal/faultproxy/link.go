@@ -160,6 +160,9 @@ func (l *link) write(i int, to net.Conn, q <-chan chunk) {
 				return
 			}
 		}
+		if i == 0 {
+			l.p.matchStall(c.data, l)
+		}
 		if !l.waitResumed(i) {
 			return
 		}
@@ -189,6 +192,17 @@ func (l *link) waitResumed(i int) bool {
 		case <-l.done:
 			return false
 		}
+	}
+}
+
+// matchStall stalls l's requests, from this one on, if request contains the
+// string armed by StallNext.
+func (p *Proxy) matchStall(request []byte, l *link) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stall != nil && bytes.Contains(request, p.stall) {
+		p.stall = nil
+		l.stalled[0].Store(true)
 	}
 }
 

@@ -96,6 +96,7 @@ type Proxy struct {
 	links   map[*link]struct{}
 	arm     []byte // drop the reply to the next request containing this
 	always  bool   // keep arm after a drop: drop every such reply
+	stall   []byte // stall the connection of the next request containing this
 
 	accepted   atomic.Int64
 	bytes      [2]atomic.Int64
@@ -206,6 +207,29 @@ func (p *Proxy) StallOne(dir Direction) (resume func(), ok bool) {
 		}
 		p.update(dir, func(*faults) {})
 	}, true
+}
+
+// StallNext stalls, as StallOne does, the connection that carries the next
+// request containing substr, before that request is delivered, until the
+// returned resume is called; the other connections carry on. Calling resume
+// before such a request came disarms it. The match is made per chunk, as for
+// DropNextReply.
+func (p *Proxy) StallNext(substr string) (resume func()) {
+	if substr == "" {
+		panic("faultproxy: empty substring to stall on")
+	}
+	p.mu.Lock()
+	p.stall = []byte(substr)
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.stall = nil
+		p.mu.Unlock()
+		for _, l := range p.snapshot() {
+			l.stalled[0].Store(false)
+		}
+		p.update(ClientToServer, func(*faults) {})
+	}
 }
 
 // ResetAll closes every open connection abruptly: both the client's and the

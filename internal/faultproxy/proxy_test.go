@@ -273,6 +273,31 @@ func TestStallOne(t *testing.T) {
 	assert.Zero(t, p.Stats().Resets)
 }
 
+// StallNext stalls the connection of the matching request, before it is
+// delivered, until resume.
+func TestStallNext(t *testing.T) {
+	p := startProxy(t)
+	direct := newClient(t, target.Addrs[0])
+	require.NoError(t, direct.Do(context.Background(), direct.B().Del().Key("fp:stall2").Build()).Error())
+	a, b := rawConn(t, p), rawConn(t, p)
+	resume := p.StallNext("fp:stall2")
+	_, err := fmt.Fprint(a, "*3\r\n$3\r\nSET\r\n$9\r\nfp:stall2\r\n$1\r\na\r\n")
+	require.NoError(t, err)
+	_, err = fmt.Fprint(b, "*1\r\n$4\r\nPING\r\n")
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	n, err := b.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "+PONG\r\n", string(buf[:n]), "the other connection goes on")
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, "<nil>", get(t, direct, "fp:stall2"), "the SET was held back")
+	resume()
+	n, err = a.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", string(buf[:n]))
+	assert.Equal(t, "a", get(t, direct, "fp:stall2"))
+}
+
 func TestResetAll(t *testing.T) {
 	p, c, _ := clients(t)
 	warm(t, c, "fp:reset")

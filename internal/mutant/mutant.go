@@ -15,4 +15,7 @@
 //	fair-barge      any FairMutex waiter may take a free lock, not only the head (I4)
 //	renew-blind     a Mutex renewal reports success when the hold is gone (I5)
 //	leak-subscribe  the subscriber never unsubscribes a channel (I6)
+//	owner-field     every hold of an owner has the same field in Redis, so an
+//	                acquire takes over the entry of the owner's previous hold
+//	                and a late release of that hold ends the new one (I1)
 package mutant

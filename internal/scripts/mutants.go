@@ -9,7 +9,8 @@ import (
 )
 
 // mutants are the broken variants of scripts (see package mutant), each one
-// line changed. In a build without the redisync_mutants tag none is on.
+// line changed (a variant may change a line in several scripts). In a build
+// without the redisync_mutants tag none is on.
 var mutants = []struct {
 	name     string
 	script   **Script
@@ -19,6 +20,15 @@ var mutants = []struct {
 	{"fence-lower", &FenceSet, "if token < seen then", "if false then"},
 	{"fair-barge", &FairAcquire, "and not held and (head == nil or head == id) then", "and not held then"},
 	{"renew-blind", &MutexRenew, "renewed[i] = 0", "renewed[i] = 1"},
+	// owner-field (with its Go side, which gives every hold of an owner the
+	// same field): an acquire does not look at the latch of the field it
+	// takes, so it takes over the entry of the owner's previous hold, or
+	// takes it anew, whatever that hold's release left.
+	{"owner-field", &MutexAcquire, "if redis.call('exists', KEYS[2] .. ':' .. ARGV[2]) == 1 then", "if false then"},
+	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
+	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
+	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[4] .. ':' .. ARGV[2]) == 1 then", "if false then"},
+	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then", "if false then"},
 }
 
 func init() {
