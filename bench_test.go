@@ -123,3 +123,19 @@ func BenchmarkFencedMutex(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkMutexSharedHandle measures Lock+Unlock from 16 goroutines sharing
+// one handle (one owner): the local handovers' path.
+func BenchmarkMutexSharedHandle(b *testing.B) {
+	c, _ := newClient(b, standalone)
+	m := c.NewMutex(b.Name())
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Lock()
+			//lint:ignore SA2001 the Lock+Unlock pair is what is measured
+			m.Unlock()
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package redisync_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+)
+
+// The owner's call lock excludes, whether its callers can give up or not, and
+// a caller whose context ends stops waiting without breaking it.
+func TestOpLockExcludes(t *testing.T) {
+	var l redisync.OpLock
+	var inside, most, done atomic.Int32
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 300 {
+				ctx := context.Background()
+				cancel := func() {}
+				if g%2 == 0 {
+					// Some give up at once, some soon, some never.
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(i%3)*50*time.Microsecond)
+				}
+				err := l.Lock(ctx)
+				cancel()
+				if err != nil {
+					require.ErrorIs(t, err, context.DeadlineExceeded)
+					continue
+				}
+				if n := inside.Add(1); n > most.Load() {
+					most.Store(n)
+				}
+				time.Sleep(time.Duration(i%4) * 10 * time.Microsecond)
+				inside.Add(-1)
+				done.Add(1)
+				l.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, most.Load(), "two callers inside")
+	assert.Greater(t, done.Load(), int32(8*300), "every caller without a deadline got in each time")
+	require.True(t, l.TryLock(), "the lock is free at the end")
+	l.Unlock()
+}
+
+// A caller stops waiting when its context ends, and TryLock fails at once,
+// while another holds the lock; once it is unlocked, a waiter gets it.
+func TestOpLockHonoursContext(t *testing.T) {
+	var l redisync.OpLock
+	require.NoError(t, l.Lock(context.Background()))
+	assert.False(t, l.TryLock())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	assert.ErrorIs(t, l.Lock(ctx), context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), time.Second)
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		got <- l.Lock(ctx)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	l.Unlock()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(hang):
+		t.Fatal("the waiter was not let in after the unlock")
+	}
+	l.Unlock()
+}
