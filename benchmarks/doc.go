@@ -1,7 +1,7 @@
 // Package benchmarks compares redisync with the other Redis lock libraries
 // for Go — github.com/go-redsync/redsync/v4, github.com/bsm/redislock and
-// rueidis's rueidislock — on one redis-server, scenario by scenario (issue
-// 10): serial latency, parallel throughput, contention across processes and
+// rueidis's rueidislock — on one redis-server, scenario by scenario: serial
+// latency, parallel throughput, contention across processes and
 // within one, renewal cost, allocations and heap, waiter scale and the
 // server's own ceiling.
 //

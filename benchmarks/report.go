@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The targets of issue 10.
+// The targets the comparison is measured against.
 const (
 	TargetSerialVsPing  = 1.2 // scenario 1: at most this many times two PINGs
 	TargetParallel      = 1.5 // scenario 2: at least this many times the best peer
@@ -27,7 +27,7 @@ const (
 	targetHeld, targetNo = "✅", "❌"
 )
 
-// A Target is one of issue 10's targets, evaluated on a run.
+// A Target is one of the targets, evaluated on a run.
 type Target struct {
 	Scenario string // "1" to "7"
 	Goal     string // what must hold
@@ -36,7 +36,7 @@ type Target struct {
 	Known    bool // the run produced the figures the target needs
 }
 
-// Targets evaluates issue 10's targets on r.
+// Targets evaluates the targets on r.
 func (r *Results) Targets() []Target {
 	var ts []Target
 	add := func(scenario, goal string, known bool, value string, holds bool) {
@@ -99,7 +99,7 @@ func (r *Results) Markdown() string {
 		m.Date.Format("2006-01-02 15:04 MST"), m.CPU, m.Cores, m.OS, m.Go, m.Redis, r.Elapsed.Seconds())
 	fmt.Fprintf(&b, "Client and server share the machine; figures from one run are noisy, ratios less so.\n\n")
 	r.table(&b)
-	b.WriteString("\n## Targets (issue 10)\n\n| scenario | target | measured | holds |\n|---|---|---|---|\n")
+	b.WriteString("\n## Targets\n\n| scenario | target | measured | holds |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {
 		mark := targetNo
 		switch {

@@ -41,7 +41,7 @@ type Config struct {
 	Log io.Writer
 }
 
-// DefaultConfig is the full run of issue 10.
+// DefaultConfig is the full run.
 func DefaultConfig() Config {
 	return Config{
 		Duration:      2 * time.Second,

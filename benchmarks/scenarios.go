@@ -13,7 +13,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Scenario sizes fixed by issue 10.
+// Scenario sizes.
 const (
 	// ParallelGoroutines is scenario 2's goroutine count, each on its own name.
 	ParallelGoroutines = 64

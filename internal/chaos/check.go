@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The invariants (issue 9).
+// The invariants.
 const (
 	I1 = "I1" // at most one holder (a writer alone, or N permits)
 	I2 = "I2" // the fence never accepts a stale token; tokens grow

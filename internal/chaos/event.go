@@ -112,6 +112,6 @@ type Params struct {
 	// RoundTrip is the allowance for one round trip to Redis, scheduling on
 	// the loaded machine included.
 	RoundTrip time.Duration
-	// WakeSlack is I3's allowance beyond a lease (500 ms in issue 9).
+	// WakeSlack is I3's allowance beyond a lease (500 ms).
 	WakeSlack time.Duration
 }

@@ -1,6 +1,6 @@
 // Package faultproxy provides a TCP proxy on loopback that sits between
 // clients and a Redis server and injects network faults on demand, for the
-// fault-injection tests of issue 9.
+// fault-injection tests (internal/chaos).
 //
 // Each client connection accepted by a [Proxy] gets its own connection to the
 // server, and bytes are copied in both directions, client to server and server

@@ -1,5 +1,5 @@
 // Command compare runs redisync, redsync, redislock and rueidislock through
-// the scenarios of issue 10 against a redis-server it starts on a free
+// the scenarios against a redis-server it starts on a free
 // loopback port, prints the table as Markdown and writes it to a file.
 //
 // Usage, from the benchmarks directory:
