@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -19,7 +20,7 @@ func proxied(t *testing.T) (*redisync.Client, *redistest.Proxy) {
 	p, err := redistest.StartProxy(standalone.Addrs[0])
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
-	through := &redistest.Target{Addrs: []string{p.Addr}, Mini: standalone.Mini}
+	through := &redisserver.Target{Addrs: []string{p.Addr}, Mini: standalone.Mini}
 	c, _ := newClient(t, through)
 	// Load the scripts, so that a request whose reply is dropped has run
 	// rather than failed with NOSCRIPT.

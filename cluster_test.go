@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // namesOnEveryMaster returns perMaster names with prefix for each master of
 // the cluster, so that a test exercises every node.
-func namesOnEveryMaster(t *testing.T, tg *redistest.Target, prefix string, perMaster int) []string {
+func namesOnEveryMaster(t *testing.T, tg *redisserver.Target, prefix string, perMaster int) []string {
 	t.Helper()
-	count := make(map[*redistest.Server]int)
+	count := make(map[*redisserver.Server]int)
 	var names []string
 	for i := 0; len(names) < perMaster*len(tg.Cluster.Nodes); i++ {
 		name := fmt.Sprintf("%s-%d", prefix, i)

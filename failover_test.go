@@ -13,14 +13,14 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // contention keeps clients x goroutines locking name (a FencedMutex, so that
 // tokens can be checked too) until stop is called, which returns the number
 // of critical sections, the most holders seen at once and the grants;
 // opsSoFar counts the critical sections while it runs.
-func contention(t *testing.T, tg *redistest.Target, name string, clients, goroutines int, opts ...redisync.Option) (stop func() (ops int64, worst int32, grants []grant), opsSoFar func() int64) {
+func contention(t *testing.T, tg *redisserver.Target, name string, clients, goroutines int, opts ...redisync.Option) (stop func() (ops int64, worst int32, grants []grant), opsSoFar func() int64) {
 	var inside, most atomic.Int32
 	var ops atomic.Int64
 	var mu sync.Mutex
@@ -82,9 +82,9 @@ func shardSubscribers(t *testing.T, addr, channel string) int64 {
 // A manual CLUSTER FAILOVER of the node that owns a busy lock: no two holders,
 // the waiters carry on, and their subscription moves to the new owner.
 func TestClusterFailoverUnderContention(t *testing.T) {
-	tg, err := redistest.StartClusterTarget(3, 1)
+	tg, err := redisserver.StartClusterTarget(3, 1)
 	if err != nil {
-		if !redistest.RequireServer() {
+		if !redisserver.RequireServer() {
 			t.Skip(err)
 		}
 		t.Fatal(err)
@@ -124,9 +124,9 @@ func TestClusterFailoverUnderContention(t *testing.T) {
 // SENTINEL FAILOVER under contention: clients follow the new primary, waiters
 // resubscribe and acquire, and fencing tokens keep increasing.
 func TestSentinelFailoverUnderContention(t *testing.T) {
-	tg, err := redistest.StartSentinelTarget()
+	tg, err := redisserver.StartSentinelTarget()
 	if err != nil {
-		if !redistest.RequireServer() {
+		if !redisserver.RequireServer() {
 			t.Skip(err)
 		}
 		t.Fatal(err)
@@ -165,9 +165,9 @@ func TestSentinelFailoverUnderContention(t *testing.T) {
 // (ASK and MOVED are followed, TRYAGAIN is retried) and waiters are woken on
 // the new node.
 func TestClusterSlotMigrationUnderContention(t *testing.T) {
-	tg, err := redistest.StartClusterTarget(3, 0)
+	tg, err := redisserver.StartClusterTarget(3, 0)
 	if err != nil {
-		if !redistest.RequireServer() {
+		if !redisserver.RequireServer() {
 			t.Skip(err)
 		}
 		t.Fatal(err)

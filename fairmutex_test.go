@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -39,7 +39,7 @@ func waitQueued(t testing.TB, rc rueidis.Client, name string, n int64) {
 
 func TestFairMutexLockUnlock(t *testing.T) { forEachTopology(t, testFairMutexLockUnlock) }
 
-func testFairMutexLockUnlock(t *testing.T, tg *redistest.Target) {
+func testFairMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	fm := c.NewFairMutex(t.Name())
@@ -78,7 +78,7 @@ func testFairMutexLockUnlock(t *testing.T, tg *redistest.Target) {
 // from three Clients (perClient each) queue one after another, in an order
 // that changes every round, and then checks that they were served in that
 // order.
-func fifo(t *testing.T, tg *redistest.Target, name string, rounds, perClient int) {
+func fifo(t *testing.T, tg *redisserver.Target, name string, rounds, perClient int) {
 	rc := newRueidis(t, tg)
 	var handles []*redisync.FairMutex
 	var holder *redisync.FairMutex
@@ -131,7 +131,7 @@ func fifo(t *testing.T, tg *redistest.Target, name string, rounds, perClient int
 
 func TestFairMutexFIFO(t *testing.T) { forEachTopology(t, testFairMutexFIFO) }
 
-func testFairMutexFIFO(t *testing.T, tg *redistest.Target) {
+func testFairMutexFIFO(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
 	fifo(t, tg, t.Name(), 200, 2)
 	t.Logf("200 rounds of 6 queued waiters from 3 Clients in %v", time.Since(start))
@@ -141,7 +141,7 @@ func testFairMutexFIFO(t *testing.T, tg *redistest.Target) {
 // up once its heartbeat lapses.
 func TestFairMutexCrashedWaiter(t *testing.T) { forEachTopology(t, testFairMutexCrashedWaiter) }
 
-func testFairMutexCrashedWaiter(t *testing.T, tg *redistest.Target) {
+func testFairMutexCrashedWaiter(t *testing.T, tg *redisserver.Target) {
 	const heartbeat = time.Second
 	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
@@ -196,7 +196,7 @@ func TestFairMutexLongWaitKeepsPlace(t *testing.T) {
 	forEachTopology(t, testFairMutexLongWaitKeepsPlace)
 }
 
-func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redistest.Target) {
+func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redisserver.Target) {
 	const heartbeat = 300 * time.Millisecond
 	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
@@ -240,7 +240,7 @@ func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redistest.Target) {
 
 func TestFairMutexCancelLeavesQueue(t *testing.T) { forEachTopology(t, testFairMutexCancelLeavesQueue) }
 
-func testFairMutexCancelLeavesQueue(t *testing.T, tg *redistest.Target) {
+func testFairMutexCancelLeavesQueue(t *testing.T, tg *redisserver.Target) {
 	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
@@ -288,7 +288,7 @@ func TestFairMutexCancelledHeadPassesTurn(t *testing.T) {
 	forEachTopology(t, testFairMutexCancelledHeadPassesTurn)
 }
 
-func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redistest.Target) {
+func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	name := t.Name()
@@ -329,7 +329,7 @@ func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redistest.Target) {
 // One release wakes one waiter: the one whose turn it is.
 func TestFairMutexWakesOnlyHead(t *testing.T) { forEachTopology(t, testFairMutexWakesOnlyHead) }
 
-func testFairMutexWakesOnlyHead(t *testing.T, tg *redistest.Target) {
+func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
 	const waiters = 10
 	hc, rc := newClient(t, tg)
 	h := hc.NewFairMutex(t.Name())
@@ -369,14 +369,14 @@ func testFairMutexWakesOnlyHead(t *testing.T, tg *redistest.Target) {
 
 func TestFairMutexCrashedHolder(t *testing.T) { forEachTopology(t, testFairMutexCrashedHolder) }
 
-func testFairMutexCrashedHolder(t *testing.T, tg *redistest.Target) {
+func testFairMutexCrashedHolder(t *testing.T, tg *redisserver.Target) {
 	crashFair(t, tg, t.Name())
 }
 
 // crashFair has a child process hold the fair mutex name with a 1 s watchdog
 // lease, kills it with SIGKILL and checks that the queued head takes the lock
 // within the lease plus 500 ms.
-func crashFair(t *testing.T, tg *redistest.Target, name string) {
+func crashFair(t *testing.T, tg *redisserver.Target, name string) {
 	const lease = time.Second
 	child := startQueuedChild(t, tg, "fair-hold", name, lease, 0, "held")
 	c, rc := newClient(t, tg)
@@ -404,7 +404,7 @@ func TestFairMutexTryLockDoesNotBarge(t *testing.T) {
 	forEachTopology(t, testFairMutexTryLockDoesNotBarge)
 }
 
-func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redistest.Target) {
+func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	fm := c.NewFairMutex(t.Name())
@@ -425,7 +425,7 @@ func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redistest.Target) {
 
 func TestFairMutexReentrantOwner(t *testing.T) { forEachTopology(t, testFairMutexReentrantOwner) }
 
-func testFairMutexReentrantOwner(t *testing.T, tg *redistest.Target) {
+func testFairMutexReentrantOwner(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	fm := c.NewFairMutex(t.Name())
 	owner := redisync.WithOwner(context.Background())
@@ -465,7 +465,7 @@ func TestFairMutexSecondLockOnHandleQueues(t *testing.T) {
 	forEachTopology(t, testFairMutexSecondLockOnHandleQueues)
 }
 
-func testFairMutexSecondLockOnHandleQueues(t *testing.T, tg *redistest.Target) {
+func testFairMutexSecondLockOnHandleQueues(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	fm := c.NewFairMutex(t.Name())
 	fm.Lock()
@@ -502,7 +502,7 @@ func testFairMutexSecondLockOnHandleQueues(t *testing.T, tg *redistest.Target) {
 
 func TestFairMutexMisuse(t *testing.T) { forEachTopology(t, testFairMutexMisuse) }
 
-func testFairMutexMisuse(t *testing.T, tg *redistest.Target) {
+func testFairMutexMisuse(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	fm := c.NewFairMutex(t.Name())
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", fm.Unlock)
@@ -520,7 +520,7 @@ func TestFairMutexForceUnlockWakesHead(t *testing.T) {
 	forEachTopology(t, testFairMutexForceUnlockWakesHead)
 }
 
-func testFairMutexForceUnlockWakesHead(t *testing.T, tg *redistest.Target) {
+func testFairMutexForceUnlockWakesHead(t *testing.T, tg *redisserver.Target) {
 	hc, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	h := hc.NewFairMutex(t.Name())
 	h.Lock()
@@ -550,7 +550,7 @@ func testFairMutexForceUnlockWakesHead(t *testing.T, tg *redistest.Target) {
 
 func TestFairMutexLossIsReported(t *testing.T) { forEachTopology(t, testFairMutexLossIsReported) }
 
-func testFairMutexLossIsReported(t *testing.T, tg *redistest.Target) {
+func testFairMutexLossIsReported(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	fm := c.NewFairMutex(t.Name())
 	fm.Lock()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // grant is one acquisition seen by a client: when its LockToken began, when
@@ -50,7 +50,7 @@ func checkGrants(t *testing.T, grants []grant) {
 	}
 }
 
-func fencedHammer(t *testing.T, tg *redistest.Target, name string, clients, goroutines, rounds int) []grant {
+func fencedHammer(t *testing.T, tg *redisserver.Target, name string, clients, goroutines, rounds int) []grant {
 	var mu sync.Mutex
 	var grants []grant
 	var wg sync.WaitGroup
@@ -82,7 +82,7 @@ func fencedHammer(t *testing.T, tg *redistest.Target, name string, clients, goro
 
 func TestFencedMutexTokensIncrease(t *testing.T) { forEachTopology(t, testFencedMutexTokensIncrease) }
 
-func testFencedMutexTokensIncrease(t *testing.T, tg *redistest.Target) {
+func testFencedMutexTokensIncrease(t *testing.T, tg *redisserver.Target) {
 	grants := fencedHammer(t, tg, t.Name(), 4, 8, 200)
 	require.Len(t, grants, 4*8*200)
 	checkGrants(t, grants)
@@ -90,7 +90,7 @@ func testFencedMutexTokensIncrease(t *testing.T, tg *redistest.Target) {
 
 func TestFencedMutexTokenLifecycle(t *testing.T) { forEachTopology(t, testFencedMutexTokenLifecycle) }
 
-func testFencedMutexTokenLifecycle(t *testing.T, tg *redistest.Target) {
+func testFencedMutexTokenLifecycle(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	fm := c.NewFencedMutex(t.Name())
 	assert.Zero(t, fm.Token(), "not held")
@@ -115,7 +115,7 @@ func testFencedMutexTokenLifecycle(t *testing.T, tg *redistest.Target) {
 // Tokens stay increasing when the server forgets the scripts, the counter,
 // or everything (a restart without persistence).
 func TestFencedMutexTokensSurviveLoss(t *testing.T) {
-	tg, err := redistest.StartStandalone()
+	tg, err := redisserver.StartStandalone()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Stop() })
 	requireReal(t, tg, "restarts")
@@ -161,7 +161,7 @@ func TestFencedMutexStaleHolderIsFenced(t *testing.T) {
 	forEachTopology(t, testFencedMutexStaleHolderIsFenced)
 }
 
-func testFencedMutexStaleHolderIsFenced(t *testing.T, tg *redistest.Target) {
+func testFencedMutexStaleHolderIsFenced(t *testing.T, tg *redisserver.Target) {
 	a, _ := newClient(t, tg)
 	b, _ := newClient(t, tg)
 	ctx := context.Background()

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -49,7 +49,7 @@ type lateCall struct {
 
 // newLateClient returns a redisync Client on a lateClient for tg, and the
 // lateClient.
-func newLateClient(t *testing.T, tg *redistest.Target, opts ...redisync.Option) (*redisync.Client, *lateClient) {
+func newLateClient(t *testing.T, tg *redisserver.Target, opts ...redisync.Option) (*redisync.Client, *lateClient) {
 	t.Helper()
 	lc := &lateClient{Client: newRueidis(t, tg)}
 	c, err := redisync.New(lc, append([]redisync.Option{redisync.WithLogger(testLogger(t))}, opts...)...)

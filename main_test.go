@@ -16,11 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
 // standalone is the server most tests use; cluster starts on first use.
-var standalone *redistest.Target
+var standalone *redisserver.Target
 
 // Environment of a child process started by startChild.
 const (
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(redistest.Run(m,
 		func() (err error) {
-			standalone, err = redistest.StartStandalone()
+			standalone, err = redisserver.StartStandalone()
 			return err
 		},
 		func() {
@@ -47,15 +48,15 @@ func TestMain(m *testing.M) {
 }
 
 // requireReal skips a test that needs what miniredis does not emulate.
-func requireReal(t *testing.T, tg *redistest.Target, what string) {
+func requireReal(t *testing.T, tg *redisserver.Target, what string) {
 	t.Helper()
 	if !tg.Real() {
-		t.Skipf("miniredis lacks %s; %s", what, redistest.InstallHint)
+		t.Skipf("miniredis lacks %s; %s", what, redisserver.InstallHint)
 	}
 }
 
 // newRueidis returns a rueidis client for tg, closed when the test ends.
-func newRueidis(t testing.TB, tg *redistest.Target) rueidis.Client {
+func newRueidis(t testing.TB, tg *redisserver.Target) rueidis.Client {
 	t.Helper()
 	rc, err := tg.NewClient()
 	require.NoError(t, err)
@@ -65,7 +66,7 @@ func newRueidis(t testing.TB, tg *redistest.Target) rueidis.Client {
 
 // newClient returns a redisync Client on its own rueidis client (its own
 // connections, as another process would have), closed when the test ends.
-func newClient(t testing.TB, tg *redistest.Target, opts ...redisync.Option) (*redisync.Client, rueidis.Client) {
+func newClient(t testing.TB, tg *redisserver.Target, opts ...redisync.Option) (*redisync.Client, rueidis.Client) {
 	t.Helper()
 	rc := newRueidis(t, tg)
 	c, err := redisync.New(rc, append([]redisync.Option{redisync.WithLogger(testLogger(t))}, opts...)...)
@@ -90,14 +91,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 // name on tg with the given watchdog timeout, and returns once it holds it.
 // env adds variables: childRW=read makes the child take an RWMutex's read
 // lock instead of a Mutex.
-func startChild(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration, env ...string) *exec.Cmd {
+func startChild(t *testing.T, tg *redisserver.Target, name string, watchdog time.Duration, env ...string) *exec.Cmd {
 	t.Helper()
 	return startChildSaying(t, tg, name, watchdog, "held", env...)
 }
 
 // startChildSaying starts a child as startChild does and returns once it has
 // printed its first line, which must be want.
-func startChildSaying(t *testing.T, tg *redistest.Target, name string, watchdog time.Duration, want string, env ...string) *exec.Cmd {
+func startChildSaying(t *testing.T, tg *redisserver.Target, name string, watchdog time.Duration, want string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+name, childAddrs+"="+strings.Join(tg.Addrs, ","),
@@ -119,7 +120,7 @@ func startChildSaying(t *testing.T, tg *redistest.Target, name string, watchdog 
 }
 
 // childModeOf names tg's kind for a child process.
-func childModeOf(tg *redistest.Target) string {
+func childModeOf(tg *redisserver.Target) string {
 	switch {
 	case tg.Mini != nil:
 		return "mini"
@@ -134,12 +135,12 @@ func childModeOf(tg *redistest.Target) string {
 // runChild is the body of a child process: hold the lock until killed.
 func runChild(name string) int {
 	addrs := strings.Split(os.Getenv(childAddrs), ",")
-	tg := &redistest.Target{Addrs: addrs}
+	tg := &redisserver.Target{Addrs: addrs}
 	switch os.Getenv(childMode) {
 	case "cluster":
-		tg.Cluster = &redistest.Cluster{Addrs: addrs}
+		tg.Cluster = &redisserver.Cluster{Addrs: addrs}
 	case "sentinel":
-		tg.Sentinel = &redistest.SentinelSet{Addrs: addrs}
+		tg.Sentinel = &redisserver.SentinelSet{Addrs: addrs}
 	}
 	opt := tg.ClientOption()
 	opt.AlwaysRESP2 = os.Getenv(childMode) == "mini"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
@@ -23,7 +24,7 @@ const hang = 10 * time.Second
 
 func TestMutexLockUnlock(t *testing.T) { forEachTopology(t, testMutexLockUnlock) }
 
-func testMutexLockUnlock(t *testing.T, tg *redistest.Target) {
+func testMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	m := c.NewMutex(t.Name())
@@ -65,7 +66,7 @@ func testMutexLockUnlock(t *testing.T, tg *redistest.Target) {
 // hammer runs clients x goroutines x rounds critical sections over names
 // (goroutine g uses names[g%len(names)]) and fails if a name ever has two
 // holders at once. Half the goroutines use Lock, half LockContext.
-func hammer(t *testing.T, tg *redistest.Target, names []string, clients, goroutines, rounds int) {
+func hammer(t *testing.T, tg *redisserver.Target, names []string, clients, goroutines, rounds int) {
 	inside := make([]atomic.Int32, len(names))
 	var worst atomic.Int32
 	var total atomic.Int64
@@ -101,7 +102,7 @@ func hammer(t *testing.T, tg *redistest.Target, names []string, clients, gorouti
 
 func TestMutexHammerOneName(t *testing.T) { forEachTopology(t, testMutexHammerOneName) }
 
-func testMutexHammerOneName(t *testing.T, tg *redistest.Target) {
+func testMutexHammerOneName(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
 	hammer(t, tg, spread(t, tg, t.Name()), 4, 8, 200)
 	t.Logf("6400 critical sections on one name in %v", time.Since(start))
@@ -109,7 +110,7 @@ func testMutexHammerOneName(t *testing.T, tg *redistest.Target) {
 
 func TestMutexHammerDistinctNames(t *testing.T) { forEachTopology(t, testMutexHammerDistinctNames) }
 
-func testMutexHammerDistinctNames(t *testing.T, tg *redistest.Target) {
+func testMutexHammerDistinctNames(t *testing.T, tg *redisserver.Target) {
 	names := make([]string, 8)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", t.Name(), i)
@@ -121,7 +122,7 @@ func TestMutexSecondLockOnHandleWaits(t *testing.T) {
 	forEachTopology(t, testMutexSecondLockOnHandleWaits)
 }
 
-func testMutexSecondLockOnHandleWaits(t *testing.T, tg *redistest.Target) {
+func testMutexSecondLockOnHandleWaits(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	m.Lock()
@@ -146,7 +147,7 @@ func testMutexSecondLockOnHandleWaits(t *testing.T, tg *redistest.Target) {
 
 func TestMutexReentrantOwner(t *testing.T) { forEachTopology(t, testMutexReentrantOwner) }
 
-func testMutexReentrantOwner(t *testing.T, tg *redistest.Target) {
+func testMutexReentrantOwner(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	owner := redisync.WithOwner(context.Background())
@@ -185,7 +186,7 @@ func testMutexReentrantOwner(t *testing.T, tg *redistest.Target) {
 
 func TestMutexWatchdogRenews(t *testing.T) { forEachTopology(t, testMutexWatchdogRenews) }
 
-func testMutexWatchdogRenews(t *testing.T, tg *redistest.Target) {
+func testMutexWatchdogRenews(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	m := c.NewMutex(t.Name())
 	m.Lock()
@@ -204,7 +205,7 @@ func testMutexWatchdogRenews(t *testing.T, tg *redistest.Target) {
 
 func TestMutexFixedLeaseExpires(t *testing.T) { forEachTopology(t, testMutexFixedLeaseExpires) }
 
-func testMutexFixedLeaseExpires(t *testing.T, tg *redistest.Target) {
+func testMutexFixedLeaseExpires(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name(), redisync.WithLease(500*time.Millisecond))
 	m.Lock()
@@ -230,7 +231,7 @@ func testMutexFixedLeaseExpires(t *testing.T, tg *redistest.Target) {
 
 func TestMutexLossIsReported(t *testing.T) { forEachTopology(t, testMutexLossIsReported) }
 
-func testMutexLossIsReported(t *testing.T, tg *redistest.Target) {
+func testMutexLossIsReported(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	m := c.NewMutex(t.Name())
 	m.Lock()
@@ -251,14 +252,14 @@ func testMutexLossIsReported(t *testing.T, tg *redistest.Target) {
 
 func TestMutexCrashedHolderExpires(t *testing.T) { forEachTopology(t, testMutexCrashedHolderExpires) }
 
-func testMutexCrashedHolderExpires(t *testing.T, tg *redistest.Target) {
+func testMutexCrashedHolderExpires(t *testing.T, tg *redisserver.Target) {
 	crash(t, tg, spread(t, tg, t.Name()))
 }
 
 // crash has child processes take names with a 1 s watchdog lease, kills them
 // with SIGKILL, and checks that waiters in this process take each name within
 // the lease plus 500 ms.
-func crash(t *testing.T, tg *redistest.Target, names []string) {
+func crash(t *testing.T, tg *redisserver.Target, names []string) {
 	const lease = time.Second
 	c, _ := newClient(t, tg)
 	var children []func() error
@@ -299,7 +300,7 @@ func crash(t *testing.T, tg *redistest.Target, names []string) {
 
 func TestMutexWakeupByPubSub(t *testing.T) { forEachTopology(t, testMutexWakeupByPubSub) }
 
-func testMutexWakeupByPubSub(t *testing.T, tg *redistest.Target) {
+func testMutexWakeupByPubSub(t *testing.T, tg *redisserver.Target) {
 	holder, _ := newClient(t, tg)
 	waiter, _ := newClient(t, tg) // another Client: only Pub/Sub can wake it
 	h := holder.NewMutex(t.Name())
@@ -327,7 +328,7 @@ func testMutexWakeupByPubSub(t *testing.T, tg *redistest.Target) {
 
 func TestMutexWakeupSurvivesFaults(t *testing.T) { forEachTopology(t, testMutexWakeupSurvivesFaults) }
 
-func testMutexWakeupSurvivesFaults(t *testing.T, tg *redistest.Target) {
+func testMutexWakeupSurvivesFaults(t *testing.T, tg *redisserver.Target) {
 	requireReal(t, tg, "CLIENT KILL")
 	faults := map[string]func(t *testing.T, rc rueidis.Client){
 		"CLIENT KILL TYPE pubsub": func(t *testing.T, _ rueidis.Client) {
@@ -374,7 +375,7 @@ func testMutexWakeupSurvivesFaults(t *testing.T, tg *redistest.Target) {
 
 func TestMutexCancelLeavesNothing(t *testing.T) { forEachTopology(t, testMutexCancelLeavesNothing) }
 
-func testMutexCancelLeavesNothing(t *testing.T, tg *redistest.Target) {
+func testMutexCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 	holder, _ := newClient(t, tg)
 	waiter, _ := newClient(t, tg)
 	h := holder.NewMutex(t.Name())
@@ -406,7 +407,7 @@ func testMutexCancelLeavesNothing(t *testing.T, tg *redistest.Target) {
 
 func TestMutexMisuse(t *testing.T) { forEachTopology(t, testMutexMisuse) }
 
-func testMutexMisuse(t *testing.T, tg *redistest.Target) {
+func testMutexMisuse(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", m.Unlock)
@@ -433,7 +434,7 @@ func testMutexMisuse(t *testing.T, tg *redistest.Target) {
 
 func TestMutexForceUnlock(t *testing.T) { forEachTopology(t, testMutexForceUnlock) }
 
-func testMutexForceUnlock(t *testing.T, tg *redistest.Target) {
+func testMutexForceUnlock(t *testing.T, tg *redisserver.Target) {
 	holder, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	admin, _ := newClient(t, tg)
 	h := holder.NewMutex(t.Name())
@@ -455,7 +456,7 @@ func testMutexForceUnlock(t *testing.T, tg *redistest.Target) {
 
 func TestClientClose(t *testing.T) { forEachTopology(t, testClientClose) }
 
-func testClientClose(t *testing.T, tg *redistest.Target) {
+func testClientClose(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	m := c.NewMutex(t.Name())
 	m.Lock()

@@ -46,7 +46,7 @@ func TestOpLockExcludes(t *testing.T) {
 	}
 	wg.Wait()
 	assert.EqualValues(t, 1, most.Load(), "two callers inside")
-	assert.Greater(t, done.Load(), int32(8*300), "every caller without a deadline got in each time")
+	assert.GreaterOrEqual(t, done.Load(), int32(8*300), "every caller without a deadline got in each time")
 	require.True(t, l.TryLock(), "the lock is free at the end")
 	l.Unlock()
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // More environment of a child process, for FairMutex and Semaphore children.
@@ -21,7 +21,7 @@ const (
 // startQueuedChild re-executes the test binary as a process of the given
 // kind (see runQueuedChild) on the lock name, and returns once the child has
 // printed its first line, which must be want.
-func startQueuedChild(t *testing.T, tg *redistest.Target, kind, name string, watchdog, heartbeat time.Duration, want string) *exec.Cmd {
+func startQueuedChild(t *testing.T, tg *redisserver.Target, kind, name string, watchdog, heartbeat time.Duration, want string) *exec.Cmd {
 	t.Helper()
 	return startChildSaying(t, tg, name, watchdog, want, childKind+"="+kind, childHeartbeat+"="+heartbeat.String())
 }

@@ -15,14 +15,14 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // rwHammer runs readers and writers from several Clients on one name, as Go's
 // own RWMutex tests do: a reader adds 1 to activity and must see no writer,
 // a writer adds 10000 and must see nobody. It returns the most Clients seen
 // reading at once.
-func rwHammer(t *testing.T, tg *redistest.Target, name string, clients, goroutines, rounds int) int32 {
+func rwHammer(t *testing.T, tg *redisserver.Target, name string, clients, goroutines, rounds int) int32 {
 	var activity atomic.Int32
 	reading := make([]atomic.Int32, clients) // readers inside, per Client
 	var mostClients atomic.Int32
@@ -72,7 +72,7 @@ func rwHammer(t *testing.T, tg *redistest.Target, name string, clients, goroutin
 
 func TestRWMutexHammer(t *testing.T) { forEachTopology(t, testRWMutexHammer) }
 
-func testRWMutexHammer(t *testing.T, tg *redistest.Target) {
+func testRWMutexHammer(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
 	most := rwHammer(t, tg, t.Name(), 4, 8, 40)
 	t.Logf("4 Clients x 8 goroutines x 40 rounds in %v; readers of %d Clients inside at once", time.Since(start), most)
@@ -83,7 +83,7 @@ func testRWMutexHammer(t *testing.T, tg *redistest.Target) {
 // continuously, it gets the lock once the readers inside have left.
 func TestRWMutexWriterPreference(t *testing.T) { forEachTopology(t, testRWMutexWriterPreference) }
 
-func testRWMutexWriterPreference(t *testing.T, tg *redistest.Target) {
+func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
 	const readHold = 5 * time.Millisecond
 	stop := make(chan struct{})
 	type read struct{ began, got time.Time }
@@ -159,7 +159,7 @@ func testRWMutexWriterPreference(t *testing.T, tg *redistest.Target) {
 
 func TestRWMutexCrashedReader(t *testing.T) { forEachTopology(t, testRWMutexCrashedReader) }
 
-func testRWMutexCrashedReader(t *testing.T, tg *redistest.Target) {
+func testRWMutexCrashedReader(t *testing.T, tg *redisserver.Target) {
 	const lease = time.Second
 	name := t.Name()
 	child := startChild(t, tg, name, lease, childRW+"=read")
@@ -181,7 +181,7 @@ func testRWMutexCrashedReader(t *testing.T, tg *redistest.Target) {
 
 func TestRWMutexDowngradeAndUpgrade(t *testing.T) { forEachTopology(t, testRWMutexDowngradeAndUpgrade) }
 
-func testRWMutexDowngradeAndUpgrade(t *testing.T, tg *redistest.Target) {
+func testRWMutexDowngradeAndUpgrade(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	other, _ := newClient(t, tg)
 	rw := c.NewRWMutex(t.Name())
@@ -208,7 +208,7 @@ func testRWMutexDowngradeAndUpgrade(t *testing.T, tg *redistest.Target) {
 
 func TestRWMutexMisuse(t *testing.T) { forEachTopology(t, testRWMutexMisuse) }
 
-func testRWMutexMisuse(t *testing.T, tg *redistest.Target) {
+func testRWMutexMisuse(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	rw := c.NewRWMutex(t.Name())
 	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock)
@@ -233,7 +233,7 @@ func TestRWMutexWriteUnlockWakesAllReaders(t *testing.T) {
 	forEachTopology(t, testRWMutexWriteUnlockWakesAllReaders)
 }
 
-func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redistest.Target) {
+func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redisserver.Target) {
 	wc, rc := newClient(t, tg)
 	writer := wc.NewRWMutex(t.Name())
 	writer.Lock()

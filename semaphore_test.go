@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // semQueued returns the length of the queue of the semaphore name.
@@ -43,7 +43,7 @@ func semHolders(t testing.TB, rc rueidis.Client, name string) map[string]string 
 // overAdmit runs clients x goroutines workers that acquire random weights
 // 1..3 of a semaphore of size 5, rounds times each, and fails if the weights
 // inside ever sum above 5.
-func overAdmit(t *testing.T, tg *redistest.Target, name string, clients, goroutines, rounds int) {
+func overAdmit(t *testing.T, tg *redisserver.Target, name string, clients, goroutines, rounds int) {
 	const size = 5
 	var inside, worst, total atomic.Int64
 	var wg sync.WaitGroup
@@ -79,7 +79,7 @@ func overAdmit(t *testing.T, tg *redistest.Target, name string, clients, gorouti
 
 func TestSemaphoreNeverOverAdmits(t *testing.T) { forEachTopology(t, testSemaphoreNeverOverAdmits) }
 
-func testSemaphoreNeverOverAdmits(t *testing.T, tg *redistest.Target) {
+func testSemaphoreNeverOverAdmits(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
 	overAdmit(t, tg, t.Name(), 4, 8, 25)
 	t.Logf("800 weighted acquisitions by 4 Clients x 8 goroutines in %v", time.Since(start))
@@ -89,7 +89,7 @@ func testSemaphoreNeverOverAdmits(t *testing.T, tg *redistest.Target) {
 // later requests for 1, although those would fit at once.
 func TestSemaphoreFIFONoStarvation(t *testing.T) { forEachTopology(t, testSemaphoreFIFONoStarvation) }
 
-func testSemaphoreFIFONoStarvation(t *testing.T, tg *redistest.Target) {
+func testSemaphoreFIFONoStarvation(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	holder := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, holder.Acquire(context.Background(), 3))
@@ -138,14 +138,14 @@ func testSemaphoreFIFONoStarvation(t *testing.T, tg *redistest.Target) {
 
 func TestSemaphoreCrashedHolder(t *testing.T) { forEachTopology(t, testSemaphoreCrashedHolder) }
 
-func testSemaphoreCrashedHolder(t *testing.T, tg *redistest.Target) {
+func testSemaphoreCrashedHolder(t *testing.T, tg *redisserver.Target) {
 	crashSemaphore(t, tg, t.Name())
 }
 
 // crashSemaphore has a child process hold all 3 permits of the semaphore
 // name with a 1 s watchdog lease, kills it with SIGKILL, and checks that a
 // waiter here gets them within the lease plus 500 ms.
-func crashSemaphore(t *testing.T, tg *redistest.Target, name string) {
+func crashSemaphore(t *testing.T, tg *redisserver.Target, name string) {
 	const lease = time.Second
 	child := startQueuedChild(t, tg, "sem-hold", name, lease, 0, "held")
 	c, rc := newClient(t, tg)
@@ -175,7 +175,7 @@ func TestSemaphoreReleaseWakesWaiters(t *testing.T) {
 	forEachTopology(t, testSemaphoreReleaseWakesWaiters)
 }
 
-func testSemaphoreReleaseWakesWaiters(t *testing.T, tg *redistest.Target) {
+func testSemaphoreReleaseWakesWaiters(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	holder := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, holder.Acquire(context.Background(), 5))
@@ -213,7 +213,7 @@ func TestSemaphoreCancelLeavesNothing(t *testing.T) {
 	forEachTopology(t, testSemaphoreCancelLeavesNothing)
 }
 
-func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redistest.Target) {
+func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	holder := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, holder.Acquire(context.Background(), 4))
@@ -250,7 +250,7 @@ func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redistest.Target) {
 
 func TestSemaphoreSizeMismatch(t *testing.T) { forEachTopology(t, testSemaphoreSizeMismatch) }
 
-func testSemaphoreSizeMismatch(t *testing.T, tg *redistest.Target) {
+func testSemaphoreSizeMismatch(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	s := c.NewSemaphore(t.Name(), 5)
 	require.NoError(t, s.Acquire(context.Background(), 1))
@@ -264,7 +264,7 @@ func testSemaphoreSizeMismatch(t *testing.T, tg *redistest.Target) {
 
 func TestSemaphoreMisuse(t *testing.T) { forEachTopology(t, testSemaphoreMisuse) }
 
-func testSemaphoreMisuse(t *testing.T, tg *redistest.Target) {
+func testSemaphoreMisuse(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg)
 	s := c.NewSemaphore(t.Name(), 2)
 	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
@@ -281,7 +281,7 @@ func testSemaphoreMisuse(t *testing.T, tg *redistest.Target) {
 
 func TestSemaphoreLossIsReported(t *testing.T) { forEachTopology(t, testSemaphoreLossIsReported) }
 
-func testSemaphoreLossIsReported(t *testing.T, tg *redistest.Target) {
+func testSemaphoreLossIsReported(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	s := c.NewSemaphore(t.Name(), 3)
 	require.NoError(t, s.Acquire(context.Background(), 2))

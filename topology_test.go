@@ -8,7 +8,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // A topology is a way of deploying Redis that every primitive's suite runs
@@ -16,27 +16,27 @@ import (
 // Pub/Sub), and a primary and replica behind three sentinels.
 type topology struct {
 	name  string
-	start func() (*redistest.Target, error)
+	start func() (*redisserver.Target, error)
 
 	once sync.Once
-	tg   *redistest.Target
+	tg   *redisserver.Target
 	err  error
 }
 
 var topologies = []*topology{
-	{name: "standalone", start: func() (*redistest.Target, error) { return standalone, nil }},
-	{name: "cluster", start: func() (*redistest.Target, error) { return redistest.StartClusterTarget(3, 1) }},
-	{name: "sentinel", start: redistest.StartSentinelTarget},
+	{name: "standalone", start: func() (*redisserver.Target, error) { return standalone, nil }},
+	{name: "cluster", start: func() (*redisserver.Target, error) { return redisserver.StartClusterTarget(3, 1) }},
+	{name: "sentinel", start: redisserver.StartSentinelTarget},
 }
 
 // target returns the topology's shared servers, started on first use. Without
 // a redis-server binary the cluster and sentinel skip, naming the install
 // command, unless REDISYNC_REQUIRE_SERVER=1.
-func (tp *topology) target(t *testing.T) *redistest.Target {
+func (tp *topology) target(t *testing.T) *redisserver.Target {
 	t.Helper()
 	tp.once.Do(func() { tp.tg, tp.err = tp.start() })
 	if tp.err != nil {
-		if !redistest.RequireServer() {
+		if !redisserver.RequireServer() {
 			t.Skip(tp.err.Error())
 		}
 		t.Fatal(tp.err)
@@ -54,18 +54,18 @@ func stopTopologies() {
 }
 
 // forEachTopology runs test once per topology, as subtests.
-func forEachTopology(t *testing.T, test func(t *testing.T, tg *redistest.Target)) {
+func forEachTopology(t *testing.T, test func(t *testing.T, tg *redisserver.Target)) {
 	for _, tp := range topologies {
 		t.Run(tp.name, func(t *testing.T) { test(t, tp.target(t)) })
 	}
 }
 
 // clusterTarget returns the shared cluster.
-func clusterTarget(t *testing.T) *redistest.Target { return topologies[1].target(t) }
+func clusterTarget(t *testing.T) *redisserver.Target { return topologies[1].target(t) }
 
 // spread returns names to exercise every node of tg: one per master on a
 // cluster, else just prefix.
-func spread(t *testing.T, tg *redistest.Target, prefix string) []string {
+func spread(t *testing.T, tg *redisserver.Target, prefix string) []string {
 	if tg.Cluster == nil {
 		return []string{prefix}
 	}
@@ -74,7 +74,7 @@ func spread(t *testing.T, tg *redistest.Target, prefix string) []string {
 
 // subscribers returns how many connections are subscribed to channel across
 // tg's nodes: shard channels on a cluster, plain channels elsewhere.
-func subscribers(t *testing.T, tg *redistest.Target, channel string) int64 {
+func subscribers(t *testing.T, tg *redisserver.Target, channel string) int64 {
 	rc := newRueidis(t, tg)
 	var n int64
 	for _, node := range rc.Nodes() {
@@ -122,7 +122,7 @@ func subscribe(t *testing.T, rc rueidis.Client, channel string, fn func(rueidis.
 }
 
 // publishCommand is the publish command of tg's primitives' scripts.
-func publishCommand(tg *redistest.Target) string {
+func publishCommand(tg *redisserver.Target) string {
 	if tg.Cluster != nil {
 		return "spublish"
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/benchmarks"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
@@ -24,11 +25,11 @@ import (
 var addr string
 
 func TestMain(m *testing.M) {
-	var srv *redistest.Server
+	var srv *redisserver.Server
 	os.Exit(redistest.Run(m,
 		func() error {
-			s, err := redistest.StartServer()
-			if errors.Is(err, redistest.ErrNoServer) && !redistest.RequireServer() {
+			s, err := redisserver.StartServer()
+			if errors.Is(err, redisserver.ErrNoServer) && !redisserver.RequireServer() {
 				return nil
 			}
 			if err != nil {
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 func requireServer(tb testing.TB) {
 	tb.Helper()
 	if addr == "" {
-		tb.Skip(redistest.InstallHint)
+		tb.Skip(redisserver.InstallHint)
 	}
 }
 

@@ -15,11 +15,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/redisyncotel"
 )
 
-var standalone *redistest.Target
+var standalone *redisserver.Target
 
 func TestMain(m *testing.M) { redistest.Main(m, &standalone) }
 

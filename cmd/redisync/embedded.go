@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // A server is where demo and bench run: a given one, or one they started.
@@ -45,7 +45,7 @@ func serverFor(ctx context.Context, std *stdio, cf *connFlags) (*server, error) 
 		}
 		return s, nil
 	}
-	tg, err := redistest.StartStandalone()
+	tg, err := redisserver.StartStandalone()
 	if err != nil {
 		return nil, fmt.Errorf("start an embedded server: %w", err)
 	}
@@ -53,7 +53,7 @@ func serverFor(ctx context.Context, std *stdio, cf *connFlags) (*server, error) 
 	if tg.Mini != nil {
 		// miniredis serves Pub/Sub on a shared rueidis client only in RESP2.
 		s.url += "?protocol=2"
-		s.desc = "embedded miniredis on " + tg.Addrs[0] + " (no redis-server found: " + redistest.InstallHint + ")"
+		s.desc = "embedded miniredis on " + tg.Addrs[0] + " (no redis-server found: " + redisserver.InstallHint + ")"
 	} else {
 		s.desc = "embedded redis-server on " + tg.Addrs[0]
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
 // The test server, and the command built once for all tests.
 var (
-	target *redistest.Target
+	target *redisserver.Target
 	binDir string
 	bin    string
 )
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 			if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 				return fmt.Errorf("go build: %v\n%s", err, out)
 			}
-			target, err = redistest.StartStandalone()
+			target, err = redisserver.StartStandalone()
 			return err
 		},
 		func() {
@@ -122,7 +123,7 @@ func TestDemoAgainstServer(t *testing.T) {
 
 func TestDemoEmbeddedServer(t *testing.T) {
 	t.Parallel()
-	if _, err := redistest.ServerBinary(); err != nil {
+	if _, err := redisserver.ServerBinary(); err != nil {
 		t.Skip(err)
 	}
 	r := runCmd(t, "", nil, "demo")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
@@ -43,8 +44,8 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos suite does not run with -short")
 	}
-	if _, err := redistest.ServerBinary(); err != nil {
-		if redistest.RequireServer() {
+	if _, err := redisserver.ServerBinary(); err != nil {
+		if redisserver.RequireServer() {
 			t.Fatal(err)
 		}
 		t.Skip(err)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/keys"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -31,9 +31,9 @@ type run struct {
 	rng     *rand.Rand
 	sched   schedule
 	lease   time.Duration
-	lock    *redistest.Server // the lock server, faulted
-	res     *redistest.Server // the fenced resource's server, never faulted
-	admin   rueidis.Client    // the coordinator's own connection to the lock server
+	lock    *redisserver.Server // the lock server, faulted
+	res     *redisserver.Server // the fenced resource's server, never faulted
+	admin   rueidis.Client      // the coordinator's own connection to the lock server
 	version string
 	seats   []*seat
 	nextID  int
@@ -68,12 +68,12 @@ func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration) *run 
 	var err error
 	// AOF with appendfsync always throughout: F4 restarts from it, F3 wipes
 	// it first (a restart without persistence).
-	r.lock, err = redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
+	r.lock, err = redisserver.StartServer("--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.lock.Stop() })
-	r.res, err = redistest.StartServer()
+	r.res, err = redisserver.StartServer()
 	if err != nil {
 		t.Fatal(err)
 	}

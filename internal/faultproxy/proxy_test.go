@@ -17,10 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/faultproxy"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
-var target *redistest.Target
+var target *redisserver.Target
 
 func TestMain(m *testing.M) { redistest.Main(m, &target) }
 

@@ -15,11 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
-var target *redistest.Target
+var target *redisserver.Target
 
 func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
@@ -151,7 +152,7 @@ func TestRemoveStopsRenewal(t *testing.T) {
 
 func TestRenewalsAreBatched(t *testing.T) {
 	if !target.Real() {
-		t.Skip("miniredis has no INFO commandstats; " + redistest.InstallHint)
+		t.Skip("miniredis has no INFO commandstats; " + redisserver.InstallHint)
 	}
 	f := newFixture(t)
 	var lostCount atomic.Int32

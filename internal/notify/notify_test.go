@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
-var target *redistest.Target
+var target *redisserver.Target
 
 func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
@@ -131,7 +132,7 @@ func TestLeavePassesWakeOn(t *testing.T) {
 
 func TestResubscribeWakesEveryWaiter(t *testing.T) {
 	if !target.Real() {
-		t.Skip("miniredis has no CLIENT KILL; " + redistest.InstallHint)
+		t.Skip("miniredis has no CLIENT KILL; " + redisserver.InstallHint)
 	}
 	r, rc := newRegistry(t)
 	ch := t.Name()

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"fmt"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"os"
 	"testing"
 	"time"
@@ -40,10 +41,10 @@ func Run(m *testing.M, setup func() error, teardown func()) int {
 
 // Main is a TestMain for packages that need one standalone server: it starts
 // it into *target, runs the tests, stops it, checks for leaks, and exits.
-func Main(m *testing.M, target **Target) {
+func Main(m *testing.M, target **redisserver.Target) {
 	os.Exit(Run(m,
 		func() (err error) {
-			*target, err = StartStandalone()
+			*target, err = redisserver.StartStandalone()
 			return err
 		},
 		func() { _ = (*target).Stop() }))

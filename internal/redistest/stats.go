@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // CommandCalls returns how many times the server behind rc has run command
 // (lower case, as INFO commandstats names it: "evalsha", "eval"), summed over
 // every node of a cluster. It fails the test when the server cannot tell,
-// which miniredis cannot; callers skip on a Target that is not Real.
+// which miniredis cannot; callers skip on a redisserver.Target that is not Real.
 func CommandCalls(tb testing.TB, rc rueidis.Client, command string) int64 {
 	tb.Helper()
 	var total int64
@@ -46,7 +47,7 @@ func parseCalls(info, command string) int64 {
 // does, and returns how many it closed. It sends the command on a connection
 // of its own: a subscribed RESP3 connection also carries ordinary commands,
 // and CLIENT KILL spares the connection that sends it.
-func KillSubscribers(tb testing.TB, tg *Target) int {
+func KillSubscribers(tb testing.TB, tg *redisserver.Target) int {
 	tb.Helper()
 	rc, err := tg.NewClient()
 	if err != nil {

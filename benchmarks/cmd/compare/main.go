@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/benchmarks"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 func main() {
@@ -47,7 +47,7 @@ func run(quick bool, d, poll time.Duration, out, addr string) error {
 	cfg.Poll = poll
 	cfg.Log = os.Stderr
 	if addr == "" {
-		srv, err := redistest.StartServer()
+		srv, err := redisserver.StartServer()
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/redisyncotel"
 )
 
@@ -37,7 +37,7 @@ func main() {
 	}
 	opt := rueidis.ClientOption{InitAddress: []string{*addr}, DisableCache: true, ForceSingleClient: true}
 	if *addr == "" {
-		tg, err := redistest.StartStandalone()
+		tg, err := redisserver.StartStandalone()
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package redistest_test
+package redisserver_test
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 func TestSentinelSet(t *testing.T) {
 	start := time.Now()
-	tg, err := redistest.StartSentinelTarget()
+	tg, err := redisserver.StartSentinelTarget()
 	if err != nil {
-		if !redistest.RequireServer() {
+		if !redisserver.RequireServer() {
 			t.Skip(err)
 		}
 		t.Fatal(err)
@@ -58,11 +58,11 @@ func TestSentinelSet(t *testing.T) {
 }
 
 func TestClusterWithReplicas(t *testing.T) {
-	if _, err := redistest.ServerBinary(); err != nil {
+	if _, err := redisserver.ServerBinary(); err != nil {
 		t.Skip(err)
 	}
 	start := time.Now()
-	c, err := redistest.StartClusterWithReplicas(3)
+	c, err := redisserver.StartClusterWithReplicas(3)
 	if err != nil {
 		t.Fatal(err)
 	}

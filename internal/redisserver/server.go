@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ const (
 )
 
 // errPortClash marks a start attempt that failed because the port was taken.
-var errPortClash = errors.New("redistest: port already in use")
+var errPortClash = errors.New("redisserver: port already in use")
 
 // Server is a redis-server process listening on 127.0.0.1.
 type Server struct {
@@ -69,14 +69,14 @@ func startServerConf(pick func() (int, error), conf string, args []string) (*Ser
 	}
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
-		return nil, fmt.Errorf("redistest: %w", err)
+		return nil, fmt.Errorf("redisserver: %w", err)
 	}
 	s := &Server{Dir: dir, bin: bin, args: append([]string(nil), args...)}
 	if conf != "" {
 		s.conf = filepath.Join(dir, "redis.conf")
 		if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
 			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("redistest: %w", err)
+			return nil, fmt.Errorf("redisserver: %w", err)
 		}
 	}
 	for range startAttempts {
@@ -174,7 +174,7 @@ func (s *Server) launch() error {
 	// An *os.File (not a pipe) keeps os/exec from starting copy goroutines.
 	stderr, err := os.Create(filepath.Join(s.Dir, stderrName))
 	if err != nil {
-		return fmt.Errorf("redistest: %w", err)
+		return fmt.Errorf("redisserver: %w", err)
 	}
 	defer stderr.Close()
 	cmd := exec.Command(s.bin, argv...)
@@ -183,7 +183,7 @@ func (s *Server) launch() error {
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redistest: start %s: %w", s.bin, err)
+		return fmt.Errorf("redisserver: start %s: %w", s.bin, err)
 	}
 	s.cmd = cmd
 	if err := s.waitReady(logOffset); err != nil {
@@ -206,7 +206,7 @@ func (s *Server) waitReady(logOffset int64) error {
 			return fmt.Errorf("%w: %s", errPortClash, s.Addr)
 		}
 		if dead {
-			return fmt.Errorf("redistest: redis-server on %s exited during startup:\n%s", s.Addr, s.logTail())
+			return fmt.Errorf("redisserver: redis-server on %s exited during startup:\n%s", s.Addr, s.logTail())
 		}
 		err := ping(s.Addr, pid)
 		if err == nil {
@@ -216,7 +216,7 @@ func (s *Server) waitReady(logOffset int64) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redistest: redis-server on %s not ready after %v: %v\n%s", s.Addr, readyTimeout, err, s.logTail())
+			return fmt.Errorf("redisserver: redis-server on %s not ready after %v: %v\n%s", s.Addr, readyTimeout, err, s.logTail())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type Cluster struct {
 // afterwards sees all slots served.
 func StartCluster(masters int) (*Cluster, error) {
 	if masters < 1 {
-		return nil, fmt.Errorf("redistest: cluster needs at least one master, got %d", masters)
+		return nil, fmt.Errorf("redisserver: cluster needs at least one master, got %d", masters)
 	}
 	c := &Cluster{}
 	for range masters {
@@ -99,7 +99,7 @@ func (c *Cluster) form() error {
 			DisableCache:      true,
 		})
 		if err != nil {
-			return fmt.Errorf("redistest: connect to cluster node %s: %w", addr, err)
+			return fmt.Errorf("redisserver: connect to cluster node %s: %w", addr, err)
 		}
 		clients = append(clients, cl)
 	}
@@ -114,14 +114,14 @@ func (c *Cluster) form() error {
 		}
 		for _, resp := range cl.DoMulti(ctx, cmds...) {
 			if err := resp.Error(); err != nil {
-				return fmt.Errorf("redistest: assign slots %d-%d to %s: %w", start, end, c.Addrs[i], err)
+				return fmt.Errorf("redisserver: assign slots %d-%d to %s: %w", start, end, c.Addrs[i], err)
 			}
 		}
 	}
 	for _, s := range c.Nodes[1:] {
 		meet := clients[0].B().ClusterMeet().Ip("127.0.0.1").Port(int64(s.Port)).Build()
 		if err := clients[0].Do(ctx, meet).Error(); err != nil {
-			return fmt.Errorf("redistest: CLUSTER MEET %s: %w", s.Addr, err)
+			return fmt.Errorf("redisserver: CLUSTER MEET %s: %w", s.Addr, err)
 		}
 	}
 
@@ -135,7 +135,7 @@ func (c *Cluster) form() error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redistest: cluster did not converge within %v: %s", clusterFormTimeout, pending)
+			return fmt.Errorf("redisserver: cluster did not converge within %v: %s", clusterFormTimeout, pending)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

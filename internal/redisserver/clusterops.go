@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -134,10 +134,10 @@ func (c *Cluster) Failover(ctx context.Context, slot uint16) (string, error) {
 		}
 	}
 	if replica == "" {
-		return "", fmt.Errorf("redistest: no replica of %s (%s)", old, oldID)
+		return "", fmt.Errorf("redisserver: no replica of %s (%s)", old, oldID)
 	}
 	if _, err := nodeDo(ctx, replica, "CLUSTER", "FAILOVER"); err != nil {
-		return "", fmt.Errorf("redistest: CLUSTER FAILOVER on %s: %w", replica, err)
+		return "", fmt.Errorf("redisserver: CLUSTER FAILOVER on %s: %w", replica, err)
 	}
 	err = waitFor(ctx, "every node routes slot "+strconv.Itoa(int(slot))+" to "+replica, func() (bool, error) {
 		for _, n := range append(c.Nodes, c.Replicas...) {
@@ -188,7 +188,7 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot uint16, to string) error
 		}
 		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "REPLACE", "KEYS"}, keys...)
 		if _, err := nodeDo(ctx, from, args...); err != nil {
-			return fmt.Errorf("redistest: MIGRATE slot %d: %w", slot, err)
+			return fmt.Errorf("redisserver: MIGRATE slot %d: %w", slot, err)
 		}
 	}
 	for _, n := range []string{to, from} {
@@ -230,7 +230,7 @@ func waitFor(ctx context.Context, what string, cond func() (bool, error)) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redistest: waiting for %s: %w (last error: %v)", what, ctx.Err(), err)
+			return fmt.Errorf("redisserver: waiting for %s: %w (last error: %v)", what, ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

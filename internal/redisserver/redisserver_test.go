@@ -1,4 +1,4 @@
-package redistest_test
+package redisserver_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
-	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // The tests use plain testing rather than testify: testify's YAML dependency
@@ -40,13 +40,13 @@ func must(t *testing.T, err error, what string) {
 
 func TestServerBinaryMissing(t *testing.T) {
 	t.Setenv("REDIS_SERVER_BIN", "/nonexistent")
-	if _, err := redistest.ServerBinary(); !errors.Is(err, redistest.ErrNoServer) {
+	if _, err := redisserver.ServerBinary(); !errors.Is(err, redisserver.ErrNoServer) {
 		t.Fatalf("ServerBinary() error = %v, want ErrNoServer", err)
 	}
 }
 
 func TestFreePort(t *testing.T) {
-	port, err := redistest.FreePort()
+	port, err := redisserver.FreePort()
 	must(t, err, "FreePort")
 	if port <= 0 {
 		t.Fatalf("FreePort() = %d", port)
@@ -54,7 +54,7 @@ func TestFreePort(t *testing.T) {
 }
 
 func TestNodeForSlot(t *testing.T) {
-	c := &redistest.Cluster{Nodes: []*redistest.Server{{Port: 1}, {Port: 2}, {Port: 3}}}
+	c := &redisserver.Cluster{Nodes: []*redisserver.Server{{Port: 1}, {Port: 2}, {Port: 3}}}
 	for slot, want := range map[uint16]int{0: 1, 5460: 1, 5461: 2, 10921: 2, 10922: 3, 16383: 3} {
 		if got := c.NodeForSlot(slot); got == nil || got.Port != want {
 			t.Errorf("NodeForSlot(%d) = %v, want node with port %d", slot, got, want)
@@ -66,7 +66,7 @@ func TestNodeForSlot(t *testing.T) {
 }
 
 func TestStandalone(t *testing.T) {
-	tgt, err := redistest.StartStandalone()
+	tgt, err := redisserver.StartStandalone()
 	must(t, err, "StartStandalone")
 	t.Cleanup(func() { _ = tgt.Stop() })
 	t.Logf("real=%v addrs=%v", tgt.Real(), tgt.Addrs)
@@ -113,8 +113,8 @@ func TestStandalone(t *testing.T) {
 }
 
 func TestCluster(t *testing.T) {
-	tgt, err := redistest.StartClusterTarget(3, 0)
-	if errors.Is(err, redistest.ErrNoServer) && !redistest.RequireServer() {
+	tgt, err := redisserver.StartClusterTarget(3, 0)
+	if errors.Is(err, redisserver.ErrNoServer) && !redisserver.RequireServer() {
 		t.Skip(err.Error())
 	}
 	must(t, err, "StartClusterTarget")
@@ -134,7 +134,7 @@ func TestCluster(t *testing.T) {
 	// Write keys until every node has received one, then read each back
 	// directly from the node NodeForSlot names: a wrong node would answer
 	// with a MOVED error.
-	hit := make(map[*redistest.Server]string)
+	hit := make(map[*redisserver.Server]string)
 	for i := 0; len(hit) < len(tgt.Cluster.Nodes); i++ {
 		if i == 1000 {
 			t.Fatalf("keys reached only %d nodes", len(hit))

@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func StartStandalone() (*Target, error) {
 		// FastForward.
 		mr.ClockTTL(true)
 		if err := mr.Start(); err != nil {
-			return nil, fmt.Errorf("redistest: start miniredis: %w", err)
+			return nil, fmt.Errorf("redisserver: start miniredis: %w", err)
 		}
 		return &Target{Addrs: []string{mr.Addr()}, Mini: mr}, nil
 	}

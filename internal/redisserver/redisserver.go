@@ -1,13 +1,15 @@
-// Package redistest starts real redis-server processes on loopback for tests,
-// either as a single standalone server or as a small Redis Cluster, and falls
-// back to an in-process miniredis for standalone tests when no redis-server
-// binary is installed.
+// Package redisserver starts real redis-server processes on loopback: a
+// standalone server, a small Redis Cluster (with replicas), or a primary and
+// replica behind sentinels. It falls back to an in-process miniredis for a
+// standalone server when no redis-server binary is installed. The tests use it
+// (through internal/redistest), and so do the redisync command's demo and
+// bench, which is why it links no test package.
 //
 // Servers run without persistence in private temporary directories, are
 // placed in their own process group and are killed by the kernel if the test
 // process dies, so an aborted test run does not leave servers behind. No
 // goroutines outlive Stop or Kill, which keeps goleak-based tests quiet.
-package redistest
+package redisserver
 
 import (
 	"errors"
@@ -22,7 +24,7 @@ const InstallHint = "install redis-server (apt-get install redis-server redis-se
 
 // ErrNoServer is wrapped by every error that stems from a missing
 // redis-server binary, so callers can skip tests with errors.Is.
-var ErrNoServer = errors.New("redistest: no redis-server binary: " + InstallHint)
+var ErrNoServer = errors.New("redisserver: no redis-server binary: " + InstallHint)
 
 // maxPort is the highest usable TCP port.
 const maxPort = 65535
@@ -64,7 +66,7 @@ func RequireServer() bool {
 // requireError explains that a real server was demanded but is missing; it
 // keeps wrapping the ServerBinary error so errors.Is(err, ErrNoServer) holds.
 func requireError(err error) error {
-	return fmt.Errorf("redistest: REDISYNC_REQUIRE_SERVER=1 is set: %w", err)
+	return fmt.Errorf("redisserver: REDISYNC_REQUIRE_SERVER=1 is set: %w", err)
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
@@ -73,11 +75,11 @@ func requireError(err error) error {
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("redistest: find free port: %w", err)
+		return 0, fmt.Errorf("redisserver: find free port: %w", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("redistest: find free port: %w", err)
+		return 0, fmt.Errorf("redisserver: find free port: %w", err)
 	}
 	return port, nil
 }
@@ -99,9 +101,9 @@ func freeClusterPort() (int, error) {
 			continue
 		}
 		if err := l.Close(); err != nil {
-			return 0, fmt.Errorf("redistest: find free cluster port: %w", err)
+			return 0, fmt.Errorf("redisserver: find free cluster port: %w", err)
 		}
 		return port, nil
 	}
-	return 0, errors.New("redistest: no free port pair for a cluster node")
+	return 0, errors.New("redisserver: no free port pair for a cluster node")
 }

@@ -1,4 +1,4 @@
-package redistest
+package redisserver
 
 import (
 	"context"
@@ -75,7 +75,7 @@ func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := ss.do(ctx, ss.Sentinels[0], "SENTINEL", "FAILOVER", MasterSet); err != nil {
-		return "", fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
+		return "", fmt.Errorf("redisserver: SENTINEL FAILOVER: %w", err)
 	}
 	for {
 		addr, err := ss.agreedPrimary(ctx)
@@ -84,7 +84,7 @@ func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("redistest: failover from %s not finished: %w", old, ctx.Err())
+			return "", fmt.Errorf("redisserver: failover from %s not finished: %w", old, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -113,7 +113,7 @@ func (ss *SentinelSet) waitReady() error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redistest: sentinels not ready: %s", pending)
+			return fmt.Errorf("redisserver: sentinels not ready: %s", pending)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -137,7 +137,7 @@ func (ss *SentinelSet) primaryAddr(ctx context.Context, s *Server) (string, erro
 	return withNode(ctx, s.Addr, func(c rueidis.Client) (string, error) {
 		hp, err := c.Do(ctx, c.B().SentinelGetMasterAddrByName().Master(MasterSet).Build()).AsStrSlice()
 		if err != nil || len(hp) != 2 {
-			return "", fmt.Errorf("redistest: get-master-addr-by-name on %s: %v %v", s.Addr, hp, err)
+			return "", fmt.Errorf("redisserver: get-master-addr-by-name on %s: %v %v", s.Addr, hp, err)
 		}
 		return hp[0] + ":" + hp[1], nil
 	})

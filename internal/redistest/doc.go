@@ -1,0 +1,5 @@
+// Package redistest is the tests' support: a TestMain that checks for leaked
+// goroutines (Run, Main), command counters read from the server, and a proxy
+// that loses replies on purpose. The servers themselves come from
+// internal/redisserver.
+package redistest
