@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -78,7 +76,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		notifyOpts = append(notifyOpts, notify.OnSubscribe(c.observeSubscribed))
 	}
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
-	c.notify = notify.New(rc, cluster, wakePolicy, cfg.logger, notifyOpts...)
+	c.notify = notify.New(rc, cluster, cfg.logger, notifyOpts...)
 	return c, nil
 }
 
@@ -111,21 +109,6 @@ func (c *Client) isClosed() bool {
 	}
 }
 
-// wakePolicy decides how many local waiters a Pub/Sub message wakes. The
-// messages are Redisson's: "0" (a lock was released: one waiter can take it)
-// wakes one; "1" (a write lock was released, so every reader may enter)
-// wakes all.
-func wakePolicy(channel, message string) notify.Wake {
-	if strings.HasPrefix(channel, keys.FairChannelPrefix+":") || strings.HasPrefix(channel, keys.SemChannelPrefix+":") {
-		// A FairMutex or Semaphore message is the id of the one waiter it is for.
-		return notify.Wake{Tag: message}
-	}
-	if message == "1" {
-		return notify.Wake{N: notify.WakeAll}
-	}
-	return notify.Wake{N: 1}
-}
-
 // newUUID returns a random (version 4) UUID in its text form.
 func newUUID() string {
 	var b [16]byte
@@ -155,8 +138,6 @@ func (c *Client) forceUnlock(ctx context.Context, name, channel, message string)
 	}
 	return len(fields) > 0, nil
 }
-
-var errForceUnlocked = errors.New("force-unlocked")
 
 // endHoldsOf ends, as lost for cause, this Client's holds of the lock key
 // name whose identities are among fields.

@@ -3,6 +3,8 @@ package redisync
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redis/rueidis"
 )
 
 // Errors returned by the primitives. Errors about one lock wrap these with the
@@ -21,6 +23,17 @@ var (
 	ErrUpgrade = errors.New("redisync: read lock held: upgrading to the write lock would deadlock")
 )
 
+// Causes and verdicts of the engine's own.
+var (
+	// errHoldGone is the cause of a loss found by an acquire or a release.
+	errHoldGone = errors.New("the hold was gone from Redis")
+	// errForceUnlocked is the cause of a loss by ForceUnlock.
+	errForceUnlocked = errors.New("force-unlocked")
+	// errSizeMismatch is wrapped by the error of an acquire through a
+	// Semaphore handle whose size differs from the one recorded in Redis.
+	errSizeMismatch = errors.New("size differs from the size recorded in Redis")
+)
+
 // lockError wraps err with the name of the lock it is about.
 func lockError(name string, err error) error {
 	return fmt.Errorf("redisync: lock %q: %w", name, err)
@@ -29,4 +42,20 @@ func lockError(name string, err error) error {
 // lostError reports the loss of the hold on name, for the given cause.
 func lostError(name string, cause error) error {
 	return fmt.Errorf("redisync: lock %q: %w: %v", name, ErrLockLost, cause)
+}
+
+// ambiguous reports whether a failed call may nevertheless have run: a
+// transport failure or the end of the caller's context, as opposed to an
+// error reply from the server or a verdict of redisync's own.
+func ambiguous(err error) bool {
+	var reply *rueidis.RedisError
+	return !errors.As(err, &reply) && !verdict(err)
+}
+
+// verdict reports whether err is redisync's own final answer (the hold was
+// lost, the Client is closed, an upgrade would deadlock), which no retry can
+// change.
+func verdict(err error) bool {
+	return errors.Is(err, ErrLockLost) || errors.Is(err, ErrClosed) || errors.Is(err, ErrUpgrade) ||
+		errors.Is(err, errSizeMismatch)
 }

@@ -3,11 +3,14 @@ package redisync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -52,7 +55,8 @@ type FairMutex struct {
 	owner   uint64 // the handle's own owner
 	leaseMS string
 
-	cur atomic.Pointer[term] // the hold this handle took last
+	cur  atomic.Pointer[term]     // the hold this handle took last
+	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
 }
 
 // NewFairMutex returns a handle on the fair mutex called name. Creating a
@@ -86,7 +90,7 @@ func (fm *FairMutex) Name() string { return fm.name }
 // failures, until it holds the lock. Lock panics if the Client is closed.
 func (fm *FairMutex) Lock() {
 	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
-	err := fm.c.acquireQueued(context.Background(), fm.name, fm.channel, &fairAcquirer{fm: fm, owner: fm.owner}, tk, true, &fm.cfg)
+	err := fm.c.acquire(context.Background(), fm.caller(fm.owner, false), tk, true)
 	if err != nil { // only ErrClosed ends the retries
 		panic("redisync: Lock of " + strconv.Quote(fm.name) + " on a closed Client")
 	}
@@ -116,27 +120,15 @@ func (fm *FairMutex) TryLock() bool {
 func (fm *FairMutex) LockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, fm.owner)
 	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
-	return fm.c.acquireQueued(ctx, fm.name, fm.channel, &fairAcquirer{fm: fm, owner: owner, reentrant: explicit}, tk, false, &fm.cfg)
+	return fm.c.acquire(ctx, fm.caller(owner, explicit), tk, false)
 }
 
 // TryLockContext makes one attempt to lock fm, for the owner in ctx if any,
 // and reports whether it succeeded. It does not queue: it fails while the lock
 // is held or others are queued for it, unless the owner re-enters.
 func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
-	if fm.c.isClosed() {
-		return false, lockError(fm.name, ErrClosed)
-	}
 	owner, explicit := ownerOf(ctx, fm.owner)
-	a := &fairAcquirer{fm: fm, owner: owner, reentrant: explicit}
-	res, err := a.try(ctx, nil)
-	observeTry(ctx, &fm.cfg, PrimitiveFairMutex, fm.name, res)
-	if err != nil && a.call.uncertain() {
-		a.leave(ctx, nil)
-	}
-	if ctx.Err() != nil && !res.acquired {
-		return false, ctx.Err()
-	}
-	return res.acquired, err
+	return fm.c.tryOnce(ctx, fm.caller(owner, explicit))
 }
 
 // Unlock unlocks fm and wakes the waiter whose turn is next. Like
@@ -148,7 +140,7 @@ func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
 // Unlock does not panic: the loss was reported through Done and Err, and a
 // failure is logged; a lock that could not be released expires with its lease.
 func (fm *FairMutex) Unlock() {
-	err := fm.unlock(context.Background(), fm.owner)
+	err := fm.c.releaseHold(context.Background(), fm.proto(fm.owner), 1)
 	switch {
 	case errors.Is(err, ErrNotHeld):
 		panic("redisync: unlock of unlocked mutex")
@@ -166,7 +158,7 @@ func (fm *FairMutex) Unlock() {
 // when ctx has ended, as [Mutex.UnlockContext] describes.
 func (fm *FairMutex) UnlockContext(ctx context.Context) error {
 	owner, _ := ownerOf(ctx, fm.owner)
-	return fm.unlock(ctx, owner)
+	return fm.c.releaseHold(ctx, fm.proto(owner), 1)
 }
 
 // Done returns a channel that is closed when the hold taken by the latest
@@ -229,4 +221,110 @@ func (fm *FairMutex) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, lockError(fm.name, errors.Unwrap(err))
 	}
 	return d, nil
+}
+
+// caller makes a call of owner; an explicit owner re-enters (without
+// queueing).
+func (fm *FairMutex) caller(owner uint64, explicit bool) *caller {
+	a := &caller{p: fm.proto(owner), n: 1, mode: waitFree}
+	if explicit {
+		a.mode = reenter
+	}
+	return a
+}
+
+// proto describes owner's hold on fm. The handle's own owner's is built once.
+func (fm *FairMutex) proto(owner uint64) *protocol {
+	if owner == fm.owner {
+		if p := fm.self.Load(); p != nil {
+			return p
+		}
+	}
+	p := &protocol{
+		key:       holdKey{kind: fair, name: fm.key, owner: owner},
+		name:      fm.name,
+		cfg:       &fm.cfg,
+		primitive: PrimitiveFairMutex,
+		channel:   fm.channel,
+		policy:    notify.Tagged,
+		queued:    true,
+		cur:       &fm.cur,
+		acquire:   fm.runAcquire,
+		release:   fm.runRelease,
+		newLease:  fm.newLease,
+	}
+	if owner == fm.owner {
+		fm.self.Store(p)
+	}
+	return p
+}
+
+// runAcquire runs fair_acquire for a: it takes the lock in queue order, or
+// queues a's ticket (keeps its place), or only queues when the owner holds
+// the lock through another call.
+func (fm *FairMutex) runAcquire(ctx context.Context, a acquisition) (reply, error) {
+	mode, id, hbMS := "own", "", "0"
+	if a.queueOnly {
+		mode = "queue"
+	}
+	if a.tk != nil {
+		id, hbMS = a.tk.id, a.tk.hbMS()
+	}
+	r, err := fm.c.scripts.Exec(ctx, scripts.Call{
+		Script: scripts.FairAcquire,
+		Keys:   []string{fm.key, fm.queue, fm.alive, fm.channel, fm.latch},
+		Args:   []string{fm.leaseMS, a.field, strconv.Itoa(a.count), id, hbMS, fm.c.publish, mode},
+	}).AsIntSlice()
+	switch {
+	case err != nil:
+		return reply{}, err
+	case len(r) != 2:
+		return reply{}, fmt.Errorf("fair_acquire replied %d values", len(r))
+	case r[0] == 1:
+		return reply{outcome: acquired}, nil
+	case r[0] < 0:
+		return lockReply(r[0], nil)
+	}
+	return reply{outcome: busy, value: r[1]}, nil
+}
+
+// newLease describes the lease of term t for the scheduler. The lock hash
+// has Mutex's shape, so Mutex's renewal serves it.
+func (fm *FairMutex) newLease(t *term) *lease.Lease {
+	l := &t.own
+	t.args[0], t.args[1] = t.field, fm.leaseMS
+	*l = lease.Lease{Key: fm.key, Keys: []string{fm.key}, Args: t.args[:2], TTL: fm.cfg.leaseTTL(), Lost: t}
+	if fm.cfg.lease == 0 {
+		l.Renew = scripts.MutexRenew
+	}
+	return l
+}
+
+// runRelease runs fair_release once: the hold r.field goes from r.from to
+// r.to holds (0 releases the lock), and waiter r.id, if set, leaves the
+// queue. A lost reply may be repeated (the script is idempotent). It returns
+// the id of the waiter it woke, if any.
+func (fm *FairMutex) runRelease(ctx context.Context, r release) (releaseReply, error) {
+	var argv [6]string
+	rep, err := fm.c.scripts.Exec(ctx, scripts.Call{
+		Script:    scripts.FairRelease,
+		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel, fm.latch},
+		Args:      append(r.argv(&argv, fm.c.publish), r.id),
+		Retryable: true, // idempotent: the count is compare-and-set, the final release latched
+	}).ToArray()
+	if err == nil && len(rep) != 2 {
+		err = fmt.Errorf("fair_release replied %d values", len(rep))
+	}
+	if err != nil {
+		return releaseReply{}, err
+	}
+	status, err := rep[0].AsInt64()
+	if err != nil {
+		return releaseReply{}, err
+	}
+	out := releaseReply{status: status}
+	if head, _ := rep[1].ToString(); head != "" {
+		out.woken = []string{head}
+	}
+	return out, nil
 }

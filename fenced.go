@@ -42,23 +42,31 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 // this acquisition. Write it with every change to the protected resource.
 func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
 	owner, explicit := ownerOf(ctx, fm.owner)
-	a := &mutexAcquirer{m: &fm.Mutex, owner: owner, reentrant: explicit, waits: true}
-	if err := fm.c.acquire(ctx, fm.name, fm.channel, a, false, &fm.cfg); err != nil {
+	mode := waitFree
+	if explicit {
+		mode = reenter
+	}
+	a := fm.caller(owner, mode)
+	if err := fm.c.acquire(ctx, a, nil, false); err != nil {
 		return 0, err
 	}
-	return a.token, nil
+	return uint64(a.value), nil
 }
 
 // TryLockToken makes one attempt to lock fm, like [Mutex.TryLockContext], and
 // returns the token granted when it succeeded.
 func (fm *FencedMutex) TryLockToken(ctx context.Context) (uint64, bool, error) {
 	owner, explicit := ownerOf(ctx, fm.owner)
-	a := &mutexAcquirer{m: &fm.Mutex, owner: owner, reentrant: explicit}
-	ok, err := fm.tryOnce(ctx, a)
+	mode := waitFree
+	if explicit {
+		mode = reenter
+	}
+	a := fm.caller(owner, mode)
+	ok, err := fm.c.tryOnce(ctx, a)
 	if !ok {
 		return 0, false, err
 	}
-	return a.token, true, err
+	return uint64(a.value), true, err
 }
 
 // Token returns the token of the latest acquisition of the hold that fm took

@@ -44,13 +44,17 @@ type hold struct {
 	// below. A call waits for it only as long as its context lasts.
 	op    opLock
 	count int
+	held  atomic.Int64 // count, for readers that do not wait for op (Semaphore.Held)
 	// field is the current hold's identity in Redis, and ambiguous records
 	// that an acquire attempt of it had an unknown outcome, so that a copy
 	// of that attempt may still arrive after the hold ends: its final
 	// release latches the field for longer (see tombstoneTTL).
 	field     string
 	ambiguous bool
-	free      chan struct{} // closed when count returns to 0; see freeChan
+	// lost counts a Semaphore's permits of ended holds that Release may
+	// still give back; the record stays in the table while there are any.
+	lost int
+	free chan struct{} // closed when count returns to 0; see freeChan
 	// handoff queues the owner's local callers waiting for its own hold (the
 	// goroutines of a handle, as with sync.Mutex), for a direct handover on
 	// release; streak counts the handovers since the hold came from Redis.
@@ -169,6 +173,32 @@ func (c *Client) ref(key holdKey, create bool) *hold {
 	return h
 }
 
+// setCount sets h's count (h.op held).
+func (h *hold) setCount(n int) {
+	h.count = n
+	h.held.Store(int64(n))
+}
+
+// held returns the count of key's current hold without waiting for calls in
+// flight: 0 when there is none.
+func (c *Client) held(key holdKey) int64 {
+	h := c.ref(key, false)
+	if h == nil {
+		return 0
+	}
+	defer c.unref(h)
+	return h.held.Load()
+}
+
+// termOf returns the term of h's current hold, nil when there is none (or no
+// record).
+func termOf(h *hold) *term {
+	if h == nil {
+		return nil
+	}
+	return h.term.Load()
+}
+
 // heldField returns the identity in Redis of the current hold of key, or ""
 // when there is none.
 func (c *Client) heldField(key holdKey) string {
@@ -197,7 +227,7 @@ func (c *Client) unref(h *hold) {
 // begin records a first acquire of h (h.op held) as term t, whose expiry was
 // set by the request sent at sent, and starts watching its lease.
 func (c *Client) begin(h *hold, t *term, sent time.Time) {
-	h.count, h.fromRedis = 1, time.Now()
+	h.fromRedis = time.Now()
 	if t.obs != nil {
 		t.obs.since = sent
 	}
@@ -211,14 +241,42 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 // finish clears h after its final release or after its loss has been
 // acknowledged by the owner (h.op held).
 func (c *Client) finish(h *hold) {
-	h.count, h.handoff, h.streak, h.parked = 0, nil, 0, false
+	c.clear(h)
+	if h.lost == 0 {
+		c.unref(h)
+	}
+}
+
+// clear forgets h's hold (h.op held); its record stays referenced by the
+// caller.
+func (c *Client) clear(h *hold) {
+	h.setCount(0)
+	h.handoff, h.streak, h.parked = nil, 0, false
 	h.field, h.ambiguous = "", false
 	h.term.Store(nil)
 	if h.free != nil {
 		close(h.free)
 		h.free = nil
 	}
-	c.unref(h)
+}
+
+// setAside ends the use of a Semaphore's lost hold (h.op held) for a new
+// acquire: its permits become lost ones, which Release may still give back,
+// and the record stays in the table while any are left.
+func (c *Client) setAside(h *hold) {
+	if h.lost == 0 {
+		h.lost = h.count // the hold's reference now keeps the lost permits
+	} else {
+		h.lost += h.count
+		c.unref(h)
+	}
+	c.clear(h)
+}
+
+// lose ends term t as lost for cause and stops its renewal.
+func (c *Client) lose(t *term, cause error) {
+	c.leases.Remove(t.lease)
+	c.lost(t, t.name, t.cfg, cause)
 }
 
 // freeChan returns a channel closed when the owner's current hold ends (h.op

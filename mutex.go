@@ -3,11 +3,16 @@ package redisync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
+	"github.com/redis/rueidis"
 )
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
@@ -41,8 +46,8 @@ type Mutex struct {
 	owner   uint64 // the handle's own owner
 	leaseMS string
 
-	cur  atomic.Pointer[term]   // the hold this handle took last
-	self atomic.Pointer[holdOp] // the handle's own owner's hold, built on first use
+	cur  atomic.Pointer[term]     // the hold this handle took last
+	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
 }
 
 // NewMutex returns a handle on the mutex called name. Creating a handle
@@ -91,7 +96,7 @@ func (m *Mutex) Name() string { return m.name }
 // retries with backoff, logging persistent failures, until it holds the lock.
 // Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
-	err := m.c.acquire(context.Background(), m.name, m.channel, &mutexAcquirer{m: m, owner: m.owner, waits: true}, true, &m.cfg)
+	err := m.c.acquire(context.Background(), m.caller(m.owner, waitHandoff), nil, true)
 	if err != nil { // only ErrClosed ends the retries
 		panic("redisync: Lock of " + strconv.Quote(m.name) + " on a closed Client")
 	}
@@ -118,31 +123,22 @@ func (m *Mutex) TryLock() bool {
 // outcome is unknown is undone before LockContext returns.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, m.owner)
-	return m.c.acquire(ctx, m.name, m.channel, &mutexAcquirer{m: m, owner: owner, reentrant: explicit, waits: true}, false, &m.cfg)
+	mode := waitHandoff
+	if explicit {
+		mode = reenter
+	}
+	return m.c.acquire(ctx, m.caller(owner, mode), nil, false)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
 // reports whether it succeeded. Like [Mutex.TryLock], it does not wait.
 func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 	owner, explicit := ownerOf(ctx, m.owner)
-	return m.tryOnce(ctx, &mutexAcquirer{m: m, owner: owner, reentrant: explicit})
-}
-
-// tryOnce makes the single attempt of a TryLock, undoing it when its outcome
-// is unknown.
-func (m *Mutex) tryOnce(ctx context.Context, a *mutexAcquirer) (bool, error) {
-	if m.c.isClosed() {
-		return false, lockError(m.name, ErrClosed)
+	mode := waitFree
+	if explicit {
+		mode = reenter
 	}
-	res, err := a.try(ctx)
-	observeTry(ctx, &m.cfg, m.primitive(), m.name, res)
-	if err != nil && ambiguous(err) {
-		a.undo(ctx)
-	}
-	if ctx.Err() != nil && !res.acquired {
-		return false, ctx.Err()
-	}
-	return res.acquired, err
+	return m.c.tryOnce(ctx, m.caller(owner, mode))
 }
 
 // Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a
@@ -164,7 +160,7 @@ func (m *Mutex) tryOnce(ctx context.Context, a *mutexAcquirer) (bool, error) {
 // Unlock does not panic: the loss was reported through Done and Err, and a
 // failure is logged; a lock that could not be released expires with its lease.
 func (m *Mutex) Unlock() {
-	err := m.unlock(context.Background(), m.owner)
+	err := m.c.releaseHold(context.Background(), m.proto(m.owner), 1)
 	switch {
 	case errors.Is(err, ErrNotHeld):
 		panic("redisync: unlock of unlocked mutex")
@@ -188,7 +184,7 @@ func (m *Mutex) Unlock() {
 // once Redis answers. The lock is never left held because a context ended.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	owner, _ := ownerOf(ctx, m.owner)
-	return m.unlock(ctx, owner)
+	return m.c.releaseHold(ctx, m.proto(owner), 1)
 }
 
 // Done returns a channel that is closed when the hold taken by the latest
@@ -243,3 +239,103 @@ func (*noCopy) Lock() {}
 
 // Unlock is a no-op used by go vet's copylocks check.
 func (*noCopy) Unlock() {}
+
+// primitive names m's sort in events.
+func (m *Mutex) primitive() string {
+	if m.tokenKey != "" {
+		return PrimitiveFencedMutex
+	}
+	return PrimitiveMutex
+}
+
+// caller makes a call of owner in mode.
+func (m *Mutex) caller(owner uint64, mode holdMode) *caller {
+	return &caller{p: m.proto(owner), mode: mode, n: 1}
+}
+
+// proto describes owner's hold on m. The handle's own owner's is built once.
+func (m *Mutex) proto(owner uint64) *protocol {
+	if owner == m.owner {
+		if p := m.self.Load(); p != nil {
+			return p
+		}
+		p := m.newProto(owner)
+		m.self.Store(p)
+		return p
+	}
+	return m.newProto(owner)
+}
+
+func (m *Mutex) newProto(owner uint64) *protocol {
+	return &protocol{
+		key:       holdKey{kind: exclusive, name: m.name, owner: owner},
+		name:      m.name,
+		handoff:   m.tokenKey == "", // every FencedMutex acquisition takes a token from Redis
+		cfg:       &m.cfg,
+		primitive: m.primitive(),
+		channel:   m.channel,
+		policy:    notify.Redisson,
+		cur:       &m.cur,
+		acquire:   m.runAcquire,
+		release:   m.runRelease,
+		newLease:  m.newLease,
+	}
+}
+
+// newLease describes the lease of term t for the scheduler.
+func (m *Mutex) newLease(t *term) *lease.Lease {
+	l := &t.own
+	t.args[0], t.args[1] = t.field, m.leaseMS
+	*l = lease.Lease{Key: m.name, Keys: m.keys[:1], Args: t.args[:2], TTL: m.cfg.leaseTTL(), Lost: t}
+	if m.cfg.lease == 0 {
+		l.Renew = scripts.MutexRenew
+	}
+	return l
+}
+
+// runAcquire runs the acquire script for a, and returns its outcome: for
+// acquired, the fencing token (0 on a plain Mutex); for busy, the holder's
+// PTTL.
+func (m *Mutex) runAcquire(ctx context.Context, a acquisition) (reply, error) {
+	args := []string{m.leaseMS, a.field, strconv.Itoa(a.count)}
+	if m.tokenKey == "" {
+		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.MutexAcquire, Keys: m.keys[3:5], Args: args}).AsInt64()
+		if rueidis.IsRedisNil(err) {
+			return reply{outcome: acquired}, nil
+		}
+		return lockReply(pttl, err)
+	}
+	r, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.FencedAcquire, Keys: m.keys[3:6], Args: args}).AsIntSlice()
+	switch {
+	case err != nil:
+		return reply{}, err
+	case len(r) != 2:
+		return reply{}, fmt.Errorf("fenced acquire replied %v", r)
+	case r[0] == 1:
+		return reply{outcome: acquired, value: r[1]}, nil
+	case r[0] < 0:
+		return lockReply(r[0], nil)
+	}
+	return reply{outcome: busy, value: r[1]}, nil
+}
+
+// lockReply decodes the non-nil replies of the Redisson layouts' acquire
+// scripts: -3 gone, -4 refused, else how long to wait in milliseconds.
+func lockReply(n int64, err error) (reply, error) {
+	switch {
+	case err != nil:
+		return reply{}, err
+	case n == -3:
+		return reply{outcome: gone}, nil
+	case n == -4:
+		return reply{outcome: refused}, nil
+	}
+	return reply{outcome: busy, value: n}, nil
+}
+
+// runRelease runs the release script once (see holdOp.release).
+func (m *Mutex) runRelease(ctx context.Context, r release) (releaseReply, error) {
+	var argv [6]string
+	n, err := m.c.runRelease(ctx, scripts.Call{Script: scripts.MutexRelease, Keys: m.keys[:3], Args: r.argv(&argv, m.c.publish)})
+	return releaseReply{status: n}, err
+}

@@ -89,3 +89,29 @@ func WithLogger(l *slog.Logger) Option {
 		cfg.logger = l
 	}
 }
+
+// DefaultHeartbeatTimeout is how long a waiter queued for a [FairMutex] or a
+// [Semaphore] keeps its place without proving that it is alive. A live waiter
+// proves it every DefaultHeartbeatTimeout/3 and is never evicted, however long
+// it waits; a waiter that crashed is removed from the queue, and the waiters
+// behind it move up, at most this long after its last heartbeat. Change it with
+// [WithHeartbeatTimeout].
+const DefaultHeartbeatTimeout = 5 * time.Second
+
+// WithHeartbeatTimeout sets the heartbeat timeout d of queued waiters (see
+// [DefaultHeartbeatTimeout]): a waiter's heartbeat is renewed every d/3, and a
+// waiter whose process died leaves the queue d after its last heartbeat. A
+// shorter timeout moves a queue past a crashed waiter sooner and costs more
+// renewals. d is rounded up to a whole millisecond and must be at least 3 ms.
+func WithHeartbeatTimeout(d time.Duration) Option {
+	return func(cfg *config) {
+		if d < 3*time.Millisecond {
+			cfg.err = fmt.Errorf("redisync: heartbeat timeout %v is below 3ms", d)
+			return
+		}
+		cfg.heartbeat = d.Round(time.Millisecond)
+		if cfg.heartbeat < d {
+			cfg.heartbeat += time.Millisecond
+		}
+	}
+}

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
+	"github.com/redis/rueidis"
 )
 
 // An RWMutex is a reader/writer mutual exclusion lock shared by every process
@@ -116,8 +120,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 
 // lock is the waiter loop of both sides; forever is set for Lock and RLock.
 func (rw *RWMutex) lock(ctx context.Context, owner uint64, explicit, write, forever bool) error {
-	a := &rwAcquirer{rw: rw, owner: owner, explicit: explicit, write: write, waits: write}
-	return rw.c.acquire(ctx, rw.name, rw.channel, a, forever, &rw.cfg)
+	return rw.c.acquire(ctx, rw.caller(owner, explicit, write, write), nil, forever)
 }
 
 // TryLock tries to lock rw for writing and reports whether it succeeded,
@@ -147,20 +150,8 @@ func (rw *RWMutex) TryLockContext(ctx context.Context) (bool, error) { return rw
 func (rw *RWMutex) TryRLockContext(ctx context.Context) (bool, error) { return rw.try(ctx, false) }
 
 func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
-	if rw.c.isClosed() {
-		return false, lockError(rw.name, ErrClosed)
-	}
 	owner, explicit := ownerOf(ctx, rw.owner)
-	a := &rwAcquirer{rw: rw, owner: owner, explicit: explicit, write: write, single: true}
-	res, err := a.try(ctx)
-	observeTry(ctx, &rw.cfg, a.primitive(), rw.name, res)
-	if err != nil && ambiguous(err) {
-		a.undo(ctx)
-	}
-	if ctx.Err() != nil && !res.acquired {
-		return false, ctx.Err()
-	}
-	return res.acquired, err
+	return rw.c.tryOnce(ctx, rw.caller(owner, explicit, write, false))
 }
 
 // Unlock unlocks rw for writing. It is a run-time error, and Unlock panics,
@@ -174,7 +165,7 @@ func (rw *RWMutex) Unlock() { rw.unlockOrPanic(true, "redisync: Unlock of unlock
 func (rw *RWMutex) RUnlock() { rw.unlockOrPanic(false, "redisync: RUnlock of unlocked RWMutex") }
 
 func (rw *RWMutex) unlockOrPanic(write bool, misuse string) {
-	err := rw.c.releaseHold(context.Background(), rw.op(rw.owner, write, false, false))
+	err := rw.c.releaseHold(context.Background(), rw.proto(rw.owner, write, false, false), 1)
 	switch {
 	case errors.Is(err, ErrNotHeld):
 		panic(misuse)
@@ -188,7 +179,7 @@ func (rw *RWMutex) unlockOrPanic(write bool, misuse string) {
 // [Mutex.UnlockContext].
 func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.releaseHold(ctx, rw.op(owner, true, explicit, false))
+	return rw.c.releaseHold(ctx, rw.proto(owner, true, explicit, false), 1)
 }
 
 // RUnlockContext releases one read hold of the owner in ctx (the handle's own
@@ -196,7 +187,7 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 // [Mutex.UnlockContext].
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.releaseHold(ctx, rw.op(owner, false, explicit, false))
+	return rw.c.releaseHold(ctx, rw.proto(owner, false, explicit, false), 1)
 }
 
 // RLocker returns a [sync.Locker] that implements Lock and Unlock by calling
@@ -229,3 +220,157 @@ func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) { return rw.c.exi
 
 // TTL returns how long the lock will last unless renewed, as [Mutex.TTL].
 func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) { return rw.c.ttl(ctx, rw.name) }
+
+// writerClaim is how long a waiting writer holds new readers back without
+// trying again. A writer tries at least three times per claim, so a live
+// writer keeps its claim, and a dead one releases the readers within it.
+const (
+	writerClaim   = 3 * time.Second
+	writerClaimMS = "3000"
+)
+
+// caller makes a call of owner on one side of rw: explicit marks an owner
+// from WithOwner, which re-enters; a writer that waits claims its turn (new
+// readers then wait behind it) and takes the claim back when it gives up.
+func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *caller {
+	a := &caller{p: rw.proto(owner, write, explicit, waits), n: 1, mode: share}
+	switch {
+	case explicit:
+		a.mode = reenter
+	case write:
+		a.mode = waitFree
+	}
+	if write {
+		a.check = func() error {
+			if rw.holdsRead(owner) {
+				return lockError(rw.name, ErrUpgrade)
+			}
+			return nil
+		}
+	}
+	if write && waits {
+		a.left = func(ctx context.Context) { rw.leave(ctx, a.call.field) }
+	}
+	return a
+}
+
+// rwPrimitive names a side of an RWMutex in events.
+func rwPrimitive(write bool) string {
+	if write {
+		return PrimitiveRWWrite
+	}
+	return PrimitiveRWRead
+}
+
+// leave takes back a waiting writer's claim (its id is the field its call
+// asked for), so that the readers it held back do not wait for the claim to
+// lapse.
+func (rw *RWMutex) leave(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	err := rw.c.scripts.Exec(ctx, scripts.Call{
+		Script:    scripts.RWWriterLeave,
+		Keys:      []string{rw.writers, rw.channel},
+		Args:      []string{id, rw.c.publish},
+		Retryable: true, // leaving twice leaves once
+	}).Error()
+	if err != nil {
+		rw.cfg.logger.Warn("redisync: a writer that gave up could not take back its claim; readers wait until it lapses",
+			"name", rw.name, "error", err)
+	}
+}
+
+// holdsRead reports whether owner holds rw's read lock through this Client.
+func (rw *RWMutex) holdsRead(owner uint64) bool {
+	return rw.c.heldField(holdKey{kind: shared, name: rw.name, owner: owner}) != ""
+}
+
+// proto describes owner's read or write hold on rw; a writer that waits
+// claims its turn when it finds the lock taken.
+func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
+	op := &protocol{name: rw.name, cfg: &rw.cfg, primitive: rwPrimitive(write), channel: rw.channel,
+		policy: notify.Redisson, wakeAll: true, cur: &rw.cur}
+	if write {
+		op.key = holdKey{kind: exclusive, name: rw.name, owner: owner}
+		op.suffix = ":write"
+		claim := "0"
+		if waits {
+			claim = "1"
+		}
+		op.acquire = func(ctx context.Context, a acquisition) (reply, error) {
+			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.writers, rw.latch},
+				rw.leaseMS, a.field, strconv.Itoa(a.count), a.field, writerClaimMS, claim)
+		}
+		op.release = func(ctx context.Context, r release) (releaseReply, error) {
+			var argv [6]string
+			n, err := rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWWriteUnlock,
+				Keys: []string{rw.name, rw.channel, rw.latch}, Args: r.argv(&argv, rw.c.publish)})
+			return releaseReply{status: n}, err
+		}
+		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, "") }
+		return op
+	}
+	op.key = holdKey{kind: shared, name: rw.name, owner: owner}
+	op.acquire = func(ctx context.Context, a acquisition) (reply, error) {
+		pass, writer := "0", ""
+		if explicit {
+			if a.count > 0 {
+				pass = "1" // an owner re-entering must not wait behind a writer waiting for it
+			}
+			writer = rw.c.heldField(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
+		}
+		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.writers, rw.timeouts(a.field), rw.latch},
+			rw.leaseMS, a.field, writer, strconv.Itoa(a.count), pass)
+	}
+	op.release = func(ctx context.Context, r release) (releaseReply, error) {
+		var argv [6]string
+		n, err := rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWReadUnlock,
+			Keys: []string{rw.name, rw.channel, rw.latch, rw.timeouts(r.field)}, Args: append(r.argv(&argv, rw.c.publish), rw.tagged)})
+		return releaseReply{status: n}, err
+	}
+	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, rw.timeouts(t.field)) }
+	return op
+}
+
+// timeouts returns the prefix of the read timeout keys of the read hold
+// field, in Redisson's layout: "{name}:<field>:rwlock_timeout".
+func (rw *RWMutex) timeouts(field string) string {
+	return rw.tagged + ":" + field + ":rwlock_timeout"
+}
+
+// run runs an acquire script, which replies nil (acquired), -3 (gone), -4
+// (refused), or how long to wait in milliseconds.
+func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, args ...string) (reply, error) {
+	wait, err := rw.c.scripts.Exec(ctx, scripts.Call{Script: s, Keys: keys, Args: args}).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return reply{outcome: acquired}, nil
+	case err != nil || wait == -3 || wait == -4:
+		return lockReply(wait, err)
+	case wait < 0, s == scripts.RWWriteLock && wait > writerClaim.Milliseconds()/3:
+		// A writer comes back in time to keep its claim.
+		return reply{outcome: busy, value: writerClaim.Milliseconds() / 3}, nil
+	}
+	return reply{outcome: busy, value: wait}, nil
+}
+
+// newLease describes the lease of term t, a new read or write hold, for the
+// scheduler; timeouts is a reader's timeout key prefix.
+func (rw *RWMutex) newLease(t *term, timeouts string) *lease.Lease {
+	l := &t.own
+	t.args = [3]string{t.field, rw.leaseMS, timeouts}
+	*l = lease.Lease{
+		Key:  rw.name,
+		Keys: []string{rw.name},
+		Args: t.args[:],
+		TTL:  rw.cfg.leaseTTL(),
+		Lost: t,
+	}
+	if rw.cfg.lease == 0 {
+		l.Renew = scripts.RWRenew
+	}
+	return l
+}

@@ -3,10 +3,15 @@ package redisync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // A Semaphore bounds access to a resource shared by every process that uses
@@ -44,30 +49,18 @@ type Semaphore struct {
 	handle  uint64   // the handle's number
 	leaseMS string
 
-	// op serializes the handle's calls to Redis and guards the fields below.
-	op   opLock
-	held int64 // permits held under the current term
-	lost int64 // permits of an ended term that Release may still take back
-	rec  *hold // the Client's record of the current term, nil when none
-	// holder is the current term's holder id in Redis, "<client-uuid>:s<n>",
-	// made for the term's first acquire and never used by another term.
-	holder string
-	// version is the version of the holder's entry last confirmed by Redis
-	// (0: none yet); pending records a call since then whose outcome is
-	// unknown, and unknown one at any time in the term (its end then leaves
-	// a latch that refuses a late copy of its first acquire).
+	cur  atomic.Pointer[term]     // the latest term, for Done and Err
+	self atomic.Pointer[protocol] // the handle's hold, built on first use
+
+	// mu guards what Redis was last seen to confirm of the handle's entry:
+	// the term's holder id (field), its permits and version; pending
+	// records a call since then whose outcome is unknown.
+	mu      sync.Mutex
+	field   string
+	permits int
 	version uint64
 	pending bool
-	unknown bool
-	// heldNow mirrors held for Held, which does not wait for calls in flight.
-	heldNow atomic.Int64
-
-	cur atomic.Pointer[term] // the latest term, for Done and Err
 }
-
-// errSizeMismatch is wrapped by the error of an acquire through a handle
-// whose size differs from the one recorded in Redis.
-var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
 // NewSemaphore returns a handle on the semaphore called name, with the given
 // maximum combined weight for concurrent access. Creating a handle touches
@@ -127,7 +120,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		return nil
 	}
 	tk := s.c.newTicket(s.keys[4], s.keys[3], &s.cfg)
-	return s.c.acquireQueued(ctx, s.name, s.keys[6], &semAcquirer{s: s, n: n}, tk, false, &s.cfg)
+	return s.c.acquire(ctx, s.caller(n), tk, false)
 }
 
 // TryAcquire acquires the semaphore with a weight of n without blocking. On
@@ -146,17 +139,11 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 	if n == 0 {
 		return true
 	}
-	ctx := context.Background()
-	a := &semAcquirer{s: s, n: n}
-	res, err := a.try(ctx, nil)
-	observeTry(ctx, &s.cfg, PrimitiveSemaphore, s.name, res)
+	ok, err := s.c.tryOnce(context.Background(), s.caller(n))
 	if err != nil {
-		if a.unknown {
-			a.leave(ctx, nil)
-		}
 		s.cfg.logger.Warn("redisync: TryAcquire failed", "name", s.name, "error", err)
 	}
-	return res.acquired
+	return ok
 }
 
 // Release releases the semaphore with a weight of n, waking the waiters whose
@@ -168,7 +155,14 @@ func (s *Semaphore) Release(n int64) {
 	if n < 0 {
 		panic("redisync: semaphore: n < 0")
 	}
-	if err := s.release(n); err != nil {
+	if n == 0 {
+		return
+	}
+	err := s.c.releaseHold(context.Background(), s.proto(), int(n))
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		panic("redisync: semaphore released more than held")
+	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
 		s.cfg.logger.Warn("redisync: semaphore release failed; the permits come back with their lease",
 			"name", s.name, "error", err)
 	}
@@ -176,7 +170,7 @@ func (s *Semaphore) Release(n int64) {
 
 // Held returns the number of permits this handle holds, as this process
 // knows it; it does not touch Redis.
-func (s *Semaphore) Held() int64 { return s.heldNow.Load() }
+func (s *Semaphore) Held() int64 { return s.c.held(s.proto().key) }
 
 // Done returns a channel that is closed when this handle's permits are all
 // released or lost: the current term, from the first acquire after holding
@@ -188,3 +182,174 @@ func (s *Semaphore) Done() <-chan struct{} { return s.cur.Load().doneChan() }
 // it returns an error wrapping ErrLockLost (ErrClosed if the Client was closed
 // while they were held).
 func (s *Semaphore) Err() error { return s.cur.Load().errOrNil() }
+
+// caller makes an acquire of n permits.
+func (s *Semaphore) caller(n int64) *caller { return &caller{p: s.proto(), mode: share, n: int(n)} }
+
+// proto describes the handle's hold (its permits), built once.
+func (s *Semaphore) proto() *protocol {
+	if p := s.self.Load(); p != nil {
+		return p
+	}
+	p := &protocol{
+		key:       holdKey{kind: semaphore, name: s.keys[0], owner: s.handle},
+		name:      s.name,
+		cfg:       &s.cfg,
+		primitive: PrimitiveSemaphore,
+		channel:   s.keys[6],
+		policy:    notify.Tagged,
+		queued:    true,
+		permits:   true,
+		cur:       &s.cur,
+		acquire:   s.runAcquire,
+		release:   s.runRelease,
+		newLease:  s.newLease,
+	}
+	s.self.Store(p)
+	return p
+}
+
+// lastVersion numbers the changes that Semaphore handles make to their
+// entries in Redis: a call writes a version greater than any sent before, and
+// applies only over one its handle has seen confirmed or sent since, so that
+// a call arriving after a later one of the same term changes nothing.
+var lastVersion atomic.Uint64
+
+// runAcquire runs sem_acquire for a: the holder a.field goes to a.count+a.n
+// permits, in queue order, or a's ticket queues (keeps its place).
+func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (reply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	target, version := a.count+a.n, lastVersion.Add(1)
+	id, hbMS := "", "0"
+	if a.tk != nil {
+		id, hbMS = a.tk.id, a.tk.hbMS()
+	}
+	s.changing(a.h)
+	r, err := s.c.scripts.Exec(ctx, scripts.Call{
+		Script: scripts.SemAcquire,
+		Keys:   s.keys,
+		Args: []string{s.sizeArg, a.field, strconv.Itoa(a.n), strconv.Itoa(target), s.leaseMS, id, hbMS,
+			s.c.publish, s.expect(a.field), strconv.FormatUint(version, 10)},
+	}).AsIntSlice()
+	if err == nil && len(r) != 2 {
+		err = fmt.Errorf("sem_acquire replied %d values", len(r))
+	}
+	switch {
+	case err != nil:
+		s.pending = s.pending || ambiguous(err)
+	case r[0] == 1:
+		s.confirm(a.h, a.field, target, version)
+		return reply{outcome: acquired}, nil
+	case r[0] == -2:
+		err = fmt.Errorf("%w: the handle's size is %d, Redis has %d", errSizeMismatch, s.size, r[1])
+	case r[0] < 0:
+		s.settled(a.h)
+		return lockReply(r[0], nil) // -3 the term's permits lapsed, -4 a stale call
+	default:
+		s.settled(a.h)
+		return reply{outcome: busy, value: r[1]}, nil
+	}
+	s.settled(a.h)
+	return reply{}, err
+}
+
+// runRelease runs sem_release for r: the holder r.field keeps r.to permits
+// (0 gives them all back), and waiter r.id, if set, leaves the queue. A final
+// release leaves the term's latch only for a term whose first acquire had an
+// unknown outcome. A lost reply may be repeated (compare-and-set by version).
+func (s *Semaphore) runRelease(ctx context.Context, r release) (releaseReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	version, latch := lastVersion.Add(1), "0"
+	if r.to == 0 && r.latch == tombstoneTTL {
+		latch = tombstoneTTL
+	}
+	if r.to > 0 {
+		s.changing(r.h)
+	}
+	rep, err := s.c.scripts.Exec(ctx, scripts.Call{
+		Script: scripts.SemRelease,
+		Keys:   s.keys,
+		Args: []string{r.field, strconv.Itoa(r.to), r.id, s.c.publish, s.expect(r.field),
+			strconv.FormatUint(version, 10), latch},
+		Retryable: true, // compare-and-set by version; the waiter removed by id
+	}).ToArray()
+	if err == nil && len(rep) == 0 {
+		err = errors.New("sem_release replied nothing")
+	}
+	if err != nil {
+		s.pending = s.pending || ambiguous(err)
+		s.settled(r.h)
+		return releaseReply{}, err
+	}
+	out := releaseReply{}
+	if out.status, err = rep[0].AsInt64(); err != nil {
+		return out, err
+	}
+	for _, w := range rep[1:] {
+		if id, err := w.ToString(); err == nil {
+			out.woken = append(out.woken, id)
+		}
+	}
+	switch {
+	case out.status == 1 && r.to > 0:
+		s.confirm(r.h, r.field, r.to, version)
+	case out.status == 1 && r.field == s.field:
+		s.field, s.version, s.pending = "", 0, false // the term is over
+	default:
+		s.settled(r.h)
+	}
+	return out, nil
+}
+
+// expect (s.mu held) returns the version field's entry was last confirmed
+// at, "0" for a field that has none yet (a term's first acquire).
+func (s *Semaphore) expect(field string) string {
+	if field != s.field {
+		return "0"
+	}
+	return strconv.FormatUint(s.version, 10)
+}
+
+// newLease describes the lease of term t for the scheduler; its renewal
+// checks the entry Redis was last seen to confirm.
+func (s *Semaphore) newLease(t *term) *lease.Lease {
+	l := &t.own
+	*l = lease.Lease{Key: s.keys[1], Keys: []string{s.keys[1], s.keys[0]}, Args: s.renewArgs(), TTL: s.cfg.leaseTTL(), Lost: t}
+	if s.cfg.lease == 0 {
+		l.Renew = scripts.SemRenew
+	}
+	return l
+}
+
+// renewArgs (s.mu held) returns the renewal's ARGV: the holder, the lease
+// and the entry the handle knows it has.
+func (s *Semaphore) renewArgs() []string {
+	return []string{s.field, s.leaseMS, strconv.Itoa(s.permits) + ":" + strconv.FormatUint(s.version, 10)}
+}
+
+// changing (s.mu held) tells the renewal of h's term that a call may change
+// the entry it checks.
+func (s *Semaphore) changing(h *hold) {
+	if t := termOf(h); t != nil {
+		s.c.leases.Changing(t.lease)
+	}
+}
+
+// confirm (s.mu held) records that Redis has field at permits and version,
+// and tells the renewal of h's term.
+func (s *Semaphore) confirm(h *hold, field string, permits int, version uint64) {
+	s.field, s.permits, s.version, s.pending = field, permits, version, false
+	if t := termOf(h); t != nil && t.field == field {
+		s.c.leases.Update(t.lease, s.renewArgs())
+	}
+}
+
+// settled (s.mu held) ends a change that did not happen, unless a call of
+// unknown outcome still leaves the entry in doubt.
+func (s *Semaphore) settled(h *hold) {
+	if t := termOf(h); t != nil && !s.pending {
+		s.c.leases.Update(t.lease, s.renewArgs())
+	}
+}

@@ -3,17 +3,22 @@ package redisync
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // An attempt is the outcome of one try to acquire.
 type attempt struct {
 	acquired bool
 	// wait is how long the lock stays taken unless released: the holder's
-	// remaining lease. A negative value means unknown (no expiry).
+	// remaining lease (for a queued waiter, the deadline that concerns it).
+	// A negative value means unknown.
 	wait time.Duration
 	// free, when set, means the caller's own owner holds the lock in this
 	// process and does not re-enter; it is closed when that hold is released.
@@ -31,67 +36,55 @@ type attempt struct {
 // pollInterval bounds a wait when the holder's lease is unknown.
 const pollInterval = time.Second
 
-// An acquirer is what the waiter loop needs from a primitive.
-type acquirer interface {
-	// try makes one attempt to acquire. Attempts must be idempotent: after a
-	// failure whose outcome is unknown, trying again must not take twice.
-	try(ctx context.Context) (attempt, error)
-	// undo releases what a failed attempt of unknown outcome may have taken.
-	undo(ctx context.Context)
-	// primitive names the lock's sort in events (Event.Primitive).
-	primitive() string
-}
-
-// A leaver is an acquirer that leaves a mark in Redis while it waits (a
-// writer's claim), which it must take back when it gives up.
-type leaver interface {
-	leave(ctx context.Context)
-}
-
 // transientBudget is how long LockContext rides out a run of transport
 // failures (a killed connection, a reconnect) before it returns the error.
 const transientBudget = time.Second
 
-// acquire is the waiter loop shared by the primitives. It tries; when the lock
-// is taken it subscribes to channel (once, confirmed before the next try, so a
-// release between the try and the subscription is not missed) and waits for
-// the first of a wake-up, the holder's remaining lease, or the end of ctx; then
-// it tries again. A lost message therefore costs at most one lease, never a hang.
+// acquire is the waiter loop of every primitive, for the call a, queued in
+// Redis with tk when the lock queues its waiters (tk is nil otherwise). It
+// tries; when the lock is taken it joins the lock's channel (once, confirmed
+// before the next try, so a release between the try and the subscription is
+// not missed) and waits for the first of a wake-up, the wait bound the try
+// gave (the holder's remaining lease; for a queued waiter not at the head,
+// the heartbeat deadline of the waiter ahead), the loss of the ticket's
+// heartbeat, a handover from the owner's own release, or the end of ctx; then
+// it tries again. A lost message therefore costs at most one lease, never a
+// hang.
 //
-// A verdict (ErrLockLost, ErrClosed, ErrUpgrade) is returned at once. With
-// forever set, failures are logged and retried with backoff until the
-// lock is held (Lock). Otherwise an error reply from Redis is returned at once
-// and transport failures are retried for up to transientBudget (LockContext).
-// When ctx ends, acquire returns ctx.Err() unwrapped. Whatever it returns, it
-// leaves no subscription behind and, when it fails, no hold: an attempt whose
-// outcome is unknown is undone.
-func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, forever bool, cfg *config) (err error) {
+// A verdict (ErrLockLost, ErrClosed, ErrUpgrade, a Semaphore's size
+// mismatch) is returned at once. With forever set, failures are logged and
+// retried with backoff until the lock is held (Lock). Otherwise an error
+// reply from Redis is returned at once and transport failures are retried
+// for up to transientBudget (LockContext). When ctx ends, acquire returns
+// ctx.Err() unwrapped. Whatever it returns, it leaves no subscription and no
+// heartbeat behind and, when it fails, no queue entry and no hold: see
+// giveUp.
+func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
+	p := a.p
 	var start time.Time // the call's start, taken only for an observer
-	if cfg.observer != nil {
-		start = observeAttempt(ctx, cfg, a.primitive(), name)
+	if p.cfg.observer != nil {
+		start = observeAttempt(ctx, p.cfg, p.primitive, p.name)
 	}
 	var w *notify.Waiter
 	var queued *handoffWait // the caller's place for a handover, while it waits
-	uncertain := false      // the last attempt failed with an unknown outcome
 	defer func() {
 		if queued != nil {
 			c.abandonHandoff(ctx, queued)
 		}
+		if tk != nil {
+			tk.stop()
+		}
 		if w != nil {
-			w.Leave(err != nil)
+			w.Leave(err != nil && tk == nil) // a queued waiter's turn is passed on by giveUp's script
 		}
-		if err != nil && uncertain {
-			a.undo(ctx)
-		}
-		if l, ok := a.(leaver); ok && err != nil {
-			l.leave(ctx)
-		}
-		if err != nil && cfg.observer != nil {
-			observeFailed(ctx, cfg, a.primitive(), name, start, err)
+		if err != nil {
+			c.giveUp(ctx, a, tk)
+			if p.cfg.observer != nil {
+				observeFailed(ctx, p.cfg, p.primitive, p.name, start, err)
+			}
 		}
 	}()
-	// The timer is made on the first wait: most acquisitions need none.
-	var timer *time.Timer
+	var timer *time.Timer // made on the first wait: most acquisitions need none
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -107,78 +100,135 @@ func (c *Client) acquire(ctx context.Context, name, channel string, a acquirer, 
 	var firstFailure time.Time
 	for failures := 0; ; {
 		if c.isClosed() {
-			return lockError(name, ErrClosed)
+			return lockError(p.name, ErrClosed)
 		}
-		res, tryErr := a.try(ctx)
+		res, tryErr := c.try(ctx, a, tk)
 		if res.handoff != nil {
 			queued = res.handoff // from now on, giving up must leave the queue
 		}
 		if ctx.Err() != nil && !res.acquired {
-			uncertain = uncertain || (tryErr != nil && ambiguous(tryErr))
 			return ctx.Err()
 		}
 		if tryErr == nil {
-			failures, uncertain = 0, false
-		} else {
-			uncertain = ambiguous(tryErr)
-			if failures == 0 {
-				firstFailure = time.Now()
-			}
+			failures = 0
+		} else if failures == 0 {
+			firstFailure = time.Now()
 		}
-		var wake <-chan struct{}
+		var wake, free <-chan struct{}
 		var src WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
 		switch {
-		case tryErr != nil && (verdict(tryErr) || !forever && (!uncertain || time.Since(firstFailure) >= transientBudget)):
+		case tryErr != nil && (verdict(tryErr) || !forever && (!ambiguous(tryErr) || time.Since(firstFailure) >= transientBudget)):
 			return tryErr
 		case tryErr != nil:
 			failures++
 			if forever && (failures == 3 || failures%100 == 0) {
-				cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", name, "attempts", failures, "error", tryErr)
+				p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", failures, "error", tryErr)
 			}
 			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
 			sleep(d/2 + rand.N(d))
 		case res.acquired:
-			if cfg.observer != nil {
-				observeAcquired(ctx, cfg, a.primitive(), name, start, res)
+			if p.cfg.observer != nil {
+				observeAcquired(ctx, p.cfg, p.primitive, p.name, start, res)
 			}
 			return nil
-		case res.free != nil:
+		case res.free != nil && !p.queued:
 			wake, src = res.free, WakeLocal
 			sleep(time.Hour)
 		case w == nil:
-			w = c.notify.Join(channel)
-			wake = w.Ready()
+			tag := ""
+			if tk != nil {
+				tag = tk.id
+				if p.cfg.observer != nil {
+					observeQueued(ctx, p.cfg, p.primitive, p.name) // the reply just placed tk in the queue
+				}
+			}
+			w = c.notify.Join(p.channel, p.policy, tag)
+			wake, free = w.Ready(), res.free
 			sleep(waitBound(res.wait))
 		default:
-			wake, src = w.Wake(), WakePubSub // or another source: w knows
+			wake, free, src = w.Wake(), res.free, WakePubSub // or another source: w knows
 			sleep(waitBound(res.wait))
 		}
-		var handedOver <-chan struct{}
-		if queued != nil {
-			handedOver = queued.ch
-		}
-		select {
-		case <-handedOver:
-			queued = nil
-			if cfg.observer != nil {
-				observeAcquired(ctx, cfg, a.primitive(), name, start, attempt{acquired: true, localHandoff: true})
-			}
-			return nil
-		case <-wake:
-			queued = nil // a release that closes free hands nothing over
-			if cfg.observer != nil && src != 0 {
-				observeWait(ctx, cfg, a.primitive(), name, w, src, true)
-			}
-		case <-timer.C:
-			if cfg.observer != nil && src != 0 {
-				observeWait(ctx, cfg, a.primitive(), name, w, src, false)
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.closed:
-			return lockError(name, ErrClosed)
+		if done, err := c.await(ctx, a, &waitFor{wake: wake, free: free, src: src, timer: timer, w: w, tk: tk, queued: &queued, start: start}); done {
+			return err
 		}
 	}
+}
+
+// waitFor is what one wait of the waiter loop waits for.
+type waitFor struct {
+	wake, free <-chan struct{}
+	src        WakeSource
+	timer      *time.Timer
+	w          *notify.Waiter
+	tk         *ticket
+	queued     **handoffWait
+	start      time.Time
+}
+
+// await waits once for the loop of a: it reports done with the call's result
+// when the wait decides it (a handover, the end of ctx or of the Client),
+// and false when the loop should try again.
+func (c *Client) await(ctx context.Context, a *caller, f *waitFor) (done bool, err error) {
+	p := a.p
+	var handedOver <-chan struct{}
+	if *f.queued != nil {
+		handedOver = (*f.queued).ch
+	}
+	var lapsed chan struct{}
+	if f.tk != nil {
+		lapsed = f.tk.lapsed
+	}
+	observe := p.cfg.observer != nil && f.src != 0
+	select {
+	case <-handedOver:
+		*f.queued = nil
+		if p.cfg.observer != nil {
+			observeAcquired(ctx, p.cfg, p.primitive, p.name, f.start, attempt{acquired: true, localHandoff: true})
+		}
+		return true, nil
+	case <-f.wake:
+		*f.queued = nil // a release that closes free hands nothing over
+		if f.src == WakePubSub && f.tk != nil {
+			queueWakeups.Add(1)
+		}
+		if observe {
+			observeWait(ctx, p.cfg, p.primitive, p.name, f.w, f.src, true)
+		}
+	case <-f.free: // nil unless the owner's own hold blocks a queued turn
+		if p.cfg.observer != nil {
+			observeWait(ctx, p.cfg, p.primitive, p.name, f.w, WakeLocal, true)
+		}
+	case <-f.timer.C:
+		if observe {
+			observeWait(ctx, p.cfg, p.primitive, p.name, f.w, f.src, false)
+		}
+	case <-lapsed:
+		f.tk.hb = nil // ended; the next try queues again and restarts it
+	case <-ctx.Done():
+		return true, ctx.Err()
+	case <-c.closed:
+		return true, lockError(p.name, ErrClosed)
+	}
+	return false, nil
+}
+
+// tryOnce makes the single attempt of a Try call and gives back what it may
+// have left when its outcome is unknown.
+func (c *Client) tryOnce(ctx context.Context, a *caller) (bool, error) {
+	if c.isClosed() {
+		return false, lockError(a.p.name, ErrClosed)
+	}
+	a.single = true
+	res, err := c.try(ctx, a, nil)
+	observeTry(ctx, a.p.cfg, a.p.primitive, a.p.name, res)
+	if err != nil && a.call.uncertain() {
+		c.giveUp(ctx, a, nil)
+	}
+	if ctx.Err() != nil && !res.acquired {
+		return false, ctx.Err()
+	}
+	return res.acquired, err
 }
 
 // waitBound is how long to wait for a wake-up before trying again: until the
@@ -191,4 +241,86 @@ func waitBound(pttl time.Duration) time.Duration {
 		return pollInterval
 	}
 	return pttl + time.Millisecond
+}
+
+// waitMS converts a wait bound in milliseconds from a script, capped at an
+// hour so that a far deadline (written outside redisync) cannot overflow.
+func waitMS(ms int64) time.Duration {
+	if ms < 0 {
+		return time.Duration(ms)
+	}
+	return time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond
+}
+
+// lastWaiter numbers the waiting calls of the process.
+var lastWaiter atomic.Uint64
+
+// queueWakeups counts the wake-ups that ended a queued waiter's wait (not its
+// timer, not the subscription's confirmation); tests read it.
+var queueWakeups atomic.Int64
+
+// A ticket is one waiting call's place in a queue kept in Redis: the id it
+// queues under (also the tag that wake-up messages name) and the heartbeat
+// lease that keeps the place while the call waits. A ticket belongs to one
+// goroutine, the waiting caller's; only its lapsed channel is written by the
+// renewal scheduler.
+type ticket struct {
+	c      *Client
+	id     string
+	keys   []string // the heartbeat zset and the queue zset
+	args   []string // the id and the heartbeat timeout in milliseconds
+	ttl    time.Duration
+	hb     *lease.Lease  // the heartbeat while queued, else nil
+	lapsed chan struct{} // receives when a heartbeat ends by loss
+}
+
+// newTicket returns a ticket for a queue whose heartbeat and queue keys are
+// alive and queue. The id is unique across Clients: "<client-uuid>:w<n>".
+func (c *Client) newTicket(alive, queue string, cfg *config) *ticket {
+	id := c.id + ":w" + strconv.FormatUint(lastWaiter.Add(1), 10)
+	return &ticket{
+		c:      c,
+		id:     id,
+		keys:   []string{alive, queue},
+		args:   []string{id, strconv.FormatInt(cfg.heartbeat.Milliseconds(), 10)},
+		ttl:    cfg.heartbeat,
+		lapsed: make(chan struct{}, 1),
+	}
+}
+
+// hbMS returns the heartbeat timeout in milliseconds, as scripts take it.
+func (tk *ticket) hbMS() string { return tk.args[1] }
+
+// queued records that a request sent at sent placed the ticket in its queue,
+// or kept it there, with a fresh heartbeat deadline; it starts the heartbeat
+// renewals if they are not running.
+func (tk *ticket) queued(sent time.Time) {
+	if tk.hb != nil {
+		tk.c.leases.Touch(tk.hb, sent)
+		return
+	}
+	tk.hb = &lease.Lease{
+		Key:   tk.keys[0],
+		Renew: scripts.FairHeartbeat,
+		Keys:  tk.keys,
+		Args:  tk.args,
+		TTL:   tk.ttl,
+		Lost: lease.ReportFunc(func(error) {
+			// The place may be gone (reaped, or counted dead after failed
+			// renewals). The waiter tries again, which queues it anew.
+			select {
+			case tk.lapsed <- struct{}{}:
+			default:
+			}
+		}),
+	}
+	tk.c.leases.Add(tk.hb, sent)
+}
+
+// stop ends the heartbeat renewals.
+func (tk *ticket) stop() {
+	if tk.hb != nil {
+		tk.c.leases.Remove(tk.hb)
+		tk.hb = nil
+	}
 }

@@ -12,6 +12,7 @@ import (
 type channel struct {
 	name   string
 	reg    *Registry
+	policy Policy
 	ctx    context.Context
 	cancel context.CancelFunc
 	ready  chan struct{} // closed at the first confirmation
@@ -86,7 +87,7 @@ func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
 }
 
 func (ch *channel) message(m rueidis.PubSubMessage) {
-	ch.wake(ch.reg.policy(ch.name, m.Message), FromMessage)
+	ch.wake(ch.policy(m.Message), FromMessage)
 }
 
 func (ch *channel) wakeN(n int, src Source) { ch.wake(Wake{N: n}, src) }

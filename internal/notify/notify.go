@@ -41,14 +41,30 @@ type Wake struct {
 	Tag string // the one waiter to wake, by the tag it joined with
 }
 
-// A Policy turns a message on channel into the waiters it wakes.
-type Policy func(channel, message string) Wake
+// A Policy turns a message on a channel into the waiters it wakes. A waiter
+// gives its channel's policy when it joins: the caller knows what the
+// messages mean.
+type Policy func(message string) Wake
+
+// Redisson is the policy of Redisson's lock channels: "1" (a write lock was
+// released, so every reader may enter) wakes every waiter; any other message
+// ("0": a lock was released, one waiter can take it) wakes one.
+func Redisson(message string) Wake {
+	if message == "1" {
+		return Wake{N: WakeAll}
+	}
+	return Wake{N: 1}
+}
+
+// Tagged is the policy of a channel whose messages name the one waiter they
+// are for (by the tag it joined with): a queue's head, or a waiter whose
+// request fits now.
+func Tagged(message string) Wake { return Wake{Tag: message} }
 
 // Registry holds the subscriptions of one Client.
 type Registry struct {
 	rc      rueidis.Client
 	sharded bool
-	policy  Policy
 	log     *slog.Logger
 	// onSubscribe, if set, is told of every confirmed (re)subscription.
 	onSubscribe func(channel string, again bool)
@@ -77,13 +93,12 @@ func OnSubscribe(f func(channel string, again bool)) Option {
 }
 
 // New returns a Registry that subscribes through rc, with SSUBSCRIBE when
-// sharded is set and SUBSCRIBE otherwise, and wakes waiters by policy.
-func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger, opts ...Option) *Registry {
+// sharded is set and SUBSCRIBE otherwise.
+func New(rc rueidis.Client, sharded bool, log *slog.Logger, opts ...Option) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{
 		rc:      rc,
 		sharded: sharded,
-		policy:  policy,
 		log:     log,
 		ctx:     ctx,
 		cancel:  cancel,
@@ -96,19 +111,18 @@ func New(rc rueidis.Client, sharded bool, policy Policy, log *slog.Logger, opts 
 	return r
 }
 
-// Join registers a new waiter on channel and subscribes to it if this is the
-// channel's first waiter. The caller must Leave when it stops waiting.
-func (r *Registry) Join(name string) *Waiter { return r.JoinTagged(name, "") }
-
-// JoinTagged is Join for a waiter that messages (and WakeTag) can wake by
-// name, such as the head of a queue.
-func (r *Registry) JoinTagged(name, tag string) *Waiter {
+// Join registers a new waiter on channel, whose messages wake waiters by
+// policy, and subscribes to it if this is the channel's first waiter (the
+// policy given then serves the channel). A non-empty tag names the waiter
+// for messages (and WakeTag) that wake one waiter by name, such as the head
+// of a queue. The caller must Leave when it stops waiting.
+func (r *Registry) Join(name string, policy Policy, tag string) *Waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ch := r.chans[name]
 	if ch == nil {
 		ctx, cancel := context.WithCancel(r.ctx)
-		ch = &channel{name: name, reg: r, ctx: ctx, cancel: cancel,
+		ch = &channel{name: name, reg: r, policy: policy, ctx: ctx, cancel: cancel,
 			ready: make(chan struct{}), exited: make(chan struct{}), after: r.closing[name]}
 		r.chans[name] = ch
 		if r.ctx.Err() == nil {

@@ -22,21 +22,18 @@ func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
 // policy is Redisson's, "1" wakes all and anything else one, plus a test of
 // targeted wake-ups: "tag:X" wakes the waiter tagged X.
-func policy(_, msg string) notify.Wake {
+func policy(msg string) notify.Wake {
 	if tag, ok := strings.CutPrefix(msg, "tag:"); ok {
 		return notify.Wake{Tag: tag}
 	}
-	if msg == "1" {
-		return notify.Wake{N: notify.WakeAll}
-	}
-	return notify.Wake{N: 1}
+	return notify.Redisson(msg)
 }
 
 func newRegistry(t *testing.T) (*notify.Registry, rueidis.Client) {
 	t.Helper()
 	rc, err := target.NewClient()
 	require.NoError(t, err)
-	r := notify.New(rc, false, policy, slog.Default())
+	r := notify.New(rc, false, slog.Default())
 	t.Cleanup(func() {
 		r.Close()
 		rc.Close()
@@ -80,7 +77,7 @@ func numsub(rc rueidis.Client, ch string) int64 {
 func TestMessagesWakeByPolicy(t *testing.T) {
 	r, rc := newRegistry(t)
 	ch := t.Name()
-	a, b := r.Join(ch), r.Join(ch)
+	a, b := r.Join(ch, policy, ""), r.Join(ch, policy, "")
 	ready(t, a)
 	ready(t, b)
 	assert.EqualValues(t, 1, numsub(rc, ch), "two waiters share one subscription")
@@ -106,7 +103,7 @@ func TestMessagesWakeByPolicy(t *testing.T) {
 func TestTaggedWake(t *testing.T) {
 	r, rc := newRegistry(t)
 	ch := t.Name()
-	a, b := r.JoinTagged(ch, "a"), r.JoinTagged(ch, "b")
+	a, b := r.Join(ch, policy, "a"), r.Join(ch, policy, "b")
 	ready(t, a)
 	publish(t, rc, ch, "tag:b")
 	assert.True(t, woken(b, wait), "the tagged waiter is woken")
@@ -121,7 +118,7 @@ func TestTaggedWake(t *testing.T) {
 func TestLeavePassesWakeOn(t *testing.T) {
 	r, rc := newRegistry(t)
 	ch := t.Name()
-	a, b := r.Join(ch), r.Join(ch)
+	a, b := r.Join(ch, policy, ""), r.Join(ch, policy, "")
 	ready(t, a)
 	publish(t, rc, ch, "0")
 	require.True(t, woken(a, wait))
@@ -136,7 +133,7 @@ func TestResubscribeWakesEveryWaiter(t *testing.T) {
 	}
 	r, rc := newRegistry(t)
 	ch := t.Name()
-	a, b := r.Join(ch), r.Join(ch)
+	a, b := r.Join(ch, policy, ""), r.Join(ch, policy, "")
 	ready(t, a)
 	require.Positive(t, redistest.KillSubscribers(t, target), "no subscriber connection to kill")
 	assert.True(t, woken(a, wait), "resubscription wakes waiters to re-check")
@@ -152,11 +149,11 @@ func TestRejoinAfterLeave(t *testing.T) {
 	r, rc := newRegistry(t)
 	ch := t.Name()
 	for range 20 {
-		w := r.Join(ch)
+		w := r.Join(ch, policy, "")
 		ready(t, w)
 		w.Leave(false)
 	}
-	w := r.Join(ch)
+	w := r.Join(ch, policy, "")
 	ready(t, w)
 	// An earlier subscriber's UNSUBSCRIBE may cross this SUBSCRIBE; the
 	// registry then subscribes again. Let that settle, then drop the wake-up it
@@ -175,12 +172,12 @@ func TestRejoinAfterLeave(t *testing.T) {
 	// Join again while the expired subscription is being unsubscribed: the
 	// new one waits for that, so the UNSUBSCRIBE cannot cancel it.
 	for range 5 {
-		w = r.Join(ch)
+		w = r.Join(ch, policy, "")
 		ready(t, w)
 		w.Leave(false)
 		time.Sleep(notify.Linger)
 	}
-	w = r.Join(ch)
+	w = r.Join(ch, policy, "")
 	ready(t, w)
 	time.Sleep(100 * time.Millisecond)
 	select {
@@ -197,8 +194,8 @@ func TestCloseWakesWaiters(t *testing.T) {
 	rc, err := target.NewClient()
 	require.NoError(t, err)
 	defer rc.Close()
-	r := notify.New(rc, false, policy, slog.Default())
-	w := r.Join(t.Name())
+	r := notify.New(rc, false, slog.Default())
+	w := r.Join(t.Name(), policy, "")
 	ready(t, w)
 	r.Close()
 	assert.True(t, woken(w, wait))

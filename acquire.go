@@ -1,0 +1,247 @@
+package redisync
+
+import (
+	"context"
+	"time"
+)
+
+// How an owner that already holds treats another acquire.
+type holdMode uint8
+
+const (
+	waitFree    holdMode = iota // wait until the hold is released (sync.Mutex)
+	waitHandoff                 // the same, in a waiting call: queue for a handover
+	reenter                     // add a hold (an explicit owner)
+	share                       // add a hold, but wait while a lost hold is unreleased
+)
+
+// A caller is one acquiring call of one owner: its protocol and mode, and
+// what it keeps across its attempts.
+type caller struct {
+	p      *protocol
+	mode   holdMode
+	n      int  // holds (permits) to add
+	single bool // a Try call: one attempt that waits for nothing
+	call   holdCall
+	// value is what the acquire script passed on at the last success (a
+	// fencing token).
+	value int64
+	// check, if set, runs before each attempt (an upgrade is refused).
+	check func() error
+	// left, if set, runs when a waiting call gives up (a writer's claim).
+	left func(ctx context.Context)
+}
+
+// A holdCall is one acquiring call's part in hold identity, across its
+// attempts.
+type holdCall struct {
+	// field is the identity a first acquire of the call asks for, made on
+	// its first attempt and kept by its retries: a retry adopts what an
+	// earlier attempt of the same call took, and no other acquire does.
+	field string
+	// firstUnknown records a first-acquire attempt of unknown outcome.
+	firstUnknown bool
+	// reentered is the field of the hold the call's latest re-entry attempt
+	// was for, base the count it expected, and reentryUnknown whether its
+	// outcome is unknown.
+	reentered      string
+	base           int
+	reentryUnknown bool
+	// sent records that an attempt reached the script call: before that,
+	// a call that gives up has nothing in Redis to take back.
+	sent bool
+}
+
+// uncertain reports whether an attempt of the call may have taken something
+// that the call did not get to record: what its undo gives back.
+func (call *holdCall) uncertain() bool { return call.firstUnknown || call.reentryUnknown }
+
+// try makes one attempt of a, queueing with tk when not nil.
+func (c *Client) try(ctx context.Context, a *caller, tk *ticket) (attempt, error) {
+	if a.check != nil {
+		if err := a.check(); err != nil {
+			return attempt{}, err
+		}
+	}
+	res, t, value, err := c.tryHold(ctx, a, tk)
+	if t != nil {
+		a.value = value
+		t.token.Store(uint64(value))
+		a.p.cur.Store(t) // the handle's Done and Err
+	}
+	return res, err
+}
+
+// tryHold makes one acquire attempt of a. On success it returns the term and
+// the value the acquire script passed on. A single attempt does not wait for
+// another call of the owner; the others wait for one only as long as ctx
+// lasts.
+func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *term, int64, error) {
+	p := a.p
+	h := c.ref(p.key, true)
+	defer c.unref(h)
+	if !c.lockOp(ctx, h, a) {
+		return attempt{}, nil, 0, ctx.Err()
+	}
+	defer h.op.unlock()
+	if h.parked {
+		if t, ok := c.unpark(h); ok {
+			return attempt{acquired: true, localHandoff: true}, t, 0, nil
+		}
+	}
+	acq := acquisition{h: h, n: a.n, tk: tk}
+	var free <-chan struct{}
+	if h.count > 0 {
+		res, stop, err := c.owned(h, a, tk, &acq)
+		if stop {
+			return res, nil, 0, err
+		}
+		free = res.free
+	}
+	if acq.count == 0 {
+		if a.call.field == "" {
+			a.call.field = c.newField(p.key.owner, p.suffix)
+		}
+		acq.field = a.call.field
+	}
+	sent := time.Now()
+	a.call.sent = true
+	r, err := p.acquire(ctx, acq)
+	switch {
+	case err != nil:
+		if ambiguous(err) {
+			a.call.firstUnknown = a.call.firstUnknown || acq.count == 0
+			a.call.reentryUnknown = acq.count > 0
+		}
+		return attempt{}, nil, 0, lockError(p.name, err)
+	case r.outcome == gone:
+		t := h.term.Load()
+		c.lose(t, errHoldGone)
+		_, err := t.result()
+		return attempt{}, nil, 0, err
+	case r.outcome == refused:
+		return attempt{}, nil, 0, lockError(p.name, errRefused)
+	case r.outcome == busy:
+		if tk != nil {
+			tk.queued(sent)
+		}
+		return attempt{wait: waitMS(r.value), free: free}, nil, 0, nil
+	}
+	return c.took(h, a, &acq, sent), h.term.Load(), r.value, nil
+}
+
+// lockOp takes h's op for a: at once or not at all for a single attempt,
+// else waiting as long as ctx lasts. A waiting Mutex call counts itself as
+// arriving meanwhile, so that a release can park the hold for it.
+func (c *Client) lockOp(ctx context.Context, h *hold, a *caller) bool {
+	if a.single {
+		return h.op.tryLock()
+	}
+	arriving := a.mode == waitHandoff && a.p.handoff
+	if arriving {
+		h.arriving.Add(1)
+		defer h.arriving.Add(-1)
+	}
+	return h.op.lock(ctx) == nil
+}
+
+// owned decides an attempt of a while its owner holds (h.count > 0): it
+// fills acq for a re-entry, or returns the attempt's result with stop set.
+func (c *Client) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res attempt, stop bool, err error) {
+	p := a.p
+	ended, err := h.term.Load().result()
+	switch {
+	case ended && p.permits:
+		c.setAside(h) // a new term; the lost permits wait for Release
+		return attempt{}, false, nil
+	case a.mode == waitHandoff && p.handoff && !ended:
+		ch := make(chan struct{}, 1)
+		h.handoff = append(h.handoff, ch)
+		return attempt{free: h.freeChan(), handoff: &handoffWait{h: h, p: p, ch: ch}}, true, nil
+	case a.mode == waitFree && p.queued && tk != nil && !ended:
+		// A second Lock of the owner queues now, so that its turn is fixed
+		// by arrival, but never takes until the owner's hold is released.
+		acq.queueOnly = true
+		return attempt{free: h.freeChan()}, false, nil
+	case a.mode == waitFree, a.mode == waitHandoff, a.mode == share && ended:
+		return attempt{free: h.freeChan()}, true, nil
+	case ended:
+		return attempt{}, true, err
+	}
+	acq.field, acq.count = h.field, h.count
+	a.call.reentered, a.call.base, a.call.reentryUnknown = h.field, h.count, false
+	return attempt{}, false, nil
+}
+
+// took records an acquisition of a (h.op held): a first one begins a term,
+// a re-entry adds to it.
+func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) attempt {
+	p := a.p
+	if acq.count == 0 {
+		t := newObservedTerm(c, p.cfg, p.primitive, p.name)
+		t.field = acq.field
+		h.field, h.ambiguous = acq.field, a.call.firstUnknown
+		h.setCount(a.n)
+		t.lease = p.newLease(t)
+		c.begin(h, t, sent)
+	} else {
+		h.setCount(h.count + a.n)
+		c.leases.Touch(h.term.Load().lease, sent)
+	}
+	if c.isClosed() {
+		// Close may have ended holds before this one was recorded.
+		h.term.Load().end(lockError(p.name, ErrClosed))
+	}
+	return attempt{acquired: true, reentered: acq.count > 0}
+}
+
+// giveUp takes back what the failed call a left in Redis: a queued call's
+// ticket leaves the queue; what an attempt of unknown outcome may have taken
+// is given back (the hold its first acquire asked for is released, and its
+// latch left long enough to refuse a copy still on its way; a re-entry's
+// count is set back); a waiting writer's claim is taken back.
+func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
+	defer func() {
+		if a.left != nil {
+			a.left(ctx)
+		}
+	}()
+	p := a.p
+	r := release{field: a.call.field, from: a.n, to: 0, latch: tombstoneTTL, undo: true}
+	switch {
+	case !a.call.sent:
+		return // nothing reached Redis
+	case a.call.firstUnknown:
+		// The field is this call's alone: no other call of the owner needs
+		// to be waited for.
+	case a.call.reentryUnknown:
+		h := c.ref(p.key, true)
+		defer c.unref(h)
+		_ = h.op.lock(context.Background())
+		defer h.op.unlock()
+		if h.count == 0 || h.field != a.call.reentered {
+			r = release{field: ""} // the hold it re-entered has ended
+		} else {
+			r = release{h: h, field: h.field, from: a.call.base + a.n, to: a.call.base}
+		}
+	case tk == nil:
+		return
+	default:
+		r = release{} // only the queue entry
+	}
+	if tk != nil {
+		r.id = tk.id
+	}
+	if r.field == "" && r.id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	rep, err := p.release(ctx, r)
+	if err != nil {
+		p.cfg.logger.Warn("redisync: could not take back a call that gave up; what it left expires with its lease or heartbeat",
+			"name", p.name, "error", err)
+		return
+	}
+	c.wake(p, rep.woken, r.to == 0 && rep.status == 1)
+}
