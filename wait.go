@@ -60,151 +60,169 @@ const transientBudget = time.Second
 // heartbeat behind and, when it fails, no queue entry and no hold: see
 // giveUp.
 func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
-	p := a.p
-	var start time.Time // the call's start, taken only for an observer
-	if p.cfg.observer != nil {
-		start = observeAttempt(ctx, p.cfg, p.primitive, p.name)
+	l := &waitLoop{a: a, tk: tk, forever: forever}
+	if a.p.cfg.observer != nil {
+		l.start = observeAttempt(ctx, a.p.cfg, a.p.primitive, a.p.name) // the call's start
 	}
-	var w *notify.Waiter
-	var queued *handoffWait // the caller's place for a handover, while it waits
-	defer func() {
-		if queued != nil {
-			c.abandonHandoff(ctx, queued)
-		}
-		if tk != nil {
-			tk.stop()
-		}
-		if w != nil {
-			w.Leave(err != nil && tk == nil) // a queued waiter's turn is passed on by giveUp's script
-		}
-		if err != nil {
-			c.giveUp(ctx, a, tk)
-			if p.cfg.observer != nil {
-				observeFailed(ctx, p.cfg, p.primitive, p.name, start, err)
-			}
-		}
-	}()
-	var timer *time.Timer // made on the first wait: most acquisitions need none
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	sleep := func(d time.Duration) {
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-	}
-	var firstFailure time.Time
-	for failures := 0; ; {
+	defer func() { c.endWait(ctx, l, err) }()
+	for {
 		if c.isClosed() {
-			return lockError(p.name, ErrClosed)
+			return lockError(a.p.name, ErrClosed)
 		}
 		res, tryErr := c.try(ctx, a, tk)
 		if res.handoff != nil {
-			queued = res.handoff // from now on, giving up must leave the queue
+			l.queued = res.handoff // from now on, giving up must leave the queue
 		}
 		if ctx.Err() != nil && !res.acquired {
 			return ctx.Err()
 		}
-		if tryErr == nil {
-			failures = 0
-		} else if failures == 0 {
-			firstFailure = time.Now()
+		f, done, err := c.plan(ctx, l, res, tryErr)
+		if done {
+			return err
 		}
-		var wake, free <-chan struct{}
-		var src WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
-		switch {
-		case tryErr != nil && (verdict(tryErr) || !forever && (!ambiguous(tryErr) || time.Since(firstFailure) >= transientBudget)):
-			return tryErr
-		case tryErr != nil:
-			failures++
-			if forever && (failures == 3 || failures%100 == 0) {
-				p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", failures, "error", tryErr)
-			}
-			d := min(time.Duration(failures)*20*time.Millisecond, time.Second)
-			sleep(d/2 + rand.N(d))
-		case res.acquired:
-			if p.cfg.observer != nil {
-				observeAcquired(ctx, p.cfg, p.primitive, p.name, start, res)
-			}
-			return nil
-		case res.free != nil && !p.queued:
-			wake, src = res.free, WakeLocal
-			sleep(time.Hour)
-		case w == nil:
-			tag := ""
-			if tk != nil {
-				tag = tk.id
-				if p.cfg.observer != nil {
-					observeQueued(ctx, p.cfg, p.primitive, p.name) // the reply just placed tk in the queue
-				}
-			}
-			w = c.notify.Join(p.channel, p.policy, tag)
-			wake, free = w.Ready(), res.free
-			sleep(waitBound(res.wait))
-		default:
-			wake, free, src = w.Wake(), res.free, WakePubSub // or another source: w knows
-			sleep(waitBound(res.wait))
-		}
-		if done, err := c.await(ctx, a, &waitFor{wake: wake, free: free, src: src, timer: timer, w: w, tk: tk, queued: &queued, start: start}); done {
+		if done, err := c.await(ctx, l, f); done {
 			return err
 		}
 	}
 }
 
-// waitFor is what one wait of the waiter loop waits for.
-type waitFor struct {
-	wake, free <-chan struct{}
-	src        WakeSource
-	timer      *time.Timer
-	w          *notify.Waiter
-	tk         *ticket
-	queued     **handoffWait
-	start      time.Time
+// A waitLoop is the state of one waiter loop.
+type waitLoop struct {
+	a       *caller
+	tk      *ticket
+	forever bool
+	start   time.Time      // the call's start, taken only for an observer
+	w       *notify.Waiter // the caller's place on the lock's channel
+	queued  *handoffWait   // the caller's place for a handover, while it waits
+	timer   *time.Timer    // made on the first wait: most acquisitions need none
+	// failures counts the failed attempts in a row, since firstFailure.
+	failures     int
+	firstFailure time.Time
 }
 
-// await waits once for the loop of a: it reports done with the call's result
+// A waitFor is what one wait of the loop waits for, besides the timer.
+type waitFor struct {
+	wake, free <-chan struct{}
+	src        WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
+}
+
+// sleep sets l's timer to d.
+func (l *waitLoop) sleep(d time.Duration) {
+	if l.timer == nil {
+		l.timer = time.NewTimer(d)
+	} else {
+		l.timer.Reset(d)
+	}
+}
+
+// plan decides what an attempt's outcome means for the loop l: done with
+// the call's result, or what to wait for before the next attempt.
+func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr error) (f waitFor, done bool, err error) {
+	p := l.a.p
+	if tryErr == nil {
+		l.failures = 0
+	} else if l.failures == 0 {
+		l.firstFailure = time.Now()
+	}
+	switch {
+	case tryErr != nil && (verdict(tryErr) || !l.forever && (!ambiguous(tryErr) || time.Since(l.firstFailure) >= transientBudget)):
+		return f, true, tryErr
+	case tryErr != nil:
+		l.failures++
+		if l.forever && (l.failures == 3 || l.failures%100 == 0) {
+			p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", l.failures, "error", tryErr)
+		}
+		d := min(time.Duration(l.failures)*20*time.Millisecond, time.Second)
+		l.sleep(d/2 + rand.N(d))
+	case res.acquired:
+		if p.cfg.observer != nil {
+			observeAcquired(ctx, p.cfg, p.primitive, p.name, l.start, res)
+		}
+		return f, true, nil
+	case res.free != nil && !p.queued:
+		f = waitFor{wake: res.free, src: WakeLocal}
+		l.sleep(time.Hour)
+	case l.w == nil:
+		tag := ""
+		if l.tk != nil {
+			tag = l.tk.id
+			if p.cfg.observer != nil {
+				observeQueued(ctx, p.cfg, p.primitive, p.name) // the reply just placed tk in the queue
+			}
+		}
+		l.w = c.notify.Join(p.channel, p.policy, tag)
+		f = waitFor{wake: l.w.Ready(), free: res.free}
+		l.sleep(waitBound(res.wait))
+	default:
+		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
+		l.sleep(waitBound(res.wait))
+	}
+	return f, false, nil
+}
+
+// endWait cleans up after the loop l returned err: nothing of a waiting
+// call stays behind, and nothing of a failed one (see giveUp).
+func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
+	p := l.a.p
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if l.queued != nil {
+		c.abandonHandoff(ctx, l.queued)
+	}
+	if l.tk != nil {
+		l.tk.stop()
+	}
+	if l.w != nil {
+		l.w.Leave(err != nil && l.tk == nil) // a queued waiter's turn is passed on by giveUp's script
+	}
+	if err != nil {
+		c.giveUp(ctx, l.a, l.tk)
+		if p.cfg.observer != nil {
+			observeFailed(ctx, p.cfg, p.primitive, p.name, l.start, err)
+		}
+	}
+}
+
+// await waits once for the loop l: it reports done with the call's result
 // when the wait decides it (a handover, the end of ctx or of the Client),
 // and false when the loop should try again.
-func (c *Client) await(ctx context.Context, a *caller, f *waitFor) (done bool, err error) {
-	p := a.p
+func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, err error) {
+	p := l.a.p
 	var handedOver <-chan struct{}
-	if *f.queued != nil {
-		handedOver = (*f.queued).ch
+	if l.queued != nil {
+		handedOver = l.queued.ch
 	}
 	var lapsed chan struct{}
-	if f.tk != nil {
-		lapsed = f.tk.lapsed
+	if l.tk != nil {
+		lapsed = l.tk.lapsed
 	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
 	case <-handedOver:
-		*f.queued = nil
+		l.queued = nil
 		if p.cfg.observer != nil {
-			observeAcquired(ctx, p.cfg, p.primitive, p.name, f.start, attempt{acquired: true, localHandoff: true})
+			observeAcquired(ctx, p.cfg, p.primitive, p.name, l.start, attempt{acquired: true, localHandoff: true})
 		}
 		return true, nil
 	case <-f.wake:
-		*f.queued = nil // a release that closes free hands nothing over
-		if f.src == WakePubSub && f.tk != nil {
+		l.queued = nil // a release that closes free hands nothing over
+		if f.src == WakePubSub && l.tk != nil {
 			queueWakeups.Add(1)
 		}
 		if observe {
-			observeWait(ctx, p.cfg, p.primitive, p.name, f.w, f.src, true)
+			observeWait(ctx, p.cfg, p.primitive, p.name, l.w, f.src, true)
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
 		if p.cfg.observer != nil {
-			observeWait(ctx, p.cfg, p.primitive, p.name, f.w, WakeLocal, true)
+			observeWait(ctx, p.cfg, p.primitive, p.name, l.w, WakeLocal, true)
 		}
-	case <-f.timer.C:
+	case <-l.timer.C:
 		if observe {
-			observeWait(ctx, p.cfg, p.primitive, p.name, f.w, f.src, false)
+			observeWait(ctx, p.cfg, p.primitive, p.name, l.w, f.src, false)
 		}
 	case <-lapsed:
-		f.tk.hb = nil // ended; the next try queues again and restarts it
+		l.tk.hb = nil // ended; the next try queues again and restarts it
 	case <-ctx.Done():
 		return true, ctx.Err()
 	case <-c.closed:
