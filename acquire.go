@@ -116,7 +116,7 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		return attempt{}, nil, 0, lockError(p.name, err)
 	case r.outcome == gone:
 		t := h.term.Load()
-		c.lose(t, errHoldGone)
+		c.lose(t, ErrHoldGone)
 		_, err := t.result()
 		return attempt{}, nil, 0, err
 	case r.outcome == refused:

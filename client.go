@@ -133,7 +133,7 @@ func (c *Client) forceUnlock(ctx context.Context, name, channel, message string)
 		return false, lockError(name, err)
 	}
 	if len(fields) > 0 {
-		c.endHoldsOf(name, fields, errForceUnlocked)
+		c.endHoldsOf(name, fields, ErrForceUnlocked)
 		c.notify.WakeAll(channel)
 	}
 	return len(fields) > 0, nil

@@ -21,18 +21,28 @@ var (
 	// ErrUpgrade is returned when an owner that holds an [RWMutex]'s read lock
 	// asks for its write lock: it would wait for its own read hold forever.
 	ErrUpgrade = errors.New("redisync: read lock held: upgrading to the write lock would deadlock")
+	// ErrStaleToken is returned by [Fence.Set] when the writer's fencing
+	// token is lower than one the resource has already accepted: the
+	// writer's lock was lost and someone else has held it since.
+	ErrStaleToken = errors.New("redisync: stale fencing token")
 )
 
-// Causes and verdicts of the engine's own.
+// The causes of a loss. An error wrapping [ErrLockLost] also wraps one of
+// these, so that errors.Is tells why the hold ended.
 var (
-	// errHoldGone is the cause of a loss found by an acquire or a release.
-	errHoldGone = errors.New("the hold was gone from Redis")
-	// errForceUnlocked is the cause of a loss by ForceUnlock.
-	errForceUnlocked = errors.New("force-unlocked")
-	// errSizeMismatch is wrapped by the error of an acquire through a
-	// Semaphore handle whose size differs from the one recorded in Redis.
-	errSizeMismatch = errors.New("size differs from the size recorded in Redis")
+	// ErrLeaseExpired: the lease ran out without a renewal that Redis
+	// confirmed (Redis unreachable, the process paused, or a fixed lease over).
+	ErrLeaseExpired = errors.New("lease expired")
+	// ErrHoldGone: Redis no longer had the hold (its key expired, was
+	// deleted or rewritten by someone else, or the server lost it).
+	ErrHoldGone = errors.New("hold gone from Redis")
+	// ErrForceUnlocked: ForceUnlock through the same Client deleted the hold.
+	ErrForceUnlocked = errors.New("force-unlocked")
 )
+
+// errSizeMismatch is wrapped by the error of an acquire through a Semaphore
+// handle whose size differs from the one recorded in Redis.
+var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
 // lockError wraps err with the name of the lock it is about.
 func lockError(name string, err error) error {
@@ -41,7 +51,7 @@ func lockError(name string, err error) error {
 
 // lostError reports the loss of the hold on name, for the given cause.
 func lostError(name string, cause error) error {
-	return fmt.Errorf("redisync: lock %q: %w: %v", name, ErrLockLost, cause)
+	return fmt.Errorf("redisync: lock %q: %w: %w", name, ErrLockLost, cause)
 }
 
 // ambiguous reports whether a failed call may nevertheless have run: a

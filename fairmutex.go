@@ -186,7 +186,7 @@ func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, lockError(fm.name, err)
 	}
 	if len(fields) > 0 {
-		fm.c.endHoldsOf(fm.key, fields, errForceUnlocked)
+		fm.c.endHoldsOf(fm.key, fields, ErrForceUnlocked)
 	}
 	return len(fields) > 0, nil
 }

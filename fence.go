@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -11,11 +10,6 @@ import (
 	"github.com/go-redisync/redisync/internal/keys"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
-
-// ErrStaleToken is returned by [Fence.Set] when the writer's fencing token is
-// lower than one the resource has already accepted: the writer's lock was
-// lost and someone else has held it since.
-var ErrStaleToken = errors.New("redisync: stale fencing token")
 
 // A Fence is a value in Redis guarded by fencing tokens: the resource side of
 // a [FencedMutex]. It remembers the highest token that has written to it and

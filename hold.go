@@ -1,6 +1,7 @@
 package redisync
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,7 +103,14 @@ type term struct {
 
 // LeaseLost is the term's loss report from the renewal scheduler: see
 // Client.lost.
-func (t *term) LeaseLost(cause error) { t.c.lost(t, t.name, t.cfg, cause) }
+func (t *term) LeaseLost(cause error) {
+	if errors.Is(cause, lease.ErrNotHeld) {
+		cause = ErrHoldGone
+	} else {
+		cause = ErrLeaseExpired
+	}
+	t.c.lost(t, t.name, t.cfg, cause)
+}
 
 // end closes the term with err (nil for a clean release). Only the first call
 // counts; it reports whether it was the first.

@@ -302,7 +302,24 @@ func TestRWMutexRenewalFindsTimeoutKeyGone(t *testing.T) {
 		t.Fatal("the renewal did not notice the read hold's timeout key was gone")
 	}
 	assert.ErrorIs(t, rw.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, rw.Err(), redisync.ErrHoldGone, "the loss's cause")
 	rw.RUnlock()
+}
+
+// A fixed lease that runs out is a loss whose cause is the lease.
+func TestLossCauseLeaseExpired(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	m := c.NewMutex(t.Name(), redisync.WithLease(100*time.Millisecond))
+	m.Lock()
+	select {
+	case <-m.Done():
+	case <-time.After(hang):
+		t.Fatal("the fixed lease's end was not reported")
+	}
+	assert.ErrorIs(t, m.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, m.Err(), redisync.ErrLeaseExpired)
+	assert.NotErrorIs(t, m.Err(), redisync.ErrHoldGone)
+	m.Unlock()
 }
 
 // ForceUnlock ends the holds whose entries it deleted, not a hold taken right
@@ -347,6 +364,7 @@ func TestForceUnlockSparesLaterHold(t *testing.T) {
 			late.Deliver(t)
 			assert.True(t, <-forced)
 			assert.ErrorIs(t, tc.a.Err(), redisync.ErrLockLost, "the forced hold")
+			assert.ErrorIs(t, tc.a.Err(), redisync.ErrForceUnlocked, "the loss's cause")
 			assert.NoError(t, tc.b.Err(), "the hold taken after the force unlock was ended by it")
 			select {
 			case <-tc.b.Done():

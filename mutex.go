@@ -241,7 +241,7 @@ func (*noCopy) Lock() {}
 func (*noCopy) Unlock() {}
 
 // primitive names m's sort in events.
-func (m *Mutex) primitive() string {
+func (m *Mutex) primitive() Primitive {
 	if m.tokenKey != "" {
 		return PrimitiveFencedMutex
 	}

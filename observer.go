@@ -142,15 +142,21 @@ func (s WakeSource) String() string {
 	return "WakeSource(" + strconv.Itoa(int(s)) + ")"
 }
 
+// A Primitive names the sort of lock an [Event] is about.
+type Primitive string
+
 // The values of [Event.Primitive].
 const (
-	PrimitiveMutex       = "Mutex"
-	PrimitiveFencedMutex = "FencedMutex"
-	PrimitiveRWRead      = "RWMutex.read"
-	PrimitiveRWWrite     = "RWMutex.write"
-	PrimitiveFairMutex   = "FairMutex"
-	PrimitiveSemaphore   = "Semaphore"
+	PrimitiveMutex       Primitive = "Mutex"
+	PrimitiveFencedMutex Primitive = "FencedMutex"
+	PrimitiveRWRead      Primitive = "RWMutex.read"
+	PrimitiveRWWrite     Primitive = "RWMutex.write"
+	PrimitiveFairMutex   Primitive = "FairMutex"
+	PrimitiveSemaphore   Primitive = "Semaphore"
 )
+
+// String returns p's name.
+func (p Primitive) String() string { return string(p) }
 
 // An Event is one thing that happened to a lock, for an [Observer]. Which
 // fields are set depends on Kind (see the [EventKind] constants); the others
@@ -159,7 +165,7 @@ type Event struct {
 	Kind EventKind // what happened
 	// Primitive is the sort of lock: one of the Primitive constants
 	// ("Mutex", "RWMutex.read"...), empty for the Client's own events.
-	Primitive string
+	Primitive Primitive
 	// Name is the lock's name as given to its constructor (for
 	// EventSubscribed, the channel).
 	Name string
@@ -194,14 +200,14 @@ type Event struct {
 // A term's observer, set only when the handle that took it has one.
 type termObserver struct {
 	o         Observer
-	primitive string
+	primitive Primitive
 	name      string
 	since     time.Time // when the term's first acquire was sent
 }
 
 // newObservedTerm returns a new term of the lock called name, held through c,
 // that reports its end to cfg's observer.
-func newObservedTerm(c *Client, cfg *config, primitive, name string) *term {
+func newObservedTerm(c *Client, cfg *config, primitive Primitive, name string) *term {
 	t := &term{c: c, cfg: cfg, name: name}
 	if cfg.observer != nil {
 		t.obs = &termObserver{o: cfg.observer, primitive: primitive, name: name}
@@ -230,7 +236,7 @@ func (t *term) observeHandoff() {
 
 // observeAcquired reports a successful attempt of a call that began at start
 // (zero for a single attempt).
-func observeAcquired(ctx context.Context, cfg *config, primitive, name string, start time.Time, res attempt) {
+func observeAcquired(ctx context.Context, cfg *config, primitive Primitive, name string, start time.Time, res attempt) {
 	var wait time.Duration
 	if !start.IsZero() {
 		wait = time.Since(start)
@@ -240,7 +246,7 @@ func observeAcquired(ctx context.Context, cfg *config, primitive, name string, s
 }
 
 // observeTry reports a single attempt's acquisition, if it made one.
-func observeTry(ctx context.Context, cfg *config, primitive, name string, res attempt) {
+func observeTry(ctx context.Context, cfg *config, primitive Primitive, name string, res attempt) {
 	if cfg.observer != nil && res.acquired {
 		observeAcquired(ctx, cfg, primitive, name, time.Time{}, res)
 	}
@@ -249,7 +255,7 @@ func observeTry(ctx context.Context, cfg *config, primitive, name string, res at
 // observeWait reports the end of a wait of a call:
 // woken by the wake-up channel (woken) or by its timer. For a Pub/Sub waiter,
 // w tells what woke it; src is the source otherwise.
-func observeWait(ctx context.Context, cfg *config, primitive, name string, w *notify.Waiter, src WakeSource, woken bool) {
+func observeWait(ctx context.Context, cfg *config, primitive Primitive, name string, w *notify.Waiter, src WakeSource, woken bool) {
 	switch {
 	case !woken:
 		src = WakeTimeout
@@ -282,18 +288,18 @@ func (c *Client) observeSubscribed(channel string, again bool) {
 }
 
 // observeAttempt reports the beginning of a waiting call and returns its start.
-func observeAttempt(ctx context.Context, cfg *config, primitive, name string) time.Time {
+func observeAttempt(ctx context.Context, cfg *config, primitive Primitive, name string) time.Time {
 	cfg.observer.Observe(ctx, Event{Kind: EventAcquireAttempt, Primitive: primitive, Name: name})
 	return time.Now()
 }
 
 // observeQueued reports that a waiting call's place in a queue is confirmed.
-func observeQueued(ctx context.Context, cfg *config, primitive, name string) {
+func observeQueued(ctx context.Context, cfg *config, primitive Primitive, name string) {
 	cfg.observer.Observe(ctx, Event{Kind: EventQueued, Primitive: primitive, Name: name})
 }
 
 // observeFailed reports a waiting call, begun at start, that gave up with err.
-func observeFailed(ctx context.Context, cfg *config, primitive, name string, start time.Time, err error) {
+func observeFailed(ctx context.Context, cfg *config, primitive Primitive, name string, start time.Time, err error) {
 	cfg.observer.Observe(ctx, Event{Kind: EventAcquireFailed, Primitive: primitive, Name: name,
 		Wait: time.Since(start), Cause: err})
 }

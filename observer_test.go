@@ -60,7 +60,7 @@ func (r *recorder) waitFor(t *testing.T, name string, kind redisync.EventKind) r
 // A lockCycle takes and releases one primitive through a waiting call and
 // through a single attempt.
 type lockCycle struct {
-	primitive string
+	primitive redisync.Primitive
 	lock      func(c *redisync.Client, name string, opts ...redisync.Option) (unlock func())
 	try       func(c *redisync.Client, name string, opts ...redisync.Option) (ok bool, unlock func())
 }
@@ -151,7 +151,7 @@ var lockCycles = []lockCycle{
 func TestObserverLockCycle(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	for _, lc := range lockCycles {
-		t.Run(lc.primitive, func(t *testing.T) {
+		t.Run(string(lc.primitive), func(t *testing.T) {
 			rec := &recorder{}
 			name := t.Name()
 			unlock := lc.lock(c, name, redisync.WithObserver(rec))
@@ -186,7 +186,7 @@ func TestObserverQueued(t *testing.T) {
 		if lc.primitive != redisync.PrimitiveFairMutex && lc.primitive != redisync.PrimitiveSemaphore {
 			continue
 		}
-		t.Run(lc.primitive, func(t *testing.T) {
+		t.Run(string(lc.primitive), func(t *testing.T) {
 			name := t.Name()
 			// The Semaphore has 2 permits: hold both so that the third waits.
 			var unlocks []func()
@@ -257,7 +257,7 @@ func TestObserverReentrant(t *testing.T) {
 func TestObserverLost(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	for _, lc := range lockCycles {
-		t.Run(lc.primitive, func(t *testing.T) {
+		t.Run(string(lc.primitive), func(t *testing.T) {
 			rec := &recorder{}
 			name := t.Name()
 			unlock := lc.lock(c, name, redisync.WithObserver(rec), redisync.WithLease(100*time.Millisecond))

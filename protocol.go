@@ -22,7 +22,7 @@ type protocol struct {
 	name string // the lock's name, for errors, logs and events
 	cfg  *config
 	// primitive names the lock's sort in events (Event.Primitive).
-	primitive string
+	primitive Primitive
 	// channel is where waiters of the lock wait, policy how its messages
 	// wake them.
 	channel string

@@ -3,7 +3,6 @@ package redisync
 import (
 	"context"
 
-	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 	"github.com/redis/rueidis"
@@ -62,7 +61,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	if !c.leases.Remove(t.lease) && !mutant.On("unlock-any") {
 		// The scheduler has just found it lost; its report is on the way.
 		// The release below still frees what may be left of it in Redis.
-		c.lost(t, p.name, p.cfg, lease.ErrExpired)
+		c.lost(t, p.name, p.cfg, ErrLeaseExpired)
 	}
 	r := release{h: h, field: h.field, from: n, to: 0, latch: latchTTL}
 	if h.ambiguous {
@@ -121,7 +120,7 @@ func (c *Client) settleLater(p *protocol, r release, done func(releaseReply, err
 func (c *Client) afterRelease(p *protocol, t *term, rep releaseReply, err error, final bool) error {
 	switch {
 	case rep.status < 0 && err == nil:
-		c.lose(t, errHoldGone)
+		c.lose(t, ErrHoldGone)
 	case final:
 		t.end(err)
 	}

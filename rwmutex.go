@@ -255,7 +255,7 @@ func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *caller {
 }
 
 // rwPrimitive names a side of an RWMutex in events.
-func rwPrimitive(write bool) string {
+func rwPrimitive(write bool) Primitive {
 	if write {
 		return PrimitiveRWWrite
 	}

@@ -107,7 +107,7 @@ type Observer struct {
 	lockName bool
 	tracer   trace.Tracer // nil without spans
 	// attrs holds the attribute set of each primitive, made once.
-	attrs map[string]attribute.Set
+	attrs map[redisync.Primitive]attribute.Set
 
 	wait, hold, renewalDuration              metric.Float64Histogram
 	acquisitions, losses, timeouts, wakeups  metric.Int64Counter
@@ -119,7 +119,7 @@ type Observer struct {
 // (a free lock on a nearby server) to a minute (a long queue).
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-var primitives = []string{
+var primitives = []redisync.Primitive{
 	redisync.PrimitiveMutex, redisync.PrimitiveFencedMutex, redisync.PrimitiveRWRead,
 	redisync.PrimitiveRWWrite, redisync.PrimitiveFairMutex, redisync.PrimitiveSemaphore,
 }
@@ -134,12 +134,12 @@ func NewObserver(opts ...Option) (*Observer, error) {
 	if cfg.meters == nil {
 		cfg.meters = otel.GetMeterProvider()
 	}
-	o := &Observer{lockName: cfg.lockName, attrs: make(map[string]attribute.Set, len(primitives))}
+	o := &Observer{lockName: cfg.lockName, attrs: make(map[redisync.Primitive]attribute.Set, len(primitives))}
 	if cfg.tracers != nil {
 		o.tracer = cfg.tracers.Tracer(ScopeName)
 	}
 	for _, p := range primitives {
-		o.attrs[p] = attribute.NewSet(PrimitiveKey.String(p))
+		o.attrs[p] = attribute.NewSet(PrimitiveKey.String(string(p)))
 	}
 	m := cfg.meters.Meter(ScopeName)
 	var errs []error
@@ -224,7 +224,7 @@ func (o *Observer) lockAttrs(e redisync.Event, extra ...attribute.KeyValue) metr
 		return metric.WithAttributeSet(set)
 	}
 	kvs := make([]attribute.KeyValue, 0, 2+len(extra))
-	kvs = append(kvs, PrimitiveKey.String(e.Primitive))
+	kvs = append(kvs, PrimitiveKey.String(string(e.Primitive)))
 	if o.lockName {
 		kvs = append(kvs, LockNameKey.String(e.Name))
 	}
@@ -238,7 +238,7 @@ func (o *Observer) span(ctx context.Context, e redisync.Event, errType string) {
 		return
 	}
 	end := time.Now()
-	attrs := []attribute.KeyValue{PrimitiveKey.String(e.Primitive)}
+	attrs := []attribute.KeyValue{PrimitiveKey.String(string(e.Primitive))}
 	if o.lockName {
 		attrs = append(attrs, LockNameKey.String(e.Name))
 	}

@@ -42,7 +42,7 @@ func newClient(t *testing.T, opts ...redisync.Option) *redisync.Client {
 
 // A primitive is one sort of lock, driven the ways the test needs.
 type primitive struct {
-	name string
+	name redisync.Primitive
 	// lock takes the lock through a waiting call with ctx and returns its
 	// unlock; try makes a single attempt.
 	lock func(ctx context.Context, c *redisync.Client, name string, opts ...redisync.Option) (unlock func(), err error)
@@ -51,7 +51,7 @@ type primitive struct {
 	block func(c *redisync.Client, name string) (unlock func())
 }
 
-func mutexLike(name string, newLocker func(c *redisync.Client, name string, opts ...redisync.Option) interface {
+func mutexLike(name redisync.Primitive, newLocker func(c *redisync.Client, name string, opts ...redisync.Option) interface {
 	LockContext(context.Context) error
 	TryLock() bool
 	Unlock()
@@ -223,14 +223,14 @@ func TestMetrics(t *testing.T) {
 	c := newClient(t, redisync.WithObserver(obs))
 	other := newClient(t) // holds what makes the waits time out; not observed
 	for _, p := range primitives {
-		t.Run(p.name, func(t *testing.T) {
+		t.Run(string(p.name), func(t *testing.T) {
 			name := t.Name()
 			ctx := context.Background()
 			unlock, err := p.lock(ctx, c, name)
 			require.NoError(t, err)
 			time.Sleep(20 * time.Millisecond)
 			r := collect(t, reader)
-			assert.EqualValues(t, 1, r.sum(t, "redisync.lock.held", redisyncotel.PrimitiveKey.String(p.name)), "held while held")
+			assert.EqualValues(t, 1, r.sum(t, "redisync.lock.held", redisyncotel.PrimitiveKey.String(string(p.name))), "held while held")
 			unlock()
 
 			unlock, ok := p.try(c, name)
@@ -247,12 +247,12 @@ func TestMetrics(t *testing.T) {
 			unlock, err = p.lock(ctx, c, name, redisync.WithLease(100*time.Millisecond))
 			require.NoError(t, err)
 			require.Eventually(t, func() bool {
-				return collect(t, reader).sum(t, "redisync.lock.losses", redisyncotel.PrimitiveKey.String(p.name)) == 1
+				return collect(t, reader).sum(t, "redisync.lock.losses", redisyncotel.PrimitiveKey.String(string(p.name))) == 1
 			}, hang, 5*time.Millisecond, "the lost lease is counted")
 			unlock() // acknowledges the loss: nothing more is counted
 
 			r = collect(t, reader)
-			prim := redisyncotel.PrimitiveKey.String(p.name)
+			prim := redisyncotel.PrimitiveKey.String(string(p.name))
 			assert.EqualValues(t, 3, r.sum(t, "redisync.lock.acquisitions", prim), "acquisitions")
 			assert.EqualValues(t, 0, r.sum(t, "redisync.lock.acquisitions", prim, redisyncotel.ReentrantKey.Bool(true)), "reentrant acquisitions")
 			assert.EqualValues(t, 1, r.sum(t, "redisync.lock.losses", prim), "losses")
@@ -318,7 +318,7 @@ func TestMetricsClient(t *testing.T) {
 	r := collect(t, reader)
 	lock := redisyncotel.LockNameKey.String(name)
 	assert.EqualValues(t, 1, r.sum(t, "redisync.lock.wakeups", lock, redisyncotel.WakeupSourceKey.String("PubSub")))
-	assert.EqualValues(t, 1, r.sum(t, "redisync.lock.acquisitions", lock, redisyncotel.PrimitiveKey.String(redisync.PrimitiveMutex)))
+	assert.EqualValues(t, 1, r.sum(t, "redisync.lock.acquisitions", lock, redisyncotel.PrimitiveKey.String(string(redisync.PrimitiveMutex))))
 	assert.EqualValues(t, 1, r.samples(t, "redisync.lock.wait.duration", lock))
 	assert.GreaterOrEqual(t, r.sum(t, "redisync.lock.renewals"), int64(1))
 	assert.EqualValues(t, 0, r.sum(t, "redisync.lock.renewal.failures"))
@@ -357,7 +357,7 @@ func TestSpans(t *testing.T) {
 	require.Len(t, waits, 2, "one span per waiting call, none for TryLock")
 	for _, s := range waits {
 		assert.Equal(t, parent.SpanContext().SpanID(), s.Parent().SpanID())
-		assert.Contains(t, s.Attributes(), redisyncotel.PrimitiveKey.String(redisync.PrimitiveMutex))
+		assert.Contains(t, s.Attributes(), redisyncotel.PrimitiveKey.String(string(redisync.PrimitiveMutex)))
 	}
 	assert.Equal(t, codes.Unset, waits[0].Status().Code)
 	assert.Equal(t, codes.Error, waits[1].Status().Code)

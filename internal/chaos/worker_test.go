@@ -53,12 +53,12 @@ var slots = []struct {
 
 // resources describes the locks of slots.
 var resources = map[string]Resource{
-	"chaos-mutex":  {Name: "chaos-mutex", Primitive: redisync.PrimitiveMutex},
+	"chaos-mutex":  {Name: "chaos-mutex", Primitive: string(redisync.PrimitiveMutex)},
 	"chaos-rw":     {Name: "chaos-rw", Primitive: "RWMutex"},
-	"chaos-fair":   {Name: "chaos-fair", Primitive: redisync.PrimitiveFairMutex, FIFO: true},
-	"chaos-fenced": {Name: "chaos-fenced", Primitive: redisync.PrimitiveFencedMutex, Fenced: true},
-	"chaos-sem":    {Name: "chaos-sem", Primitive: redisync.PrimitiveSemaphore, Shared: semSize},
-	"chaos-shared": {Name: "chaos-shared", Primitive: redisync.PrimitiveMutex},
+	"chaos-fair":   {Name: "chaos-fair", Primitive: string(redisync.PrimitiveFairMutex), FIFO: true},
+	"chaos-fenced": {Name: "chaos-fenced", Primitive: string(redisync.PrimitiveFencedMutex), Fenced: true},
+	"chaos-sem":    {Name: "chaos-sem", Primitive: string(redisync.PrimitiveSemaphore), Shared: semSize},
+	"chaos-shared": {Name: "chaos-shared", Primitive: string(redisync.PrimitiveMutex)},
 }
 
 const (
