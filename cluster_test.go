@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +20,7 @@ func namesOnEveryMaster(t *testing.T, tg *redisserver.Target, prefix string, per
 	var names []string
 	for i := 0; len(names) < perMaster*len(tg.Cluster.Nodes); i++ {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		node := tg.Cluster.NodeForSlot(keys.Slot(name))
+		node := tg.Cluster.NodeForSlot(layout.Slot(name))
 		if count[node] < perMaster {
 			count[node]++
 			names = append(names, name)
@@ -50,8 +50,8 @@ func TestClusterMutexWakeupByShardedPubSub(t *testing.T) {
 			got <- time.Now()
 			w.Unlock()
 		}()
-		channel := keys.Aux(keys.MutexChannelPrefix, name)
-		owner := tg.Cluster.NodeForSlot(keys.Slot(name)).Addr
+		channel := layout.Aux(layout.MutexChannelPrefix, name)
+		owner := tg.Cluster.NodeForSlot(layout.Slot(name)).Addr
 		require.Eventually(t, func() bool {
 			n, err := rc.Nodes()[owner].Do(context.Background(),
 				rc.B().PubsubShardnumsub().Channel(channel).Build()).AsIntMap()

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
@@ -91,8 +91,8 @@ func TestClusterFailoverUnderContention(t *testing.T) {
 	}
 	defer tg.Stop()
 	name := t.Name()
-	slot := keys.Slot(name)
-	channel := keys.Aux(keys.MutexChannelPrefix, name)
+	slot := layout.Slot(name)
+	channel := layout.Aux(layout.MutexChannelPrefix, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	stop, opsSoFar := contention(t, tg, name, 3, 4)
@@ -174,8 +174,8 @@ func TestClusterSlotMigrationUnderContention(t *testing.T) {
 	}
 	defer tg.Stop()
 	name := t.Name()
-	slot := keys.Slot(name)
-	channel := keys.Aux(keys.MutexChannelPrefix, name)
+	slot := layout.Slot(name)
+	channel := layout.Aux(layout.MutexChannelPrefix, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	stop, _ := contention(t, tg, name, 3, 4)

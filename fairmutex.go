@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -47,12 +47,8 @@ type FairMutex struct {
 	c       *Client
 	cfg     config
 	name    string
-	key     string // the lock hash
-	queue   string
-	alive   string
-	channel string
-	latch   string // prefix of the unlock latch keys
-	owner   uint64 // the handle's own owner
+	l       layout.Fair // its keys and channel
+	owner   uint64      // the handle's own owner
 	leaseMS string
 
 	cur  atomic.Pointer[term]     // the hold this handle took last
@@ -71,11 +67,7 @@ func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 		c:       c,
 		cfg:     cfg,
 		name:    name,
-		key:     keys.Aux(keys.FairLockPrefix, name),
-		queue:   keys.Aux(keys.FairQueuePrefix, name),
-		alive:   keys.Aux(keys.FairAlivePrefix, name),
-		channel: keys.Aux(keys.FairChannelPrefix, name),
-		latch:   keys.Aux(keys.FairLatchPrefix, name),
+		l:       layout.FairOf(name),
 		owner:   lastOwner.Add(1),
 		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
 	}
@@ -89,7 +81,7 @@ func (fm *FairMutex) Name() string { return fm.name }
 // failures do not end the wait: Lock retries with backoff, logging persistent
 // failures, until it holds the lock. Lock panics if the Client is closed.
 func (fm *FairMutex) Lock() {
-	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
+	tk := fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg)
 	err := fm.c.acquire(context.Background(), fm.caller(fm.owner, false), tk, true)
 	if err != nil { // only ErrClosed ends the retries
 		panic("redisync: Lock of " + strconv.Quote(fm.name) + " on a closed Client")
@@ -119,7 +111,7 @@ func (fm *FairMutex) TryLock() bool {
 // returns.
 func (fm *FairMutex) LockContext(ctx context.Context) error {
 	owner, explicit := ownerOf(ctx, fm.owner)
-	tk := fm.c.newTicket(fm.alive, fm.queue, &fm.cfg)
+	tk := fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg)
 	return fm.c.acquire(ctx, fm.caller(owner, explicit), tk, false)
 }
 
@@ -178,7 +170,7 @@ func (fm *FairMutex) Err() error { return fm.cur.Load().errOrNil() }
 func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	fields, err := fm.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.FairForceUnlock,
-		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel},
+		Keys:      []string{fm.l.Key, fm.l.Queue, fm.l.Alive, fm.l.Channel},
 		Args:      []string{fm.c.publish},
 		Retryable: true, // deleting twice deletes once; the head may be woken twice
 	}).AsStrSlice()
@@ -186,14 +178,14 @@ func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, lockError(fm.name, err)
 	}
 	if len(fields) > 0 {
-		fm.c.endHoldsOf(fm.key, fields, ErrForceUnlocked)
+		fm.c.endHoldsOf(fm.l.Key, fields, ErrForceUnlocked)
 	}
 	return len(fields) > 0, nil
 }
 
 // IsLocked reports whether anyone holds the lock.
 func (fm *FairMutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := fm.c.rc.Do(ctx, fm.c.rc.B().Exists().Key(fm.key).Build()).AsInt64()
+	n, err := fm.c.rc.Do(ctx, fm.c.rc.B().Exists().Key(fm.l.Key).Build()).AsInt64()
 	if err != nil {
 		return false, lockError(fm.name, err)
 	}
@@ -205,7 +197,7 @@ func (fm *FairMutex) IsLocked(ctx context.Context) (bool, error) {
 // through this Client.
 func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) {
 	owner, _ := ownerOf(ctx, fm.owner)
-	n, err := fm.c.holdCount(ctx, fm.key, holdKey{kind: fair, name: fm.key, owner: owner})
+	n, err := fm.c.holdCount(ctx, fm.l.Key, holdKey{kind: fair, name: fm.l.Key, owner: owner})
 	if err != nil {
 		return 0, lockError(fm.name, errors.Unwrap(err))
 	}
@@ -216,7 +208,7 @@ func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) {
 // it, and a negative duration when its key has no expiry (set outside
 // redisync).
 func (fm *FairMutex) TTL(ctx context.Context) (time.Duration, error) {
-	d, err := fm.c.ttl(ctx, fm.key)
+	d, err := fm.c.ttl(ctx, fm.l.Key)
 	if err != nil {
 		return 0, lockError(fm.name, errors.Unwrap(err))
 	}
@@ -241,11 +233,11 @@ func (fm *FairMutex) proto(owner uint64) *protocol {
 		}
 	}
 	p := &protocol{
-		key:       holdKey{kind: fair, name: fm.key, owner: owner},
+		key:       holdKey{kind: fair, name: fm.l.Key, owner: owner},
 		name:      fm.name,
 		cfg:       &fm.cfg,
 		primitive: PrimitiveFairMutex,
-		channel:   fm.channel,
+		channel:   fm.l.Channel,
 		policy:    notify.Tagged,
 		queued:    true,
 		cur:       &fm.cur,
@@ -272,7 +264,7 @@ func (fm *FairMutex) runAcquire(ctx context.Context, a acquisition) (reply, erro
 	}
 	r, err := fm.c.scripts.Exec(ctx, scripts.Call{
 		Script: scripts.FairAcquire,
-		Keys:   []string{fm.key, fm.queue, fm.alive, fm.channel, fm.latch},
+		Keys:   []string{fm.l.Key, fm.l.Queue, fm.l.Alive, fm.l.Channel, fm.l.Latch},
 		Args:   []string{fm.leaseMS, a.field, strconv.Itoa(a.count), id, hbMS, fm.c.publish, mode},
 	}).AsIntSlice()
 	switch {
@@ -293,7 +285,7 @@ func (fm *FairMutex) runAcquire(ctx context.Context, a acquisition) (reply, erro
 func (fm *FairMutex) newLease(t *term) *lease.Lease {
 	l := &t.own
 	t.args[0], t.args[1] = t.field, fm.leaseMS
-	*l = lease.Lease{Key: fm.key, Keys: []string{fm.key}, Args: t.args[:2], TTL: fm.cfg.leaseTTL(), Lost: t}
+	*l = lease.Lease{Key: fm.l.Key, Keys: []string{fm.l.Key}, Args: t.args[:2], TTL: fm.cfg.leaseTTL(), Lost: t}
 	if fm.cfg.lease == 0 {
 		l.Renew = scripts.MutexRenew
 	}
@@ -308,7 +300,7 @@ func (fm *FairMutex) runRelease(ctx context.Context, r release) (releaseReply, e
 	var argv [6]string
 	rep, err := fm.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.FairRelease,
-		Keys:      []string{fm.key, fm.queue, fm.alive, fm.channel, fm.latch},
+		Keys:      []string{fm.l.Key, fm.l.Queue, fm.l.Alive, fm.l.Channel, fm.l.Latch},
 		Args:      append(r.argv(&argv, fm.c.publish), r.id),
 		Retryable: true, // idempotent: the count is compare-and-set, the final release latched
 	}).ToArray()

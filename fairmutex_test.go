@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -21,9 +21,9 @@ import (
 func queueLen(t testing.TB, rc rueidis.Client, name string) (queue, alive int64) {
 	t.Helper()
 	ctx := context.Background()
-	queue, err := rc.Do(ctx, rc.B().Zcard().Key(keys.Aux(keys.FairQueuePrefix, name)).Build()).AsInt64()
+	queue, err := rc.Do(ctx, rc.B().Zcard().Key(layout.Aux(layout.FairQueuePrefix, name)).Build()).AsInt64()
 	require.NoError(t, err)
-	alive, err = rc.Do(ctx, rc.B().Zcard().Key(keys.Aux(keys.FairAlivePrefix, name)).Build()).AsInt64()
+	alive, err = rc.Do(ctx, rc.B().Zcard().Key(layout.Aux(layout.FairAlivePrefix, name)).Build()).AsInt64()
 	require.NoError(t, err)
 	return queue, alive
 }
@@ -292,7 +292,7 @@ func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redisserver.Target) 
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
 	name := t.Name()
-	queue, alive := keys.Aux(keys.FairQueuePrefix, name), keys.Aux(keys.FairAlivePrefix, name)
+	queue, alive := layout.Aux(layout.FairQueuePrefix, name), layout.Aux(layout.FairAlivePrefix, name)
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "slow").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Arbitrary("ZADD").Keys(alive).Args("999999999999999", "slow").Build()).Error())
 	next := c.NewFairMutex(name)
@@ -310,8 +310,8 @@ func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redisserver.Target) 
 	leave := time.Now()
 	reply, err := scripts.NewRunner(rc).Exec(ctx, scripts.Call{
 		Script: scripts.FairRelease,
-		Keys: []string{keys.Aux(keys.FairLockPrefix, name), queue, alive,
-			keys.Aux(keys.FairChannelPrefix, name), keys.Aux(keys.FairLatchPrefix, name)},
+		Keys: []string{layout.Aux(layout.FairLockPrefix, name), queue, alive,
+			layout.Aux(layout.FairChannelPrefix, name), layout.Aux(layout.FairLatchPrefix, name)},
 		Args: []string{"nobody:1", "1", "0", publishCommand(tg), "5000", "0", "slow"},
 	}).ToArray()
 	require.NoError(t, err)
@@ -409,7 +409,7 @@ func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redisserver.Target) {
 	ctx := context.Background()
 	fm := c.NewFairMutex(t.Name())
 	// A queued waiter that has not taken its turn yet (a slow process).
-	queue, alive := keys.Aux(keys.FairQueuePrefix, t.Name()), keys.Aux(keys.FairAlivePrefix, t.Name())
+	queue, alive := layout.Aux(layout.FairQueuePrefix, t.Name()), layout.Aux(layout.FairAlivePrefix, t.Name())
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "slow").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Arbitrary("ZADD").Keys(alive).Args("999999999999999", "slow").Build()).Error())
 	assert.False(t, fm.TryLock(), "TryLock barged past a queued waiter")

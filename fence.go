@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -34,10 +34,10 @@ type Fence struct {
 // hash redisync_fence:{name} (the name's hash tag rule as for locks), so a
 // fence named like its lock shares the lock's cluster slot.
 func (c *Client) NewFence(name string) *Fence {
-	if err := keys.Check(name); err != nil {
+	if err := layout.Check(name); err != nil {
 		panic("redisync: invalid fence name " + strconv.Quote(name) + ": " + err.Error())
 	}
-	return &Fence{c: c, name: name, key: keys.Aux(keys.FencePrefix, name)}
+	return &Fence{c: c, name: name, key: layout.Aux(layout.FencePrefix, name)}
 }
 
 // Set stores value if token is not lower than any token that has written to

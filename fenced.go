@@ -3,7 +3,7 @@ package redisync
 import (
 	"context"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // A FencedMutex is a [Mutex] whose every acquisition is granted a fencing
@@ -33,7 +33,7 @@ type FencedMutex struct {
 func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 	fm := new(FencedMutex)
 	c.initMutex(&fm.Mutex, name, opts)
-	fm.tokenKey = keys.Aux(keys.TokenPrefix, name)
+	fm.tokenKey = layout.MutexOf(name).Token
 	fm.keys[4] = fm.tokenKey // the acquire's KEYS: name, tokenKey, latch
 	return fm
 }

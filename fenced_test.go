@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
@@ -120,7 +120,7 @@ func TestFencedMutexTokensSurviveLoss(t *testing.T) {
 	t.Cleanup(func() { _ = tg.Stop() })
 	requireReal(t, tg, "restarts")
 	name := t.Name()
-	tokenKey := keys.Aux(keys.TokenPrefix, name)
+	tokenKey := layout.Aux(layout.TokenPrefix, name)
 	faults := []struct {
 		name  string
 		fault func(rc rueidis.Client)
@@ -205,7 +205,7 @@ func TestFencedMutexRedissonInterop(t *testing.T) {
 	name := t.Name()
 	java := func() int64 {
 		n, err := rc.Do(ctx, rc.B().Eval().Script(redissonFencedAcquire).Numkeys(2).
-			Key(name, keys.Aux(keys.TokenPrefix, name)).Arg("30000", "0f0e0d0c-java:1").Build()).AsInt64()
+			Key(name, layout.Aux(layout.TokenPrefix, name)).Arg("30000", "0f0e0d0c-java:1").Build()).AsInt64()
 		require.NoError(t, err)
 		return n
 	}
@@ -225,7 +225,7 @@ func TestFencedMutexRedissonInterop(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(name).Build()).Error())
-	require.NoError(t, rc.Do(ctx, rc.B().Publish().Channel(keys.Aux(keys.MutexChannelPrefix, name)).Message("0").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Publish().Channel(layout.Aux(layout.MutexChannelPrefix, name)).Message("0").Build()).Error())
 	select {
 	case token := <-got:
 		assert.Greater(t, token, uint64(javaToken), "the Go token follows the Java one")

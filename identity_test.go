@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -210,7 +210,7 @@ func TestSemaphoreRenewalChecksCount(t *testing.T) {
 	name := t.Name()
 	s := c.NewSemaphore(name, 3, redisync.WithWatchdogTimeout(300*time.Millisecond))
 	require.NoError(t, s.Acquire(context.Background(), 1))
-	holders := keys.Aux(keys.SemHoldersPrefix, name)
+	holders := layout.Aux(layout.SemHoldersPrefix, name)
 	fields, err := rc.Do(context.Background(), rc.B().Hkeys().Key(holders).Build()).AsStrSlice()
 	require.NoError(t, err)
 	require.Len(t, fields, 1)
@@ -292,7 +292,7 @@ func TestRWMutexRenewalFindsTimeoutKeyGone(t *testing.T) {
 	rw := c.NewRWMutex(name, redisync.WithWatchdogTimeout(300*time.Millisecond))
 	rw.RLock()
 	ctx := context.Background()
-	timeouts, err := rc.Do(ctx, rc.B().Keys().Pattern(keys.Tagged(name)+":*:rwlock_timeout:*").Build()).AsStrSlice()
+	timeouts, err := rc.Do(ctx, rc.B().Keys().Pattern(layout.Tagged(name)+":*:rwlock_timeout:*").Build()).AsStrSlice()
 	require.NoError(t, err)
 	require.Len(t, timeouts, 1)
 	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(timeouts...).Build()).Error())

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -69,8 +69,8 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 	m.c = c
 	m.cfg = cfg
 	m.name = name
-	m.channel = keys.Aux(keys.MutexChannelPrefix, name)
-	m.latch = keys.Aux(keys.UnlockLatchPrefix, name)
+	l := layout.MutexOf(name)
+	m.channel, m.latch = l.Channel, l.Latch
 	m.keys = [6]string{name, m.channel, m.latch, name, m.latch, m.latch}
 	m.owner = lastOwner.Add(1)
 	m.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
@@ -78,7 +78,7 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 
 // handleConfig validates a handle's name and options.
 func (c *Client) handleConfig(name string, opts []Option) config {
-	if err := keys.Check(name); err != nil {
+	if err := layout.Check(name); err != nil {
 		panic("redisync: invalid lock name " + strconv.Quote(name) + ": " + err.Error())
 	}
 	cfg := c.cfg.with(opts)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
@@ -395,7 +395,7 @@ func testMutexCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 	n, err := w.HoldCount(context.Background())
 	require.NoError(t, err)
 	assert.Zero(t, n, "no hold left by the cancelled waiter")
-	channel := keys.Aux(keys.MutexChannelPrefix, t.Name())
+	channel := layout.Aux(layout.MutexChannelPrefix, t.Name())
 	assert.Eventually(t, func() bool { return subscribers(t, tg, channel) == 0 },
 		hang, 10*time.Millisecond, "PUBSUB NUMSUB stays above 0 after the last waiter left")
 	select {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -45,10 +45,7 @@ type RWMutex struct {
 	c       *Client
 	cfg     config
 	name    string
-	channel string
-	writers string // the set of waiting writers
-	tagged  string // "{name}": the prefix of read timeout keys
-	latch   string
+	l       layout.RW // its keys and channel
 	owner   uint64
 	leaseMS string
 
@@ -63,10 +60,7 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 		c:       c,
 		cfg:     cfg,
 		name:    name,
-		channel: keys.Aux(keys.RWChannelPrefix, name),
-		writers: keys.Aux(keys.RWWritersPrefix, name),
-		tagged:  keys.Tagged(name),
-		latch:   keys.Aux(keys.UnlockLatchPrefix, name),
+		l:       layout.RWOf(name),
 		owner:   lastOwner.Add(1),
 		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
 	}
@@ -212,7 +206,7 @@ func (rw *RWMutex) Err() error { return rw.cur.Load().errOrNil() }
 // wakes every waiter, and reports whether it was locked. The holds it deleted
 // that were taken through this Client end as lost.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return rw.c.forceUnlock(ctx, rw.name, rw.channel, "1")
+	return rw.c.forceUnlock(ctx, rw.name, rw.l.Channel, "1")
 }
 
 // IsLocked reports whether anyone holds the lock, for reading or writing.
@@ -273,7 +267,7 @@ func (rw *RWMutex) leave(ctx context.Context, id string) {
 	defer cancel()
 	err := rw.c.scripts.Exec(ctx, scripts.Call{
 		Script:    scripts.RWWriterLeave,
-		Keys:      []string{rw.writers, rw.channel},
+		Keys:      []string{rw.l.Writers, rw.l.Channel},
 		Args:      []string{id, rw.c.publish},
 		Retryable: true, // leaving twice leaves once
 	}).Error()
@@ -291,23 +285,23 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 // proto describes owner's read or write hold on rw; a writer that waits
 // claims its turn when it finds the lock taken.
 func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
-	op := &protocol{name: rw.name, cfg: &rw.cfg, primitive: rwPrimitive(write), channel: rw.channel,
+	op := &protocol{name: rw.name, cfg: &rw.cfg, primitive: rwPrimitive(write), channel: rw.l.Channel,
 		policy: notify.Redisson, wakeAll: true, cur: &rw.cur}
 	if write {
 		op.key = holdKey{kind: exclusive, name: rw.name, owner: owner}
-		op.suffix = ":write"
+		op.suffix = layout.WriteSuffix
 		claim := "0"
 		if waits {
 			claim = "1"
 		}
 		op.acquire = func(ctx context.Context, a acquisition) (reply, error) {
-			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.writers, rw.latch},
+			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.l.Writers, rw.l.Latch},
 				rw.leaseMS, a.field, strconv.Itoa(a.count), a.field, writerClaimMS, claim)
 		}
 		op.release = func(ctx context.Context, r release) (releaseReply, error) {
 			var argv [6]string
 			n, err := rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWWriteUnlock,
-				Keys: []string{rw.name, rw.channel, rw.latch}, Args: r.argv(&argv, rw.c.publish)})
+				Keys: []string{rw.name, rw.l.Channel, rw.l.Latch}, Args: r.argv(&argv, rw.c.publish)})
 			return releaseReply{status: n}, err
 		}
 		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, "") }
@@ -322,23 +316,17 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 			}
 			writer = rw.c.heldField(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
 		}
-		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.writers, rw.timeouts(a.field), rw.latch},
+		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.l.Writers, rw.l.Timeouts(a.field), rw.l.Latch},
 			rw.leaseMS, a.field, writer, strconv.Itoa(a.count), pass)
 	}
 	op.release = func(ctx context.Context, r release) (releaseReply, error) {
 		var argv [6]string
 		n, err := rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWReadUnlock,
-			Keys: []string{rw.name, rw.channel, rw.latch, rw.timeouts(r.field)}, Args: append(r.argv(&argv, rw.c.publish), rw.tagged)})
+			Keys: []string{rw.name, rw.l.Channel, rw.l.Latch, rw.l.Timeouts(r.field)}, Args: append(r.argv(&argv, rw.c.publish), rw.l.Tagged)})
 		return releaseReply{status: n}, err
 	}
-	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, rw.timeouts(t.field)) }
+	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, rw.l.Timeouts(t.field)) }
 	return op
-}
-
-// timeouts returns the prefix of the read timeout keys of the read hold
-// field, in Redisson's layout: "{name}:<field>:rwlock_timeout".
-func (rw *RWMutex) timeouts(field string) string {
-	return rw.tagged + ":" + field + ":rwlock_timeout"
 }
 
 // run runs an acquire script, which replies nil (acquired), -3 (gone), -4

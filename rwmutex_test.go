@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
@@ -123,7 +123,7 @@ func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
 	go func() { locked <- writer.LockContext(ctx) }()
 	// When the writer's claim is seen in Redis; readers that begin after it
 	// must not go first.
-	claims := keys.Aux(keys.RWWritersPrefix, t.Name())
+	claims := layout.Aux(layout.RWWritersPrefix, t.Name())
 	var claimed time.Time
 	var err error
 	for claimed.IsZero() {
@@ -237,7 +237,7 @@ func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redisserver.Target)
 	wc, rc := newClient(t, tg)
 	writer := wc.NewRWMutex(t.Name())
 	writer.Lock()
-	channel := keys.Aux(keys.RWChannelPrefix, t.Name())
+	channel := layout.Aux(layout.RWChannelPrefix, t.Name())
 	messages := make(chan string, 10)
 	stopSub := subscribe(t, newRueidis(t, tg), channel, func(m rueidis.PubSubMessage) { messages <- m.Message })
 	var got sync.WaitGroup
@@ -282,7 +282,7 @@ func TestRWMutexRedissonInterop(t *testing.T) {
 	field := "0f0e0d0c-java:7"
 	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue("mode", "read").FieldValue(field, "1").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(name).Milliseconds(20000).Build()).Error())
-	javaTimeout := keys.Tagged(name) + ":" + field + ":rwlock_timeout:1"
+	javaTimeout := layout.Tagged(name) + ":" + field + ":rwlock_timeout:1"
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(javaTimeout).Value("1").Px(20*time.Second).Build()).Error())
 
 	rw := c.NewRWMutex(name)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -45,8 +45,8 @@ type Semaphore struct {
 	name    string
 	size    int64
 	sizeArg string
-	keys    []string // holders, leases, size, queue, heartbeats, requests, channel, latch prefix
-	handle  uint64   // the handle's number
+	l       layout.Sem // its keys and channel
+	handle  uint64     // the handle's number
 	leaseMS string
 
 	cur  atomic.Pointer[term]     // the latest term, for Done and Err
@@ -74,7 +74,6 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 		panic("redisync: semaphore size < 0")
 	}
 	cfg := c.handleConfig(name, opts)
-	aux := func(prefix string) string { return keys.Aux(prefix, name) }
 	handle := lastOwner.Add(1)
 	return &Semaphore{
 		c:       c,
@@ -82,9 +81,7 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 		name:    name,
 		size:    size,
 		sizeArg: strconv.FormatInt(size, 10),
-		keys: []string{aux(keys.SemHoldersPrefix), aux(keys.SemLeasesPrefix), aux(keys.SemSizePrefix),
-			aux(keys.SemQueuePrefix), aux(keys.SemAlivePrefix), aux(keys.SemWantPrefix), aux(keys.SemChannelPrefix),
-			aux(keys.SemLatchPrefix)},
+		l:       layout.SemOf(name),
 		handle:  handle,
 		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
 	}
@@ -119,7 +116,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	tk := s.c.newTicket(s.keys[4], s.keys[3], &s.cfg)
+	tk := s.c.newTicket(s.l.Alive, s.l.Queue, &s.cfg)
 	return s.c.acquire(ctx, s.caller(n), tk, false)
 }
 
@@ -192,11 +189,11 @@ func (s *Semaphore) proto() *protocol {
 		return p
 	}
 	p := &protocol{
-		key:       holdKey{kind: semaphore, name: s.keys[0], owner: s.handle},
+		key:       holdKey{kind: semaphore, name: s.l.Holders, owner: s.handle},
 		name:      s.name,
 		cfg:       &s.cfg,
 		primitive: PrimitiveSemaphore,
-		channel:   s.keys[6],
+		channel:   s.l.Channel,
 		policy:    notify.Tagged,
 		queued:    true,
 		permits:   true,
@@ -228,7 +225,7 @@ func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (reply, error
 	s.changing(a.h)
 	r, err := s.c.scripts.Exec(ctx, scripts.Call{
 		Script: scripts.SemAcquire,
-		Keys:   s.keys,
+		Keys:   s.l.Keys(),
 		Args: []string{s.sizeArg, a.field, strconv.Itoa(a.n), strconv.Itoa(target), s.leaseMS, id, hbMS,
 			s.c.publish, s.expect(a.field), strconv.FormatUint(version, 10)},
 	}).AsIntSlice()
@@ -270,7 +267,7 @@ func (s *Semaphore) runRelease(ctx context.Context, r release) (releaseReply, er
 	}
 	rep, err := s.c.scripts.Exec(ctx, scripts.Call{
 		Script: scripts.SemRelease,
-		Keys:   s.keys,
+		Keys:   s.l.Keys(),
 		Args: []string{r.field, strconv.Itoa(r.to), r.id, s.c.publish, s.expect(r.field),
 			strconv.FormatUint(version, 10), latch},
 		Retryable: true, // compare-and-set by version; the waiter removed by id
@@ -316,7 +313,7 @@ func (s *Semaphore) expect(field string) string {
 // checks the entry Redis was last seen to confirm.
 func (s *Semaphore) newLease(t *term) *lease.Lease {
 	l := &t.own
-	*l = lease.Lease{Key: s.keys[1], Keys: []string{s.keys[1], s.keys[0]}, Args: s.renewArgs(), TTL: s.cfg.leaseTTL(), Lost: t}
+	*l = lease.Lease{Key: s.l.Leases, Keys: []string{s.l.Leases, s.l.Holders}, Args: s.renewArgs(), TTL: s.cfg.leaseTTL(), Lost: t}
 	if s.cfg.lease == 0 {
 		l.Renew = scripts.SemRenew
 	}
@@ -326,7 +323,7 @@ func (s *Semaphore) newLease(t *term) *lease.Lease {
 // renewArgs (s.mu held) returns the renewal's ARGV: the holder, the lease
 // and the entry the handle knows it has.
 func (s *Semaphore) renewArgs() []string {
-	return []string{s.field, s.leaseMS, strconv.Itoa(s.permits) + ":" + strconv.FormatUint(s.version, 10)}
+	return []string{s.field, s.leaseMS, layout.SemEntry(int64(s.permits), s.version)}
 }
 
 // changing (s.mu held) tells the renewal of h's term that a call may change

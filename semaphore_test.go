@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // semQueued returns the length of the queue of the semaphore name.
 func semQueued(t testing.TB, rc rueidis.Client, name string) int64 {
 	t.Helper()
-	n, err := rc.Do(context.Background(), rc.B().Zcard().Key(keys.Aux(keys.SemQueuePrefix, name)).Build()).AsInt64()
+	n, err := rc.Do(context.Background(), rc.B().Zcard().Key(layout.Aux(layout.SemQueuePrefix, name)).Build()).AsInt64()
 	require.NoError(t, err)
 	return n
 }
@@ -35,7 +35,7 @@ func waitSemQueued(t testing.TB, rc rueidis.Client, name string, n int64) {
 // semHolders returns the holders hash of the semaphore name.
 func semHolders(t testing.TB, rc rueidis.Client, name string) map[string]string {
 	t.Helper()
-	m, err := rc.Do(context.Background(), rc.B().Hgetall().Key(keys.Aux(keys.SemHoldersPrefix, name)).Build()).AsStrMap()
+	m, err := rc.Do(context.Background(), rc.B().Hgetall().Key(layout.Aux(layout.SemHoldersPrefix, name)).Build()).AsStrMap()
 	require.NoError(t, err)
 	return m
 }
@@ -285,7 +285,7 @@ func testSemaphoreLossIsReported(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	s := c.NewSemaphore(t.Name(), 3)
 	require.NoError(t, s.Acquire(context.Background(), 2))
-	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(keys.Aux(keys.SemLeasesPrefix, t.Name())).Build()).Error())
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(layout.Aux(layout.SemLeasesPrefix, t.Name())).Build()).Error())
 	select {
 	case <-s.Done():
 	case <-time.After(hang):

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // demoWatchdog is the workers' lease: short, so that a killed holder's lock
@@ -169,7 +169,7 @@ func playCrash(st *stage) error {
 	// The dead worker never leaves the critical section by itself: account
 	// for its exit in the holders counter, as its process ending does in fact.
 	// Nobody can enter before its lease runs out, so this cannot hide an overlap.
-	if err := st.d.rc.Do(st.d.ctx, st.d.rc.B().Decr().Key(keys.Aux(holdersPrefix, st.name)).Build()).Error(); err != nil {
+	if err := st.d.rc.Do(st.d.ctx, st.d.rc.B().Decr().Key(layout.Aux(holdersPrefix, st.name)).Build()).Error(); err != nil {
 		return err
 	}
 	return st.until(func(workerEvent) bool { return false })
@@ -184,10 +184,10 @@ func playCrash(st *stage) error {
 func (d *demo) cleanup(name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 2*time.Second)
 	defer cancel()
-	del := []string{keys.Aux(holdersPrefix, name), keys.Aux(servedPrefix, name), keys.Aux(keys.TokenPrefix, name), keys.Aux(keys.FencePrefix, name)}
-	for _, p := range []string{keys.SemHoldersPrefix, keys.SemLeasesPrefix, keys.SemSizePrefix, keys.SemQueuePrefix, keys.SemAlivePrefix, keys.SemWantPrefix,
-		keys.FairLockPrefix, keys.FairQueuePrefix, keys.FairAlivePrefix} {
-		del = append(del, keys.Aux(p, name))
+	del := []string{layout.Aux(holdersPrefix, name), layout.Aux(servedPrefix, name), layout.Aux(layout.TokenPrefix, name), layout.Aux(layout.FencePrefix, name)}
+	for _, p := range []string{layout.SemHoldersPrefix, layout.SemLeasesPrefix, layout.SemSizePrefix, layout.SemQueuePrefix, layout.SemAlivePrefix, layout.SemWantPrefix,
+		layout.FairLockPrefix, layout.FairQueuePrefix, layout.FairAlivePrefix} {
+		del = append(del, layout.Aux(p, name))
 	}
 	_ = d.rc.Do(ctx, d.rc.B().Del().Key(del...).Build()).Error()
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // fencedLease is the fixed lease of the fenced scene's workers: the time a
@@ -90,7 +90,7 @@ func (st *stage) fenced(ev workerEvent) {
 
 // readFence reads the Fence record of name.
 func (d *demo) readFence(name string) (value string, token int64, err error) {
-	vals, err := d.rc.Do(d.ctx, d.rc.B().Hmget().Key(keys.Aux(keys.FencePrefix, name)).Field("value", "token").Build()).ToArray()
+	vals, err := d.rc.Do(d.ctx, d.rc.B().Hmget().Key(layout.Aux(layout.FencePrefix, name)).Field("value", "token").Build()).ToArray()
 	if err != nil {
 		return "", 0, fmt.Errorf("read the fence: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // servedPrefix names the FairMutex scene's order oracle: a counter each
@@ -57,7 +57,7 @@ func playFair(st *stage) error {
 		return err
 	}
 	st.show(time.Now(), "the demo holds the FairMutex; the workers line up behind it")
-	queue := keys.Aux(keys.FairQueuePrefix, st.name)
+	queue := layout.Aux(layout.FairQueuePrefix, st.name)
 	for i := 1; i <= fairWorkers; i++ {
 		l, err := st.spawn("--fair", "--seq", strconv.Itoa(i), "--rounds", "1", "--watchdog", demoWatchdog.String())
 		if err != nil {

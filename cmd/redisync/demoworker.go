@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // workerCommand is the hidden subcommand a demo worker process runs: the
@@ -97,7 +97,7 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 	case *semSize > 0:
 		m = semLock{c.NewSemaphore(*name, *semSize)}
 	}
-	counter := keys.Aux(holdersPrefix, *name)
+	counter := layout.Aux(holdersPrefix, *name)
 	for range *rounds {
 		report("waiting")
 		start := time.Now()
@@ -111,7 +111,7 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		}
 		if *fair {
 			// The order oracle: a counter raised by each worker served.
-			position, err := rc.Do(ctx, rc.B().Incr().Key(keys.Aux(servedPrefix, *name)).Build()).AsInt64()
+			position, err := rc.Do(ctx, rc.B().Incr().Key(layout.Aux(servedPrefix, *name)).Build()).AsInt64()
 			if err != nil {
 				return err
 			}

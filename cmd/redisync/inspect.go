@@ -193,7 +193,7 @@ func checkKind(kind string) error {
 // lockKinds are the kinds --kind accepts.
 func lockKinds() []string {
 	var ks []string
-	for _, l := range layouts {
+	for _, l := range detectors {
 		if l.kind != "Fence" {
 			ks = append(ks, l.kind)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/redis/rueidis"
 )
 
@@ -74,12 +75,12 @@ type holderInfo struct {
 	HoldTTLsMillis []int64 `json:"hold_ttls_ms,omitempty"`
 }
 
-// A layout recognises one primitive's data in Redis.
+// A detector recognises one primitive's data in Redis.
 //
 // detect is given the name and the Redis type of the key NAME ("none" when
 // absent). It returns nil, nil when the data is not its layout, so the next
 // layout is tried; an error ends the search.
-type layout struct {
+type detector struct {
 	kind string
 	// group is the keys the layout reads: layouts of one group share them,
 	// so at most one of a group is reported (the first that recognises the
@@ -100,7 +101,7 @@ type layout struct {
 //   - Semaphore (layout_sem.go): redisync_sem...:{NAME} (size, permits per holder).
 //   - Fence (layout_fenced.go): only a Fence record under the name; only
 //     when no lock is found, since a lock's own data says more.
-var layouts = []layout{
+var detectors = []detector{
 	{kind: "RWMutex", group: "name", detect: detectRWMutex},
 	{kind: "FencedMutex", group: "name", detect: detectFencedMutex},
 	{kind: "Mutex", group: "name", detect: detectMutex},
@@ -123,7 +124,7 @@ func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInf
 	}
 	var found []*lockInfo
 	matched := map[string]bool{}
-	for _, l := range layouts {
+	for _, l := range detectors {
 		if matched[l.group] || l.kind == "Fence" && len(found) > 0 {
 			continue
 		}
@@ -204,7 +205,7 @@ func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	info := &lockInfo{Name: name, Kind: "Mutex", Key: name, Locked: len(fields) > 0}
 	for field, value := range fields {
 		h, ok := parseHolder(field, value)
-		if !ok {
+		if !ok || h.Mode != "" {
 			return nil, nil
 		}
 		info.Holders = append(info.Holders, h)
@@ -221,21 +222,25 @@ func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	return info, nil
 }
 
-// parseHolder parses an owner field "<client-uuid>:<owner>" and its hold count.
+// parseHolder parses a hold's field (layout.Field, a write hold's too) and
+// its hold count.
 func parseHolder(field, value string) (holderInfo, bool) {
-	i := strings.LastIndexByte(field, ':')
-	if i <= 0 {
+	f, ok := layout.ParseField(field)
+	if !ok {
 		return holderInfo{}, false
 	}
-	client, owner := field[:i], field[i+1:]
-	if _, err := strconv.ParseUint(owner, 10, 64); err != nil {
+	if _, err := strconv.ParseUint(f.Hold, 10, 64); err != nil {
 		return holderInfo{}, false
 	}
 	count, err := strconv.ParseInt(value, 10, 64)
 	if err != nil || count < 1 {
 		return holderInfo{}, false
 	}
-	return holderInfo{Client: client, Owner: owner, Count: count}, true
+	h := holderInfo{Client: f.Client, Owner: f.Hold, Count: count}
+	if f.Write {
+		h.Mode = "write"
+	}
+	return h, true
 }
 
 // pttl returns key's remaining time to live in milliseconds: -1 without an

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // A waiterInfo is one waiter queued for a FairMutex, or one request queued
@@ -34,7 +33,8 @@ type waiterInfo struct {
 
 // fairKeys are a FairMutex's keys: lock hash, queue, heartbeats.
 func fairKeys(name string) (lock, queue, alive string) {
-	return keys.Aux(keys.FairLockPrefix, name), keys.Aux(keys.FairQueuePrefix, name), keys.Aux(keys.FairAlivePrefix, name)
+	l := layout.FairOf(name)
+	return l.Key, l.Queue, l.Alive
 }
 
 // detectFairMutex recognises redisync's FairMutex layout. The name itself is
@@ -59,8 +59,8 @@ func detectFairMutex(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 	info := &lockInfo{Name: name, Kind: "FairMutex", Key: lock, Locked: len(fields) > 0}
 	for field, value := range fields {
 		h, ok := parseHolder(field, value)
-		if !ok {
-			return nil, fmt.Errorf("key %q is not a FairMutex's lock: field %q = %q is not a \"<client-uuid>:<owner>\" hold count", lock, field, value)
+		if !ok || h.Mode != "" {
+			return nil, fmt.Errorf("key %q is not a FairMutex's lock: field %q = %q is not a \"<client-uuid>:<n>\" hold count", lock, field, value)
 		}
 		info.Holders = append(info.Holders, h)
 	}
@@ -112,8 +112,8 @@ func readQueue(ctx context.Context, rc rueidis.Client, queue, alive, want string
 	waiters := make([]waiterInfo, 0, len(entries))
 	for _, e := range entries {
 		w := waiterInfo{ID: e.Member, Client: e.Member, Arrival: int64(e.Score), Wants: wants[e.Member]}
-		if i := strings.LastIndexByte(w.ID, ':'); i > 0 {
-			w.Client = w.ID[:i]
+		if f, ok := layout.ParseField(w.ID); ok {
+			w.Client = f.Client
 		}
 		if d, ok := deadlines[e.Member]; ok {
 			left := d - now

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // A fenceInfo is a Fence's record: the hash redisync_fence:{NAME} with the
@@ -29,7 +29,7 @@ func detectFencedMutex(ctx context.Context, rc rueidis.Client, name, keyType str
 	if keyType != "hash" && keyType != "none" {
 		return nil, nil
 	}
-	tokenKey := keys.Aux(keys.TokenPrefix, name)
+	tokenKey := layout.MutexOf(name).Token
 	raw, err := rc.Do(ctx, rc.B().Get().Key(tokenKey).Build()).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
@@ -66,7 +66,7 @@ func detectFence(ctx context.Context, rc rueidis.Client, name, keyType string) (
 
 // readFence reads the Fence record of name; nil when there is none.
 func readFence(ctx context.Context, rc rueidis.Client, name string) (*fenceInfo, error) {
-	key := keys.Aux(keys.FencePrefix, name)
+	key := layout.MutexOf(name).Fence
 	vals, err := rc.Do(ctx, rc.B().Hmget().Key(key).Field("token", "value").Build()).ToArray()
 	if err != nil {
 		if _, ok := rueidis.IsRedisErr(err); ok {

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // A writerInfo is a writer waiting for an RWMutex: its claim in the set of
@@ -24,13 +23,11 @@ type writerInfo struct {
 	ClaimMillis int64 `json:"claim_ms"`
 }
 
-// detectRWMutex recognises Redisson's RReadWriteLock layout: a hash at NAME
-// with a field "mode" ("read" or "write"), reader fields "<uuid>:<owner>"
-// and the writer field "<uuid>:<owner>:write" holding counts. Each read hold
-// i of a reader has its own key "{NAME}:<uuid>:<owner>:rwlock_timeout:<i>"
-// whose expiry is that hold's lease; the hash's expiry is the longest. Our
-// waiting writers are a sorted set scored by the server time (ms) at which
-// each writer's claim lapses.
+// detectRWMutex recognises Redisson's RReadWriteLock layout (layout.RW): a
+// hash at NAME with a field "mode" ("read" or "write"), read and write holds'
+// fields holding counts, a reader's timeout keys carrying its lease (the
+// hash's expiry is the longest), and our waiting writers, a sorted set
+// scored by the server time (ms) at which each writer's claim lapses.
 func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (*lockInfo, error) {
 	if keyType != "hash" {
 		return nil, nil
@@ -51,16 +48,15 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 		if field == "mode" {
 			continue
 		}
-		base, write := strings.CutSuffix(field, ":write")
-		h, ok := parseHolder(base, value)
+		h, ok := parseHolder(field, value)
 		if !ok {
 			return nil, nil // not a lock field: a foreign hash that has "mode"
 		}
-		if write {
-			h.Mode, h.TTLMillis = "write", info.TTLMillis
+		if h.Mode == "write" {
+			h.TTLMillis = info.TTLMillis
 		} else {
 			h.Mode = "read"
-			if err := readHoldTTLs(ctx, rc, keys.Tagged(name)+":"+base+":rwlock_timeout", &h); err != nil {
+			if err := readHoldTTLs(ctx, rc, layout.RWOf(name).Timeouts(field), &h); err != nil {
 				return nil, err
 			}
 		}
@@ -74,7 +70,7 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 		}
 		return a.Client+":"+a.Owner < b.Client+":"+b.Owner
 	})
-	if info.WaitingWriters, err = readWaitingWriters(ctx, rc, keys.Aux(keys.RWWritersPrefix, name)); err != nil {
+	if info.WaitingWriters, err = readWaitingWriters(ctx, rc, layout.RWOf(name).Writers); err != nil {
 		return nil, err
 	}
 	return info, nil
@@ -122,9 +118,9 @@ func readWaitingWriters(ctx context.Context, rc rueidis.Client, key string) ([]w
 	}
 	writers := make([]writerInfo, 0, len(entries))
 	for _, e := range entries {
-		w := writerInfo{Client: strings.TrimSuffix(e.Member, ":write"), ClaimMillis: int64(e.Score) - now}
-		if i := strings.LastIndexByte(w.Client, ':'); i > 0 {
-			w.Client, w.Owner = w.Client[:i], w.Client[i+1:]
+		w := writerInfo{Client: e.Member, ClaimMillis: int64(e.Score) - now}
+		if f, ok := layout.ParseField(e.Member); ok {
+			w.Client, w.Owner = f.Client, f.Hold
 		}
 		writers = append(writers, w)
 	}

@@ -6,12 +6,11 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // A permitInfo is a Semaphore's account of its permits, by the server's
@@ -29,20 +28,6 @@ type permitInfo struct {
 	Available *int64 `json:"available,omitempty"`
 }
 
-// semKeys are a Semaphore's keys other than its channel.
-type semKeys struct{ holders, leases, size, queue, alive, want string }
-
-func semKeysOf(name string) semKeys {
-	return semKeys{
-		holders: keys.Aux(keys.SemHoldersPrefix, name),
-		leases:  keys.Aux(keys.SemLeasesPrefix, name),
-		size:    keys.Aux(keys.SemSizePrefix, name),
-		queue:   keys.Aux(keys.SemQueuePrefix, name),
-		alive:   keys.Aux(keys.SemAlivePrefix, name),
-		want:    keys.Aux(keys.SemWantPrefix, name),
-	}
-}
-
 // detectSemaphore recognises redisync's Semaphore layout. The name itself is
 // not a key: the holders are the hash redisync_sem:{NAME} (holder id ->
 // "<permits>:<version>"), their leases the sorted set redisync_sem_lease:{NAME} (holder id
@@ -51,31 +36,31 @@ func semKeysOf(name string) semKeys {
 // heartbeats redisync_sem_alive:{NAME} and requests redisync_sem_want:{NAME}.
 // Any of them present makes a Semaphore.
 func detectSemaphore(ctx context.Context, rc rueidis.Client, name, _ string) (*lockInfo, error) {
-	k := semKeysOf(name)
-	n, err := rc.Do(ctx, rc.B().Exists().Key(k.holders, k.leases, k.size, k.queue, k.alive, k.want).Build()).AsInt64()
+	k := layout.SemOf(name)
+	n, err := rc.Do(ctx, rc.B().Exists().Key(k.Holders, k.Leases, k.Size, k.Queue, k.Alive, k.Want).Build()).AsInt64()
 	if err != nil {
 		return nil, fmt.Errorf("read Semaphore keys of %q: %w", name, err)
 	}
 	if n == 0 {
 		return nil, nil
 	}
-	info := &lockInfo{Name: name, Kind: "Semaphore", Key: k.holders, Permits: &permitInfo{SizeKey: k.size}}
-	raw, err := rc.Do(ctx, rc.B().Get().Key(k.size).Build()).ToString()
+	info := &lockInfo{Name: name, Kind: "Semaphore", Key: k.Holders, Permits: &permitInfo{SizeKey: k.Size}}
+	raw, err := rc.Do(ctx, rc.B().Get().Key(k.Size).Build()).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 	case err != nil:
-		return nil, fmt.Errorf("read Semaphore size %q: %w", k.size, err)
+		return nil, fmt.Errorf("read Semaphore size %q: %w", k.Size, err)
 	default:
 		size, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("key %q holds %q, not a Semaphore size", k.size, raw)
+			return nil, fmt.Errorf("key %q holds %q, not a Semaphore size", k.Size, raw)
 		}
 		info.Permits.Size = &size
 	}
 	if err := readSemHolders(ctx, rc, k, info); err != nil {
 		return nil, err
 	}
-	if info.Waiters, err = readQueue(ctx, rc, k.queue, k.alive, k.want); err != nil {
+	if info.Waiters, err = readQueue(ctx, rc, k.Queue, k.Alive, k.Want); err != nil {
 		return nil, err
 	}
 	return info, nil
@@ -83,24 +68,22 @@ func detectSemaphore(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 
 // readSemHolders reads the holders and their leases into info, and counts
 // the permits taken by those whose lease is running by the server's TIME.
-func readSemHolders(ctx context.Context, rc rueidis.Client, k semKeys, info *lockInfo) error {
-	entries, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsStrMap()
+func readSemHolders(ctx context.Context, rc rueidis.Client, k layout.Sem, info *lockInfo) error {
+	entries, err := rc.Do(ctx, rc.B().Hgetall().Key(k.Holders).Build()).AsStrMap()
 	if err != nil {
-		return fmt.Errorf("read Semaphore holders %q: %w", k.holders, err)
+		return fmt.Errorf("read Semaphore holders %q: %w", k.Holders, err)
 	}
 	held := make(map[string]int64, len(entries))
 	for id, entry := range entries {
-		// "<permits>:<version>"
-		permits, _, _ := strings.Cut(entry, ":")
-		n, err := strconv.ParseInt(permits, 10, 64)
-		if err != nil {
-			return fmt.Errorf("read Semaphore holders %q: holder %q has %q, not <permits>:<version>", k.holders, id, entry)
+		n, _, ok := layout.ParseSemEntry(entry)
+		if !ok {
+			return fmt.Errorf("read Semaphore holders %q: holder %q has %q, not <permits>:<version>", k.Holders, id, entry)
 		}
 		held[id] = n
 	}
-	leases, err := rc.Do(ctx, rc.B().Zrange().Key(k.leases).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	leases, err := rc.Do(ctx, rc.B().Zrange().Key(k.Leases).Min("0").Max("-1").Withscores().Build()).AsZScores()
 	if err != nil {
-		return fmt.Errorf("read Semaphore leases %q: %w", k.leases, err)
+		return fmt.Errorf("read Semaphore leases %q: %w", k.Leases, err)
 	}
 	ends := make(map[string]int64, len(leases))
 	for _, l := range leases {
@@ -112,8 +95,8 @@ func readSemHolders(ctx context.Context, rc rueidis.Client, k semKeys, info *loc
 	}
 	for id, permits := range held {
 		h := holderInfo{Client: id, Permits: permits, TTLMillis: -1}
-		if i := strings.LastIndexByte(id, ':'); i > 0 {
-			h.Client, h.Owner = id[:i], id[i+1:]
+		if f, ok := layout.ParseField(id); ok {
+			h.Client, h.Owner = f.Client, f.Hold
 		}
 		// A holder without a lease is not counted, as the scripts do not
 		// count it: the next one removes it.

@@ -5,17 +5,17 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // mutexChannelPrefix is the Mutex release channel's prefix (Redisson's).
-const mutexChannelPrefix = keys.MutexChannelPrefix
+const mutexChannelPrefix = layout.MutexChannelPrefix
 
 // rwChannelPrefix is the RWMutex channel's prefix (Redisson's RReadWriteLock).
-const rwChannelPrefix = keys.RWChannelPrefix
+const rwChannelPrefix = layout.RWChannelPrefix
 
 // auxName returns the auxiliary key or channel with prefix for the lock name.
-func auxName(prefix, name string) string { return keys.Aux(prefix, name) }
+func auxName(prefix, name string) string { return layout.Aux(prefix, name) }
 
 // nameFromAux recovers a lock name from the part of an auxiliary name after
 // "prefix:": "{name}" for a name without a hash tag, the name itself for one
@@ -108,12 +108,12 @@ var lockChannels = []struct {
 	// A FairMutex's message is the id of the one waiter it wakes: the lock
 	// was released (or force-unlocked, or a dead head was skipped) and it is
 	// that waiter's turn. A release with nobody queued publishes nothing.
-	{prefix: keys.FairChannelPrefix, describe: func(msg string) (string, string) {
+	{prefix: layout.FairChannelPrefix, describe: func(msg string) (string, string) {
 		return "turn", "FairMutex: waiter " + msg + " is next"
 	}},
 	// A Semaphore's message is the id of one waiter woken because its
 	// request fits now; a release that frees room for several sends several.
-	{prefix: keys.SemChannelPrefix, describe: func(msg string) (string, string) {
+	{prefix: layout.SemChannelPrefix, describe: func(msg string) (string, string) {
 		return "wake", "Semaphore: waiter " + msg + "'s request fits now"
 	}},
 }

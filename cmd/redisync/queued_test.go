@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // queuedIDs waits until the sorted set key holds n members and returns them
@@ -111,8 +112,8 @@ func TestInspectSemaphore(t *testing.T) {
 	c, rc := newLibClient(t)
 	ctx := context.Background()
 	const name = "inspect:sem"
-	k := semKeysOf(name)
-	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(k.size).Build()) })
+	k := layout.SemOf(name)
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(k.Size).Build()) })
 	a, b := c.NewSemaphore(name, 3), c.NewSemaphore(name, 3)
 	require.NoError(t, a.Acquire(ctx, 2))
 	require.NoError(t, b.Acquire(ctx, 1))
@@ -122,8 +123,8 @@ func TestInspectSemaphore(t *testing.T) {
 	other, _ := newLibClient(t)
 	wait := waitFor(func() error { return other.NewSemaphore(name, 3).Acquire(wctx, 2) })
 	defer func() { cancel(); require.ErrorIs(t, <-wait, context.Canceled) }()
-	ids := queuedIDs(t, rc, k.queue, 1)
-	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.holders).Build()).AsStrMap()
+	ids := queuedIDs(t, rc, k.Queue, 1)
+	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.Holders).Build()).AsStrMap()
 	require.NoError(t, err)
 	var twoID string
 	for id, entry := range held {
@@ -166,7 +167,7 @@ func TestInspectSemaphore(t *testing.T) {
 	require.Equal(t, exitFail, r.code)
 	require.Contains(t, r.stderr, "not supported for a Semaphore")
 	require.Equal(t, int64(2), a.Held())
-	n, err := rc.Do(ctx, rc.B().Hlen().Key(k.holders).Build()).AsInt64()
+	n, err := rc.Do(ctx, rc.B().Hlen().Key(k.Holders).Build()).AsInt64()
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 }
@@ -175,8 +176,8 @@ func TestInspectSemaphoreLapsedHolder(t *testing.T) {
 	c, rc := newLibClient(t)
 	ctx := context.Background()
 	const name = "inspect:semlapsed"
-	k := semKeysOf(name)
-	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(k.size, k.holders, k.leases).Build()) })
+	k := layout.SemOf(name)
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(k.Size, k.Holders, k.Leases).Build()) })
 	s := c.NewSemaphore(name, 2)
 	require.NoError(t, s.Acquire(ctx, 1))
 	defer s.Release(1)
@@ -184,8 +185,8 @@ func TestInspectSemaphoreLapsedHolder(t *testing.T) {
 	// hand (no waiter runs a script that would reap it): not counted.
 	now, err := serverMillis(ctx, rc)
 	require.NoError(t, err)
-	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k.holders).FieldValue().FieldValue("dead:s9", "1:1").Build()).Error())
-	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(k.leases).ScoreMember().ScoreMember(float64(now-2000), "dead:s9").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k.Holders).FieldValue().FieldValue("dead:s9", "1:1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(k.Leases).ScoreMember().ScoreMember(float64(now-2000), "dead:s9").Build()).Error())
 
 	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
 	require.Equal(t, 0, r.code, r.stderr)

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-redisync/redisync"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // errDeclined is returned when the operator does not confirm.
@@ -40,7 +40,7 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if !*force {
 		return usagef("unlock needs --force: it takes %q away from whoever holds it, who may still be in its critical section", name)
 	}
-	if err := keys.Check(name); err != nil {
+	if err := layout.Check(name); err != nil {
 		return usagef("invalid lock name %q: %v", name, err)
 	}
 	rc, err := cf.connect(ctx)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // runWatch is "redisync watch [--count N] [--duration D] [PATTERN]": it
@@ -230,7 +230,7 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 // queued, so its channel alone misses releases.
 func (w *watcher) keyspace(key, event string) {
 	name, kind := key, ""
-	if rest, ok := strings.CutPrefix(key, keys.FairLockPrefix+":"); ok {
+	if rest, ok := strings.CutPrefix(key, layout.FairLockPrefix+":"); ok {
 		name, kind = nameFromAux(rest), "FairMutex"
 	} else if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
 		return // an RWMutex's read hold timeouts are reported through its hash

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/faultproxy"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -274,9 +274,9 @@ func (r *run) leftKeys() {
 	var left []string
 	for _, k := range all {
 		switch {
-		case strings.HasPrefix(k, keys.TokenPrefix+":"), strings.HasPrefix(k, keys.SemSizePrefix+":"):
-		case strings.HasPrefix(k, keys.UnlockLatchPrefix+":"), strings.HasPrefix(k, keys.FairLatchPrefix+":"),
-			strings.HasPrefix(k, keys.SemLatchPrefix+":"):
+		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"):
+		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
+			strings.HasPrefix(k, layout.SemLatchPrefix+":"):
 			if ms, err := r.admin.Do(ctx, r.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms < 0 {
 				left = append(left, k)
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/internal/faultproxy"
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -179,9 +179,9 @@ func (r *run) interfere(s *seat) {
 func lockKeys(res string) []string {
 	switch resources[res].Primitive {
 	case "FairMutex":
-		return []string{keys.Aux(keys.FairLockPrefix, res)}
+		return []string{layout.Aux(layout.FairLockPrefix, res)}
 	case "Semaphore":
-		return []string{keys.Aux(keys.SemHoldersPrefix, res), keys.Aux(keys.SemLeasesPrefix, res)}
+		return []string{layout.Aux(layout.SemHoldersPrefix, res), layout.Aux(layout.SemLeasesPrefix, res)}
 	}
 	return []string{res}
 }

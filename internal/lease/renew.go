@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/keys"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -86,7 +86,7 @@ func (s *Scheduler) group(due []*Lease) [][]*Lease {
 	for _, l := range due {
 		k := groupKey{script: l.Renew}
 		if s.cluster {
-			k.slot = keys.Slot(l.Key)
+			k.slot = layout.Slot(l.Key)
 		}
 		i, ok := open[k]
 		if !ok || len(groups[i]) == MaxBatch {

@@ -1,4 +1,4 @@
-package keys
+package layout
 
 // Key and channel prefixes of Semaphore, a layout of redisync's own (Redisson's
 // plain semaphore keeps no holders, so a crashed holder's permits leak). Every

@@ -1,4 +1,4 @@
-package keys
+package layout
 
 // Key and channel prefixes of FairMutex, a layout of redisync's own (Redisson's
 // fair lock evicts live waiters by predicted deadlines, so there is nothing to

@@ -1,4 +1,4 @@
-package keys
+package layout
 
 import (
 	"testing"
@@ -51,6 +51,47 @@ func TestCheckRejects(t *testing.T) {
 	for _, name := range []string{"", "a{b", "a{}b", "{}", "a}b", "}", "lock}"} {
 		if Check(name) == nil {
 			t.Errorf("Check(%q) = nil, want an error", name)
+		}
+	}
+}
+
+func TestFields(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Field
+		ok   bool
+	}{
+		{"21fb3b2a-75e6-4414-a91b-701fdae25c56:7", Field{Client: "21fb3b2a-75e6-4414-a91b-701fdae25c56", Hold: "7"}, true},
+		{"u:12:write", Field{Client: "u", Hold: "12", Write: true}, true},
+		{"mode", Field{}, false},
+		{"u:", Field{}, false},
+	} {
+		got, ok := ParseField(tc.in)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("ParseField(%q) = %+v, %v", tc.in, got, ok)
+		}
+		if ok && got.String() != tc.in {
+			t.Errorf("%+v.String() = %q, want %q", got, got.String(), tc.in)
+		}
+	}
+	if p, v, ok := ParseSemEntry(SemEntry(3, 17)); !ok || p != 3 || v != 17 {
+		t.Errorf("ParseSemEntry(SemEntry(3, 17)) = %d, %d, %v", p, v, ok)
+	}
+	if _, _, ok := ParseSemEntry("3"); ok {
+		t.Error("ParseSemEntry accepted an entry without a version")
+	}
+}
+
+func TestLayoutsShareSlot(t *testing.T) {
+	for _, name := range []string{"order:42", "{user}:lock"} {
+		slot := Slot(name)
+		rw, sem, fair, mu := RWOf(name), SemOf(name), FairOf(name), MutexOf(name)
+		keys := append(sem.Keys(), rw.Channel, rw.Writers, rw.Timeouts("u:1")+":1", fair.Key, fair.Queue, fair.Alive,
+			fair.Channel, fair.Latch, mu.Channel, mu.Latch+":u:1", mu.Token, mu.Fence)
+		for _, k := range keys {
+			if Slot(k) != slot {
+				t.Errorf("%q: slot %d, the lock's %d", k, Slot(k), slot)
+			}
 		}
 	}
 }

@@ -1,4 +1,8 @@
-// Package keys names the Redis keys and Pub/Sub channels of every primitive.
+// Package layout is where every primitive's data lives in Redis: its keys and
+// Pub/Sub channels, the formats of its hash fields and entries, and their
+// parsing. The library, the scripts' Go side and the redisync command all take
+// these facts from here, so each is written once (the Lua scripts state them
+// again in their headers).
 //
 // All names of one primitive share the lock key's cluster slot, so a script that
 // touches several of them never fails with CROSSSLOT and a sharded publish from
@@ -6,7 +10,7 @@
 // and a Java service lock the same names: the lock key is the user's name as it
 // is; an auxiliary name is "prefix:{name}" when the name has no hash tag and
 // "prefix:name" when it has one.
-package keys
+package layout
 
 import (
 	"errors"
