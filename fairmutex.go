@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -42,17 +41,8 @@ import (
 //
 // A FairMutex must not be copied after first use.
 type FairMutex struct {
-	_ noCopy
-
-	c       *Client
-	cfg     config
-	name    string
-	l       layout.Fair // its keys and channel
-	owner   uint64      // the handle's own owner
-	leaseMS string
-
-	cur  atomic.Pointer[term]     // the hold this handle took last
-	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
+	handle
+	l layout.Fair // its keys and channel
 }
 
 // NewFairMutex returns a handle on the fair mutex called name. Creating a
@@ -62,19 +52,10 @@ type FairMutex struct {
 // NewFairMutex panics if name is invalid (see [Client.NewMutex]) or if an
 // option is invalid.
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
-	cfg := c.handleConfig(name, opts)
-	return &FairMutex{
-		c:       c,
-		cfg:     cfg,
-		name:    name,
-		l:       layout.FairOf(name),
-		owner:   lastOwner.Add(1),
-		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
-	}
+	fm := &FairMutex{l: layout.FairOf(name)}
+	c.initHandle(&fm.handle, name, opts)
+	return fm
 }
-
-// Name returns the name of the fair mutex.
-func (fm *FairMutex) Name() string { return fm.name }
 
 // Lock locks fm. If the lock is already in use or others wait for it, the
 // calling goroutine joins the queue and blocks until its turn comes. Redis
@@ -82,10 +63,7 @@ func (fm *FairMutex) Name() string { return fm.name }
 // failures, until it holds the lock. Lock panics if the Client is closed.
 func (fm *FairMutex) Lock() {
 	tk := fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg)
-	err := fm.c.acquire(context.Background(), fm.caller(fm.owner, false), tk, true)
-	if err != nil { // only ErrClosed ends the retries
-		panic("redisync: Lock of " + strconv.Quote(fm.name) + " on a closed Client")
-	}
+	fm.locked(fm.c.acquire(context.Background(), fm.caller(fm.owner, false), tk, true), "Lock of")
 }
 
 // TryLock tries to lock fm and reports whether it succeeded. It makes one
@@ -93,11 +71,7 @@ func (fm *FairMutex) Lock() {
 // does not wait, neither for the lock nor for another call through the same
 // owner that is waiting for Redis; a Redis failure counts as not acquired.
 func (fm *FairMutex) TryLock() bool {
-	ok, err := fm.TryLockContext(context.Background())
-	if err != nil && !errors.Is(err, ErrClosed) {
-		fm.cfg.logger.Warn("redisync: TryLock failed", "name", fm.name, "error", err)
-	}
-	return ok
+	return fm.tried(fm.TryLockContext(context.Background()))
 }
 
 // LockContext locks fm in queue order, waiting until the caller's turn comes
@@ -110,59 +84,31 @@ func (fm *FairMutex) TryLock() bool {
 // wrapped; an attempt whose outcome is unknown is undone before LockContext
 // returns.
 func (fm *FairMutex) LockContext(ctx context.Context) error {
-	owner, explicit := ownerOf(ctx, fm.owner)
-	tk := fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg)
-	return fm.c.acquire(ctx, fm.caller(owner, explicit), tk, false)
+	return fm.c.acquire(ctx, fm.caller(ownerOf(ctx, fm.owner)), fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg), false)
 }
 
 // TryLockContext makes one attempt to lock fm, for the owner in ctx if any,
 // and reports whether it succeeded. It does not queue: it fails while the lock
 // is held or others are queued for it, unless the owner re-enters.
 func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
-	owner, explicit := ownerOf(ctx, fm.owner)
-	return fm.c.tryOnce(ctx, fm.caller(owner, explicit))
+	return fm.c.tryOnce(ctx, fm.caller(ownerOf(ctx, fm.owner)))
 }
 
-// Unlock unlocks fm and wakes the waiter whose turn is next. Like
-// [sync.Mutex], a locked FairMutex is not associated with a goroutine: one
-// goroutine may lock it and another unlock it.
-//
-// It is a run-time error, and Unlock panics, if fm is not locked by its own
-// owner in this process. If the hold was lost, or Redis cannot be reached,
-// Unlock does not panic: the loss was reported through Done and Err, and a
-// failure is logged; a lock that could not be released expires with its lease.
+// Unlock unlocks fm and wakes the waiter whose turn is next. It never hands
+// the lock to another goroutine of the handle without Redis (their turns are
+// kept there too); otherwise it behaves as [Mutex.Unlock], panicking if fm is
+// not locked by its own owner in this process.
 func (fm *FairMutex) Unlock() {
-	err := fm.c.releaseHold(context.Background(), fm.proto(fm.owner), 1)
-	switch {
-	case errors.Is(err, ErrNotHeld):
-		panic("redisync: unlock of unlocked mutex")
-	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
-		fm.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", fm.name, "error", err)
-	}
+	fm.unlocked(fm.c.releaseHold(context.Background(), fm.proto(fm.owner), 1), "redisync: unlock of unlocked mutex")
 }
 
 // UnlockContext releases one hold of fm by the owner in ctx (fm's own owner if
 // ctx has none); the lock is released, and the next waiter woken, when the
-// owner's last hold is. It returns an error wrapping ErrNotHeld if the owner
-// holds no lock through this Client, and one wrapping ErrLockLost if the hold
-// had been lost. The hold ends even when Redis cannot be reached; the error
-// then says so and the lock expires with its lease. The release is sent even
-// when ctx has ended, as [Mutex.UnlockContext] describes.
+// owner's last hold is. Its errors and its handling of ctx are those of
+// [Mutex.UnlockContext].
 func (fm *FairMutex) UnlockContext(ctx context.Context) error {
-	owner, _ := ownerOf(ctx, fm.owner)
-	return fm.c.releaseHold(ctx, fm.proto(owner), 1)
+	return fm.c.releaseHold(ctx, fm.proto(ownerIn(ctx, fm.owner)), 1)
 }
-
-// Done returns a channel that is closed when the hold taken by the latest
-// successful lock through fm ends, by release or by loss. If fm has never been
-// locked, Done returns a closed channel.
-func (fm *FairMutex) Done() <-chan struct{} { return fm.cur.Load().doneChan() }
-
-// Err returns nil while the hold taken by the latest lock through fm lasts and
-// after it was released cleanly. After a loss it returns an error wrapping
-// ErrLockLost (ErrClosed if the Client was closed while the lock was held);
-// after a release that Redis could not confirm, that release's error.
-func (fm *FairMutex) Err() error { return fm.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, wakes the waiter whose turn
 // is next, and reports whether it was locked. The queue is kept. The hold it
@@ -225,14 +171,11 @@ func (fm *FairMutex) caller(owner uint64, explicit bool) *caller {
 	return a
 }
 
-// proto describes owner's hold on fm. The handle's own owner's is built once.
-func (fm *FairMutex) proto(owner uint64) *protocol {
-	if owner == fm.owner {
-		if p := fm.self.Load(); p != nil {
-			return p
-		}
-	}
-	p := &protocol{
+// proto describes owner's hold on fm.
+func (fm *FairMutex) proto(owner uint64) *protocol { return fm.handle.proto(owner, fm.newProto) }
+
+func (fm *FairMutex) newProto(owner uint64) *protocol {
+	return &protocol{
 		key:       holdKey{kind: fair, name: fm.l.Key, owner: owner},
 		name:      fm.name,
 		cfg:       &fm.cfg,
@@ -245,10 +188,6 @@ func (fm *FairMutex) proto(owner uint64) *protocol {
 		release:   fm.runRelease,
 		newLease:  fm.newLease,
 	}
-	if owner == fm.owner {
-		fm.self.Store(p)
-	}
-	return p
 }
 
 // runAcquire runs fair_acquire for a: it takes the lock in queue order, or

@@ -41,12 +41,7 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 // LockToken locks fm like [Mutex.LockContext] and returns the token granted to
 // this acquisition. Write it with every change to the protected resource.
 func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
-	owner, explicit := ownerOf(ctx, fm.owner)
-	mode := waitFree
-	if explicit {
-		mode = reenter
-	}
-	a := fm.caller(owner, mode)
+	a := fm.callerIn(ctx, waitFree)
 	if err := fm.c.acquire(ctx, a, nil, false); err != nil {
 		return 0, err
 	}
@@ -56,12 +51,7 @@ func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
 // TryLockToken makes one attempt to lock fm, like [Mutex.TryLockContext], and
 // returns the token granted when it succeeded.
 func (fm *FencedMutex) TryLockToken(ctx context.Context) (uint64, bool, error) {
-	owner, explicit := ownerOf(ctx, fm.owner)
-	mode := waitFree
-	if explicit {
-		mode = reenter
-	}
-	a := fm.caller(owner, mode)
+	a := fm.callerIn(ctx, waitFree)
 	ok, err := fm.c.tryOnce(ctx, a)
 	if !ok {
 		return 0, false, err

@@ -2,10 +2,8 @@ package redisync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -30,11 +28,7 @@ import (
 //
 // A Mutex must not be copied after first use.
 type Mutex struct {
-	_ noCopy
-
-	c       *Client
-	cfg     config
-	name    string
+	handle
 	channel string
 	latch   string // prefix of the latch keys (see mutex_release.lua)
 	// tokenKey is the token counter of a FencedMutex, "" for a Mutex.
@@ -42,12 +36,7 @@ type Mutex struct {
 	// keys are the scripts' KEYS, in one array: [0:3] name, channel, latch
 	// (the release's); [3:5] name, latch (the acquire's); [3:6] name,
 	// tokenKey, latch (a FencedMutex's acquire's).
-	keys    [6]string
-	owner   uint64 // the handle's own owner
-	leaseMS string
-
-	cur  atomic.Pointer[term]     // the hold this handle took last
-	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
+	keys [6]string
 }
 
 // NewMutex returns a handle on the mutex called name. Creating a handle
@@ -65,41 +54,18 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 
 // initMutex sets up m, a new handle on the mutex called name.
 func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
-	cfg := c.handleConfig(name, opts)
-	m.c = c
-	m.cfg = cfg
-	m.name = name
+	c.initHandle(&m.handle, name, opts)
 	l := layout.MutexOf(name)
 	m.channel, m.latch = l.Channel, l.Latch
 	m.keys = [6]string{name, m.channel, m.latch, name, m.latch, m.latch}
-	m.owner = lastOwner.Add(1)
-	m.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
 }
-
-// handleConfig validates a handle's name and options.
-func (c *Client) handleConfig(name string, opts []Option) config {
-	if err := layout.Check(name); err != nil {
-		panic("redisync: invalid lock name " + strconv.Quote(name) + ": " + err.Error())
-	}
-	cfg := c.cfg.with(opts)
-	if cfg.err != nil {
-		panic(cfg.err.Error())
-	}
-	return cfg
-}
-
-// Name returns the name of the mutex: its key in Redis.
-func (m *Mutex) Name() string { return m.name }
 
 // Lock locks m. If the lock is already in use, the calling goroutine blocks
 // until the mutex is available. Redis failures do not end the wait: Lock
 // retries with backoff, logging persistent failures, until it holds the lock.
 // Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
-	err := m.c.acquire(context.Background(), m.caller(m.owner, waitHandoff), nil, true)
-	if err != nil { // only ErrClosed ends the retries
-		panic("redisync: Lock of " + strconv.Quote(m.name) + " on a closed Client")
-	}
+	m.locked(m.c.acquire(context.Background(), m.caller(m.owner, waitHandoff), nil, true), "Lock of")
 }
 
 // TryLock tries to lock m and reports whether it succeeded. It makes one
@@ -107,11 +73,7 @@ func (m *Mutex) Lock() {
 // through the same owner that is waiting for Redis (it then fails); a Redis
 // failure counts as not acquired.
 func (m *Mutex) TryLock() bool {
-	ok, err := m.TryLockContext(context.Background())
-	if err != nil && !errors.Is(err, ErrClosed) {
-		m.cfg.logger.Warn("redisync: TryLock failed", "name", m.name, "error", err)
-	}
-	return ok
+	return m.tried(m.TryLockContext(context.Background()))
 }
 
 // LockContext locks m, waiting until the lock is available or ctx is done.
@@ -122,23 +84,13 @@ func (m *Mutex) TryLock() bool {
 // subscription behind. A Redis failure is returned, wrapped; an attempt whose
 // outcome is unknown is undone before LockContext returns.
 func (m *Mutex) LockContext(ctx context.Context) error {
-	owner, explicit := ownerOf(ctx, m.owner)
-	mode := waitHandoff
-	if explicit {
-		mode = reenter
-	}
-	return m.c.acquire(ctx, m.caller(owner, mode), nil, false)
+	return m.c.acquire(ctx, m.callerIn(ctx, waitHandoff), nil, false)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
 // reports whether it succeeded. Like [Mutex.TryLock], it does not wait.
 func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
-	owner, explicit := ownerOf(ctx, m.owner)
-	mode := waitFree
-	if explicit {
-		mode = reenter
-	}
-	return m.c.tryOnce(ctx, m.caller(owner, mode))
+	return m.c.tryOnce(ctx, m.callerIn(ctx, waitFree))
 }
 
 // Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a
@@ -160,13 +112,7 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 // Unlock does not panic: the loss was reported through Done and Err, and a
 // failure is logged; a lock that could not be released expires with its lease.
 func (m *Mutex) Unlock() {
-	err := m.c.releaseHold(context.Background(), m.proto(m.owner), 1)
-	switch {
-	case errors.Is(err, ErrNotHeld):
-		panic("redisync: unlock of unlocked mutex")
-	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
-		m.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", m.name, "error", err)
-	}
+	m.unlocked(m.c.releaseHold(context.Background(), m.proto(m.owner), 1), "redisync: unlock of unlocked mutex")
 }
 
 // UnlockContext releases one hold of m by the owner in ctx (m's own owner if
@@ -183,20 +129,8 @@ func (m *Mutex) Unlock() {
 // the background, for up to 3 s: Done is closed, and Err says how it went,
 // once Redis answers. The lock is never left held because a context ended.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
-	owner, _ := ownerOf(ctx, m.owner)
-	return m.c.releaseHold(ctx, m.proto(owner), 1)
+	return m.c.releaseHold(ctx, m.proto(ownerIn(ctx, m.owner)), 1)
 }
-
-// Done returns a channel that is closed when the hold taken by the latest
-// successful lock through m ends, by release or by loss. If m has never been
-// locked, Done returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} { return m.cur.Load().doneChan() }
-
-// Err returns nil while the hold taken by the latest lock through m lasts and
-// after it was released cleanly. After a loss it returns an error wrapping
-// ErrLockLost (ErrClosed if the Client was closed while the lock was held);
-// after a release that Redis could not confirm, that release's error.
-func (m *Mutex) Err() error { return m.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports
 // whether it was locked. The hold it deleted, if it was taken through this
@@ -224,22 +158,6 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	return m.c.ttl(ctx, m.name)
 }
 
-// closedChan is what Done returns when there has been no hold.
-var closedChan = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
-
-// noCopy makes go vet's copylocks check report copies of the types embedding it.
-type noCopy struct{}
-
-// Lock is a no-op used by go vet's copylocks check.
-func (*noCopy) Lock() {}
-
-// Unlock is a no-op used by go vet's copylocks check.
-func (*noCopy) Unlock() {}
-
 // primitive names m's sort in events.
 func (m *Mutex) primitive() Primitive {
 	if m.tokenKey != "" {
@@ -253,17 +171,22 @@ func (m *Mutex) caller(owner uint64, mode holdMode) *caller {
 	return &caller{p: m.proto(owner), mode: mode, n: 1}
 }
 
-// proto describes owner's hold on m. The handle's own owner's is built once.
-func (m *Mutex) proto(owner uint64) *protocol {
-	if owner == m.owner {
-		if p := m.self.Load(); p != nil {
-			return p
-		}
-		p := m.newProto(owner)
-		m.self.Store(p)
-		return p
+// callerIn makes a call of the owner in ctx: in mode for m's own owner, a
+// re-entering one for an owner from WithOwner.
+func (m *Mutex) callerIn(ctx context.Context, mode holdMode) *caller {
+	owner, explicit := ownerOf(ctx, m.owner)
+	if explicit {
+		mode = reenter
 	}
-	return m.newProto(owner)
+	return m.caller(owner, mode)
+}
+
+// proto describes owner's hold on m.
+func (m *Mutex) proto(owner uint64) *protocol {
+	if p := m.self.Load(); p != nil && owner == m.owner {
+		return p // the common case, without a method value to allocate
+	}
+	return m.handle.proto(owner, m.newProto)
 }
 
 func (m *Mutex) newProto(owner uint64) *protocol {

@@ -37,3 +37,9 @@ func ownerOf(ctx context.Context, def uint64) (owner uint64, explicit bool) {
 func (c *Client) field(owner uint64) string {
 	return c.id + ":" + strconv.FormatUint(owner, 10)
 }
+
+// ownerIn returns the owner carried by ctx, or def when there is none.
+func ownerIn(ctx context.Context, def uint64) uint64 {
+	owner, _ := ownerOf(ctx, def)
+	return owner
+}

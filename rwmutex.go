@@ -2,10 +2,8 @@ package redisync
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -40,41 +38,24 @@ import (
 //
 // An RWMutex must not be copied after first use.
 type RWMutex struct {
-	_ noCopy
-
-	c       *Client
-	cfg     config
-	name    string
-	l       layout.RW // its keys and channel
-	owner   uint64
-	leaseMS string
-
-	cur atomic.Pointer[term] // the hold this handle took last
+	handle
+	l layout.RW // its keys and channel
 }
 
 // NewRWMutex returns a handle on the reader/writer mutex called name. Names,
 // options and panics are as for [Client.NewMutex].
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
-	cfg := c.handleConfig(name, opts)
-	return &RWMutex{
-		c:       c,
-		cfg:     cfg,
-		name:    name,
-		l:       layout.RWOf(name),
-		owner:   lastOwner.Add(1),
-		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
-	}
+	rw := &RWMutex{l: layout.RWOf(name)}
+	c.initHandle(&rw.handle, name, opts)
+	return rw
 }
-
-// Name returns the name of the lock: its key in Redis.
-func (rw *RWMutex) Name() string { return rw.name }
 
 // Lock locks rw for writing. If the lock is already locked for reading or
 // writing, Lock blocks until the lock is available; Redis failures are
 // retried. Lock panics if the handle's own reads are held (an upgrade) or
 // if the Client is closed.
 func (rw *RWMutex) Lock() {
-	rw.must(rw.lock(context.Background(), rw.owner, false, true, true), "Lock")
+	rw.locked(rw.lock(context.Background(), rw.owner, false, true, true), "Lock of RWMutex")
 }
 
 // RLock locks rw for reading. It blocks while a writer holds the lock or
@@ -82,17 +63,7 @@ func (rw *RWMutex) Lock() {
 // an owner from [WithOwner] may read under its own write lock). Redis failures
 // are retried; RLock panics if the Client is closed.
 func (rw *RWMutex) RLock() {
-	rw.must(rw.lock(context.Background(), rw.owner, false, false, true), "RLock")
-}
-
-// must turns the error of a Lock or RLock into a panic: only misuse ends them.
-func (rw *RWMutex) must(err error, method string) {
-	switch {
-	case errors.Is(err, ErrUpgrade):
-		panic("redisync: " + method + " of RWMutex " + strconv.Quote(rw.name) + " while the handle holds its read lock (upgrade)")
-	case err != nil:
-		panic("redisync: " + method + " of RWMutex " + strconv.Quote(rw.name) + " on a closed Client")
-	}
+	rw.locked(rw.lock(context.Background(), rw.owner, false, false, true), "RLock of RWMutex")
 }
 
 // LockContext locks rw for writing, waiting until the lock is available or
@@ -120,20 +91,12 @@ func (rw *RWMutex) lock(ctx context.Context, owner uint64, explicit, write, fore
 // TryLock tries to lock rw for writing and reports whether it succeeded,
 // with one attempt that does not wait (see [Mutex.TryLock]). A Redis failure
 // counts as not acquired.
-func (rw *RWMutex) TryLock() bool { return rw.tryLogged(true) }
+func (rw *RWMutex) TryLock() bool { return rw.tried(rw.try(context.Background(), true)) }
 
 // TryRLock tries to lock rw for reading and reports whether it succeeded,
 // with one attempt that does not wait (see [Mutex.TryLock]). A Redis failure
 // counts as not acquired.
-func (rw *RWMutex) TryRLock() bool { return rw.tryLogged(false) }
-
-func (rw *RWMutex) tryLogged(write bool) bool {
-	ok, err := rw.try(context.Background(), write)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		rw.cfg.logger.Warn("redisync: TryLock failed", "name", rw.name, "error", err)
-	}
-	return ok
-}
+func (rw *RWMutex) TryRLock() bool { return rw.tried(rw.try(context.Background(), false)) }
 
 // TryLockContext makes one attempt to lock rw for writing, for the owner in
 // ctx if any, and reports whether it succeeded.
@@ -151,21 +114,17 @@ func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
 // Unlock unlocks rw for writing. It is a run-time error, and Unlock panics,
 // if the handle does not hold the write lock. As with [Mutex.Unlock], a lost
 // hold or a failure to reach Redis is not a panic.
-func (rw *RWMutex) Unlock() { rw.unlockOrPanic(true, "redisync: Unlock of unlocked RWMutex") }
+func (rw *RWMutex) Unlock() {
+	rw.unlocked(rw.c.releaseHold(context.Background(), rw.proto(rw.owner, true, false, false), 1),
+		"redisync: Unlock of unlocked RWMutex")
+}
 
 // RUnlock undoes a single RLock call; it does not affect other simultaneous
 // readers. It is a run-time error, and RUnlock panics, if the handle does not
 // hold the read lock.
-func (rw *RWMutex) RUnlock() { rw.unlockOrPanic(false, "redisync: RUnlock of unlocked RWMutex") }
-
-func (rw *RWMutex) unlockOrPanic(write bool, misuse string) {
-	err := rw.c.releaseHold(context.Background(), rw.proto(rw.owner, write, false, false), 1)
-	switch {
-	case errors.Is(err, ErrNotHeld):
-		panic(misuse)
-	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
-		rw.cfg.logger.Warn("redisync: unlock failed; the hold expires with its lease", "name", rw.name, "error", err)
-	}
+func (rw *RWMutex) RUnlock() {
+	rw.unlocked(rw.c.releaseHold(context.Background(), rw.proto(rw.owner, false, false, false), 1),
+		"redisync: RUnlock of unlocked RWMutex")
 }
 
 // UnlockContext releases one write hold of the owner in ctx (the handle's own
@@ -192,15 +151,6 @@ type rlocker RWMutex
 
 func (r *rlocker) Lock()   { (*RWMutex)(r).RLock() }
 func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
-
-// Done returns a channel that is closed when the hold (read or write) taken
-// by the latest successful lock through rw ends; a closed channel if there
-// has been none. See [Mutex.Done].
-func (rw *RWMutex) Done() <-chan struct{} { return rw.cur.Load().doneChan() }
-
-// Err reports how the hold taken by the latest lock through rw ended, as
-// [Mutex.Err] does.
-func (rw *RWMutex) Err() error { return rw.cur.Load().errOrNil() }
 
 // ForceUnlock deletes the lock whoever holds it, readers and writer alike,
 // wakes every waiter, and reports whether it was locked. The holds it deleted

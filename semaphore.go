@@ -38,19 +38,10 @@ import (
 // are counted together and released through it. A Semaphore must not be
 // copied after first use.
 type Semaphore struct {
-	_ noCopy
-
-	c       *Client
-	cfg     config
-	name    string
+	handle
 	size    int64
 	sizeArg string
 	l       layout.Sem // its keys and channel
-	handle  uint64     // the handle's number
-	leaseMS string
-
-	cur  atomic.Pointer[term]     // the latest term, for Done and Err
-	self atomic.Pointer[protocol] // the handle's hold, built on first use
 
 	// mu guards what Redis was last seen to confirm of the handle's entry:
 	// the term's holder id (field), its permits and version; pending
@@ -73,22 +64,10 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 	if size < 0 {
 		panic("redisync: semaphore size < 0")
 	}
-	cfg := c.handleConfig(name, opts)
-	handle := lastOwner.Add(1)
-	return &Semaphore{
-		c:       c,
-		cfg:     cfg,
-		name:    name,
-		size:    size,
-		sizeArg: strconv.FormatInt(size, 10),
-		l:       layout.SemOf(name),
-		handle:  handle,
-		leaseMS: strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10),
-	}
+	s := &Semaphore{size: size, sizeArg: strconv.FormatInt(size, 10), l: layout.SemOf(name)}
+	c.initHandle(&s.handle, name, opts)
+	return s
 }
-
-// Name returns the name of the semaphore.
-func (s *Semaphore) Name() string { return s.name }
 
 // Acquire acquires the semaphore with a weight of n, blocking until resources
 // are available or ctx is done. On success, returns nil. On failure, returns
@@ -155,41 +134,22 @@ func (s *Semaphore) Release(n int64) {
 	if n == 0 {
 		return
 	}
-	err := s.c.releaseHold(context.Background(), s.proto(), int(n))
-	switch {
-	case errors.Is(err, ErrNotHeld):
-		panic("redisync: semaphore released more than held")
-	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
-		s.cfg.logger.Warn("redisync: semaphore release failed; the permits come back with their lease",
-			"name", s.name, "error", err)
-	}
+	s.unlocked(s.c.releaseHold(context.Background(), s.proto(), int(n)), "redisync: semaphore released more than held")
 }
 
 // Held returns the number of permits this handle holds, as this process
 // knows it; it does not touch Redis.
 func (s *Semaphore) Held() int64 { return s.c.held(s.proto().key) }
 
-// Done returns a channel that is closed when this handle's permits are all
-// released or lost: the current term, from the first acquire after holding
-// none. If the handle has never acquired, Done returns a closed channel.
-func (s *Semaphore) Done() <-chan struct{} { return s.cur.Load().doneChan() }
-
-// Err returns nil while the handle holds permits and after they were released
-// cleanly. After their lease lapsed, or they were otherwise gone from Redis,
-// it returns an error wrapping ErrLockLost (ErrClosed if the Client was closed
-// while they were held).
-func (s *Semaphore) Err() error { return s.cur.Load().errOrNil() }
-
 // caller makes an acquire of n permits.
 func (s *Semaphore) caller(n int64) *caller { return &caller{p: s.proto(), mode: share, n: int(n)} }
 
-// proto describes the handle's hold (its permits), built once.
-func (s *Semaphore) proto() *protocol {
-	if p := s.self.Load(); p != nil {
-		return p
-	}
-	p := &protocol{
-		key:       holdKey{kind: semaphore, name: s.l.Holders, owner: s.handle},
+// proto describes the handle's hold (its permits).
+func (s *Semaphore) proto() *protocol { return s.handle.proto(s.owner, s.newProto) }
+
+func (s *Semaphore) newProto(owner uint64) *protocol {
+	return &protocol{
+		key:       holdKey{kind: semaphore, name: s.l.Holders, owner: owner},
 		name:      s.name,
 		cfg:       &s.cfg,
 		primitive: PrimitiveSemaphore,
@@ -202,8 +162,6 @@ func (s *Semaphore) proto() *protocol {
 		release:   s.runRelease,
 		newLease:  s.newLease,
 	}
-	s.self.Store(p)
-	return p
 }
 
 // lastVersion numbers the changes that Semaphore handles make to their

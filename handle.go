@@ -1,0 +1,117 @@
+package redisync
+
+import (
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/go-redisync/redisync/internal/layout"
+)
+
+// A handle is what every lock handle is made of: its Client, its options, its
+// name, its own owner (see [WithOwner]) and the latest hold it took. Mutex,
+// RWMutex, FairMutex and Semaphore embed it.
+type handle struct {
+	_ noCopy
+
+	c       *Client
+	cfg     config
+	name    string
+	owner   uint64 // the handle's own owner
+	leaseMS string
+
+	cur  atomic.Pointer[term]     // the hold this handle took last
+	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
+}
+
+// initHandle sets up h, a new handle on the lock called name. It panics if
+// the name or an option is invalid.
+func (c *Client) initHandle(h *handle, name string, opts []Option) {
+	if err := layout.Check(name); err != nil {
+		panic("redisync: invalid lock name " + strconv.Quote(name) + ": " + err.Error())
+	}
+	cfg := c.cfg.with(opts)
+	if cfg.err != nil {
+		panic(cfg.err.Error())
+	}
+	h.c, h.cfg, h.name, h.owner = c, cfg, name, lastOwner.Add(1)
+	h.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
+}
+
+// Name returns the lock's name, as given to its constructor.
+func (h *handle) Name() string { return h.name }
+
+// Done returns a channel that is closed when the hold taken by the latest
+// successful acquisition through the handle ends, by release or by loss (for
+// a Semaphore: once all its permits are released or lost). If the handle has
+// never acquired, Done returns a closed channel.
+func (h *handle) Done() <-chan struct{} { return h.cur.Load().doneChan() }
+
+// Err returns nil while the hold taken by the latest acquisition through the
+// handle lasts, and after it was released cleanly. After a loss it returns an
+// error wrapping ErrLockLost and its cause ([ErrLeaseExpired], [ErrHoldGone]
+// or [ErrForceUnlocked]), or one wrapping ErrClosed if the Client was closed
+// while it was held; after a release that Redis could not confirm, that
+// release's error.
+func (h *handle) Err() error { return h.cur.Load().errOrNil() }
+
+// proto returns owner's protocol, built by build; the handle's own owner's
+// is built once.
+func (h *handle) proto(owner uint64, build func(owner uint64) *protocol) *protocol {
+	if owner != h.owner {
+		return build(owner)
+	}
+	if p := h.self.Load(); p != nil {
+		return p
+	}
+	p := build(owner)
+	h.self.Store(p)
+	return p
+}
+
+// locked turns the error of a Lock into a panic: only a closed Client (or
+// misuse) ends one. call names it: "Lock of", "RLock of RWMutex"...
+func (h *handle) locked(err error, call string) {
+	switch {
+	case errors.Is(err, ErrUpgrade):
+		panic("redisync: " + call + " " + strconv.Quote(h.name) + " while the handle holds its read lock (upgrade)")
+	case err != nil:
+		panic("redisync: " + call + " " + strconv.Quote(h.name) + " on a closed Client")
+	}
+}
+
+// tried logs the failure of a TryLock, which counts as not acquired.
+func (h *handle) tried(ok bool, err error) bool {
+	if err != nil && !errors.Is(err, ErrClosed) {
+		h.cfg.logger.Warn("redisync: TryLock failed", "name", h.name, "error", err)
+	}
+	return ok
+}
+
+// unlocked turns the error of an Unlock into a panic with misuse when the
+// handle held nothing, and logs a failure to reach Redis; a loss was
+// reported through Done and Err already.
+func (h *handle) unlocked(err error, misuse string) {
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		panic(misuse)
+	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
+		h.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", h.name, "error", err)
+	}
+}
+
+// closedChan is what Done returns when there has been no hold.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// noCopy makes go vet's copylocks check report copies of the types embedding it.
+type noCopy struct{}
+
+// Lock is a no-op used by go vet's copylocks check.
+func (*noCopy) Lock() {}
+
+// Unlock is a no-op used by go vet's copylocks check.
+func (*noCopy) Unlock() {}
