@@ -3,6 +3,8 @@ package redisync
 import (
 	"context"
 	"time"
+
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // How an owner that already holds treats another acquire.
@@ -114,20 +116,20 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 			a.call.reentryUnknown = acq.count > 0
 		}
 		return attempt{}, nil, 0, lockError(p.name, err)
-	case r.outcome == gone:
+	case r.Outcome == scripts.Gone:
 		t := h.term.Load()
 		c.lose(t, ErrHoldGone)
 		_, err := t.result()
 		return attempt{}, nil, 0, err
-	case r.outcome == refused:
+	case r.Outcome == scripts.Refused:
 		return attempt{}, nil, 0, lockError(p.name, errRefused)
-	case r.outcome == busy:
+	case r.Outcome == scripts.Busy:
 		if tk != nil {
 			tk.queued(sent)
 		}
-		return attempt{wait: waitMS(r.value), free: free}, nil, 0, nil
+		return attempt{wait: waitMS(r.Value), free: free}, nil, 0, nil
 	}
-	return c.took(h, a, &acq, sent), h.term.Load(), r.value, nil
+	return c.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
 }
 
 // lockOp takes h's op for a: at once or not at all for a single attempt,
@@ -207,7 +209,7 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 		}
 	}()
 	p := a.p
-	r := release{field: a.call.field, from: a.n, to: 0, latch: tombstoneTTL, undo: true}
+	r := release{Release: scripts.Release{Field: a.call.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
 	switch {
 	case !a.call.sent:
 		return // nothing reached Redis
@@ -220,9 +222,9 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 		_ = h.op.lock(context.Background())
 		defer h.op.unlock()
 		if h.count == 0 || h.field != a.call.reentered {
-			r = release{field: ""} // the hold it re-entered has ended
+			r = release{} // the hold it re-entered has ended
 		} else {
-			r = release{h: h, field: h.field, from: a.call.base + a.n, to: a.call.base}
+			r = release{h: h, Release: scripts.Release{Field: h.field, From: a.call.base + a.n, To: a.call.base}}
 		}
 	case tk == nil:
 		return
@@ -230,9 +232,9 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 		r = release{} // only the queue entry
 	}
 	if tk != nil {
-		r.id = tk.id
+		r.Waiter = tk.id
 	}
-	if r.field == "" && r.id == "" {
+	if r.Field == "" && r.Waiter == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
@@ -243,5 +245,5 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 			"name", p.name, "error", err)
 		return
 	}
-	c.wake(p, rep.woken, r.to == 0 && rep.status == 1)
+	c.wake(p, rep.Woken, r.To == 0 && rep.Status == 1)
 }

@@ -22,10 +22,9 @@ import (
 // name, shared by all waiters). Handles are cheap; create one Client per
 // process and as many handles as needed.
 type Client struct {
-	rc      rueidis.Client
-	id      string // random UUID: the first half of every owner field
-	cfg     config
-	publish string // "publish", or "spublish" on a cluster
+	rc  rueidis.Client
+	id  string // random UUID: the first half of every owner field
+	cfg config
 
 	scripts *scripts.Runner
 	leases  *lease.Scheduler
@@ -61,13 +60,9 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		rc:      rc,
 		id:      newUUID(),
 		cfg:     cfg,
-		publish: "publish",
 		scripts: scripts.NewRunner(rc),
 		closed:  make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
-	}
-	if cluster {
-		c.publish = "spublish"
 	}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option
@@ -123,12 +118,7 @@ func newUUID() string {
 // fields the script deleted, not a hold taken right after by a waiter that
 // its message woke.
 func (c *Client) forceUnlock(ctx context.Context, name, channel, message string) (bool, error) {
-	fields, err := c.scripts.Exec(ctx, scripts.Call{
-		Script:    scripts.MutexForceUnlock,
-		Keys:      []string{name, channel},
-		Args:      []string{c.publish, message},
-		Retryable: true, // deleting twice deletes once
-	}).AsStrSlice()
+	fields, err := c.scripts.ForceUnlockMutex(ctx, name, channel, message)
 	if err != nil {
 		return false, lockError(name, err)
 	}

@@ -3,8 +3,6 @@ package redisync
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -114,12 +112,7 @@ func (fm *FairMutex) UnlockContext(ctx context.Context) error {
 // is next, and reports whether it was locked. The queue is kept. The hold it
 // deleted, if it was taken through this Client, ends as lost.
 func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	fields, err := fm.c.scripts.Exec(ctx, scripts.Call{
-		Script:    scripts.FairForceUnlock,
-		Keys:      []string{fm.l.Key, fm.l.Queue, fm.l.Alive, fm.l.Channel},
-		Args:      []string{fm.c.publish},
-		Retryable: true, // deleting twice deletes once; the head may be woken twice
-	}).AsStrSlice()
+	fields, err := fm.c.scripts.ForceUnlockFair(ctx, &fm.l)
 	if err != nil {
 		return false, lockError(fm.name, err)
 	}
@@ -175,87 +168,24 @@ func (fm *FairMutex) caller(owner uint64, explicit bool) *caller {
 func (fm *FairMutex) proto(owner uint64) *protocol { return fm.handle.proto(owner, fm.newProto) }
 
 func (fm *FairMutex) newProto(owner uint64) *protocol {
-	return &protocol{
-		key:       holdKey{kind: fair, name: fm.l.Key, owner: owner},
-		name:      fm.name,
-		cfg:       &fm.cfg,
-		primitive: PrimitiveFairMutex,
-		channel:   fm.l.Channel,
-		policy:    notify.Tagged,
-		queued:    true,
-		cur:       &fm.cur,
-		acquire:   fm.runAcquire,
-		release:   fm.runRelease,
-		newLease:  fm.newLease,
-	}
+	p := fm.protocol(fair, fm.l.Key, owner, PrimitiveFairMutex, fm.l.Channel, notify.Tagged)
+	p.queued = true
+	p.acquire, p.release = fm.runAcquire, fm.runRelease
+	// The lock hash has Mutex's shape, so Mutex's renewal serves it.
+	p.newLease = func(t *term) *lease.Lease { return fm.hashLease(t, []string{fm.l.Key}, scripts.MutexRenew) }
+	return p
 }
 
 // runAcquire runs fair_acquire for a: it takes the lock in queue order, or
 // queues a's ticket (keeps its place), or only queues when the owner holds
 // the lock through another call.
-func (fm *FairMutex) runAcquire(ctx context.Context, a acquisition) (reply, error) {
-	mode, id, hbMS := "own", "", "0"
-	if a.queueOnly {
-		mode = "queue"
-	}
-	if a.tk != nil {
-		id, hbMS = a.tk.id, a.tk.hbMS()
-	}
-	r, err := fm.c.scripts.Exec(ctx, scripts.Call{
-		Script: scripts.FairAcquire,
-		Keys:   []string{fm.l.Key, fm.l.Queue, fm.l.Alive, fm.l.Channel, fm.l.Latch},
-		Args:   []string{fm.leaseMS, a.field, strconv.Itoa(a.count), id, hbMS, fm.c.publish, mode},
-	}).AsIntSlice()
-	switch {
-	case err != nil:
-		return reply{}, err
-	case len(r) != 2:
-		return reply{}, fmt.Errorf("fair_acquire replied %d values", len(r))
-	case r[0] == 1:
-		return reply{outcome: acquired}, nil
-	case r[0] < 0:
-		return lockReply(r[0], nil)
-	}
-	return reply{outcome: busy, value: r[1]}, nil
+func (fm *FairMutex) runAcquire(ctx context.Context, a acquisition) (scripts.Reply, error) {
+	return fm.c.scripts.AcquireFair(ctx, &fm.l, a.hold(fm.leaseMS), a.queueOnly)
 }
 
-// newLease describes the lease of term t for the scheduler. The lock hash
-// has Mutex's shape, so Mutex's renewal serves it.
-func (fm *FairMutex) newLease(t *term) *lease.Lease {
-	l := &t.own
-	t.args[0], t.args[1] = t.field, fm.leaseMS
-	*l = lease.Lease{Key: fm.l.Key, Keys: []string{fm.l.Key}, Args: t.args[:2], TTL: fm.cfg.leaseTTL(), Lost: t}
-	if fm.cfg.lease == 0 {
-		l.Renew = scripts.MutexRenew
-	}
-	return l
-}
-
-// runRelease runs fair_release once: the hold r.field goes from r.from to
-// r.to holds (0 releases the lock), and waiter r.id, if set, leaves the
-// queue. A lost reply may be repeated (the script is idempotent). It returns
-// the id of the waiter it woke, if any.
-func (fm *FairMutex) runRelease(ctx context.Context, r release) (releaseReply, error) {
-	var argv [6]string
-	rep, err := fm.c.scripts.Exec(ctx, scripts.Call{
-		Script:    scripts.FairRelease,
-		Keys:      []string{fm.l.Key, fm.l.Queue, fm.l.Alive, fm.l.Channel, fm.l.Latch},
-		Args:      append(r.argv(&argv, fm.c.publish), r.id),
-		Retryable: true, // idempotent: the count is compare-and-set, the final release latched
-	}).ToArray()
-	if err == nil && len(rep) != 2 {
-		err = fmt.Errorf("fair_release replied %d values", len(rep))
-	}
-	if err != nil {
-		return releaseReply{}, err
-	}
-	status, err := rep[0].AsInt64()
-	if err != nil {
-		return releaseReply{}, err
-	}
-	out := releaseReply{status: status}
-	if head, _ := rep[1].ToString(); head != "" {
-		out.woken = []string{head}
-	}
-	return out, nil
+// runRelease runs fair_release once: the hold r.Field goes from r.From to
+// r.To holds (0 releases the lock, waking the waiter whose turn is next),
+// and waiter r.Waiter, if set, leaves the queue.
+func (fm *FairMutex) runRelease(ctx context.Context, r release) (scripts.Released, error) {
+	return fm.c.scripts.ReleaseFair(ctx, &fm.l, &r.Release)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
-	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // A Fence is a value in Redis guarded by fencing tokens: the resource side of
@@ -44,19 +43,12 @@ func (c *Client) NewFence(name string) *Fence {
 // f before; a write with the same token as the last one is accepted. It
 // returns an error wrapping ErrStaleToken when the write is rejected.
 func (f *Fence) Set(ctx context.Context, token uint64, value string) error {
-	reply, err := f.c.scripts.Exec(ctx, scripts.Call{
-		Script:    scripts.FenceSet,
-		Keys:      []string{f.key},
-		Args:      []string{strconv.FormatUint(token, 10), value},
-		Retryable: true, // writing the same value with the same token twice is harmless
-	}).AsIntSlice()
+	stored, seen, err := f.c.scripts.SetFence(ctx, f.key, token, value)
 	switch {
 	case err != nil:
 		return fmt.Errorf("redisync: fence %q: %w", f.name, err)
-	case len(reply) != 2:
-		return fmt.Errorf("redisync: fence %q: unexpected reply %v", f.name, reply)
-	case reply[0] == 0:
-		return fmt.Errorf("redisync: fence %q: token %d is lower than %d: %w", f.name, token, reply[1], ErrStaleToken)
+	case !stored:
+		return fmt.Errorf("redisync: fence %q: token %d is lower than %d: %w", f.name, token, seen, ErrStaleToken)
 	}
 	return nil
 }

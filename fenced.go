@@ -2,8 +2,6 @@ package redisync
 
 import (
 	"context"
-
-	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // A FencedMutex is a [Mutex] whose every acquisition is granted a fencing
@@ -33,8 +31,7 @@ type FencedMutex struct {
 func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 	fm := new(FencedMutex)
 	c.initMutex(&fm.Mutex, name, opts)
-	fm.tokenKey = layout.MutexOf(name).Token
-	fm.keys[4] = fm.tokenKey // the acquire's KEYS: name, tokenKey, latch
+	fm.fenced = true
 	return fm
 }
 

@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // A handle is what every lock handle is made of: its Client, its options, its
@@ -54,6 +57,31 @@ func (h *handle) Done() <-chan struct{} { return h.cur.Load().doneChan() }
 // while it was held; after a release that Redis could not confirm, that
 // release's error.
 func (h *handle) Err() error { return h.cur.Load().errOrNil() }
+
+// protocol returns the start of a protocol: a hold of kind on the lock key
+// by owner, a lock of sort prim whose waiters wait on channel as policy says.
+func (h *handle) protocol(kind holdKind, key string, owner uint64, prim Primitive, channel string, policy notify.Policy) *protocol {
+	return &protocol{key: holdKey{kind: kind, name: key, owner: owner}, name: h.name, cfg: &h.cfg, cur: &h.cur,
+		primitive: prim, channel: channel, policy: policy}
+}
+
+// hashLease describes the lease of term t on the hash lock at keys[0] for
+// the scheduler; renew renews it (unless the lease is fixed) with the
+// term's field, the lease and, for an RWMutex, a read hold's timeout keys.
+func (h *handle) hashLease(t *term, keys []string, renew *scripts.Script, timeouts ...string) *lease.Lease {
+	l := &t.own
+	t.args[0], t.args[1] = t.field, h.leaseMS
+	args := t.args[:2]
+	if len(timeouts) > 0 {
+		t.args[2] = timeouts[0]
+		args = t.args[:3]
+	}
+	*l = lease.Lease{Key: keys[0], Keys: keys, Args: args, TTL: h.cfg.leaseTTL(), Lost: t}
+	if h.cfg.lease == 0 {
+		l.Renew = renew
+	}
+	return l
+}
 
 // proto returns owner's protocol, built by build; the handle's own owner's
 // is built once.

@@ -2,15 +2,12 @@ package redisync
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
-	"github.com/redis/rueidis"
 )
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
@@ -29,14 +26,10 @@ import (
 // A Mutex must not be copied after first use.
 type Mutex struct {
 	handle
-	channel string
-	latch   string // prefix of the latch keys (see mutex_release.lua)
-	// tokenKey is the token counter of a FencedMutex, "" for a Mutex.
-	tokenKey string
-	// keys are the scripts' KEYS, in one array: [0:3] name, channel, latch
-	// (the release's); [3:5] name, latch (the acquire's); [3:6] name,
-	// tokenKey, latch (a FencedMutex's acquire's).
-	keys [6]string
+	l    layout.Mutex
+	keys scripts.MutexKeys
+	// fenced marks a FencedMutex: every acquisition takes a token.
+	fenced bool
 }
 
 // NewMutex returns a handle on the mutex called name. Creating a handle
@@ -55,9 +48,8 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 // initMutex sets up m, a new handle on the mutex called name.
 func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 	c.initHandle(&m.handle, name, opts)
-	l := layout.MutexOf(name)
-	m.channel, m.latch = l.Channel, l.Latch
-	m.keys = [6]string{name, m.channel, m.latch, name, m.latch, m.latch}
+	m.l = layout.MutexOf(name)
+	m.keys = scripts.MutexKeysOf(m.l)
 }
 
 // Lock locks m. If the lock is already in use, the calling goroutine blocks
@@ -137,7 +129,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // Client, ends as lost; a hold taken after it (by a waiter its wake-up
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return m.c.forceUnlock(ctx, m.name, m.channel, "0")
+	return m.c.forceUnlock(ctx, m.name, m.l.Channel, "0")
 }
 
 // IsLocked reports whether anyone holds the lock.
@@ -160,7 +152,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 
 // primitive names m's sort in events.
 func (m *Mutex) primitive() Primitive {
-	if m.tokenKey != "" {
+	if m.fenced {
 		return PrimitiveFencedMutex
 	}
 	return PrimitiveMutex
@@ -190,75 +182,25 @@ func (m *Mutex) proto(owner uint64) *protocol {
 }
 
 func (m *Mutex) newProto(owner uint64) *protocol {
-	return &protocol{
-		key:       holdKey{kind: exclusive, name: m.name, owner: owner},
-		name:      m.name,
-		handoff:   m.tokenKey == "", // every FencedMutex acquisition takes a token from Redis
-		cfg:       &m.cfg,
-		primitive: m.primitive(),
-		channel:   m.channel,
-		policy:    notify.Redisson,
-		cur:       &m.cur,
-		acquire:   m.runAcquire,
-		release:   m.runRelease,
-		newLease:  m.newLease,
-	}
+	p := m.protocol(exclusive, m.name, owner, m.primitive(), m.l.Channel, notify.Redisson)
+	p.handoff = !m.fenced // every FencedMutex acquisition takes a token from Redis
+	p.acquire, p.release = m.runAcquire, m.runRelease
+	p.newLease = func(t *term) *lease.Lease { return m.hashLease(t, m.keys[:1], scripts.MutexRenew) }
+	return p
 }
 
-// newLease describes the lease of term t for the scheduler.
-func (m *Mutex) newLease(t *term) *lease.Lease {
-	l := &t.own
-	t.args[0], t.args[1] = t.field, m.leaseMS
-	*l = lease.Lease{Key: m.name, Keys: m.keys[:1], Args: t.args[:2], TTL: m.cfg.leaseTTL(), Lost: t}
-	if m.cfg.lease == 0 {
-		l.Renew = scripts.MutexRenew
-	}
-	return l
-}
-
-// runAcquire runs the acquire script for a, and returns its outcome: for
+// runAcquire runs the acquire script for a: its reply's value is, for
 // acquired, the fencing token (0 on a plain Mutex); for busy, the holder's
 // PTTL.
-func (m *Mutex) runAcquire(ctx context.Context, a acquisition) (reply, error) {
-	args := []string{m.leaseMS, a.field, strconv.Itoa(a.count)}
-	if m.tokenKey == "" {
-		pttl, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.MutexAcquire, Keys: m.keys[3:5], Args: args}).AsInt64()
-		if rueidis.IsRedisNil(err) {
-			return reply{outcome: acquired}, nil
-		}
-		return lockReply(pttl, err)
+func (m *Mutex) runAcquire(ctx context.Context, a acquisition) (scripts.Reply, error) {
+	h := a.hold(m.leaseMS)
+	if m.fenced {
+		return m.c.scripts.AcquireFenced(ctx, &m.keys, h)
 	}
-	r, err := m.c.scripts.Exec(ctx, scripts.Call{Script: scripts.FencedAcquire, Keys: m.keys[3:6], Args: args}).AsIntSlice()
-	switch {
-	case err != nil:
-		return reply{}, err
-	case len(r) != 2:
-		return reply{}, fmt.Errorf("fenced acquire replied %v", r)
-	case r[0] == 1:
-		return reply{outcome: acquired, value: r[1]}, nil
-	case r[0] < 0:
-		return lockReply(r[0], nil)
-	}
-	return reply{outcome: busy, value: r[1]}, nil
+	return m.c.scripts.AcquireMutex(ctx, &m.keys, h)
 }
 
-// lockReply decodes the non-nil replies of the Redisson layouts' acquire
-// scripts: -3 gone, -4 refused, else how long to wait in milliseconds.
-func lockReply(n int64, err error) (reply, error) {
-	switch {
-	case err != nil:
-		return reply{}, err
-	case n == -3:
-		return reply{outcome: gone}, nil
-	case n == -4:
-		return reply{outcome: refused}, nil
-	}
-	return reply{outcome: busy, value: n}, nil
-}
-
-// runRelease runs the release script once (see holdOp.release).
-func (m *Mutex) runRelease(ctx context.Context, r release) (releaseReply, error) {
-	var argv [6]string
-	n, err := m.c.runRelease(ctx, scripts.Call{Script: scripts.MutexRelease, Keys: m.keys[:3], Args: r.argv(&argv, m.c.publish)})
-	return releaseReply{status: n}, err
+// runRelease runs the release script once.
+func (m *Mutex) runRelease(ctx context.Context, r release) (scripts.Released, error) {
+	return m.c.scripts.ReleaseMutex(ctx, &m.keys, &r.Release)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // A protocol is one sort of hold on one lock, for one owner: how the engine
@@ -45,8 +46,8 @@ type protocol struct {
 	// cur is the handle's latest term, for its Done and Err.
 	cur *atomic.Pointer[term]
 
-	acquire  func(ctx context.Context, a acquisition) (reply, error)
-	release  func(ctx context.Context, r release) (releaseReply, error)
+	acquire  func(ctx context.Context, a acquisition) (scripts.Reply, error)
+	release  func(ctx context.Context, r release) (scripts.Released, error)
 	newLease func(t *term) *lease.Lease
 }
 
@@ -62,56 +63,21 @@ type acquisition struct {
 	queueOnly bool
 }
 
-// A reply is an acquire script's outcome, and for acquired a value to pass
-// on (a fencing token), for busy how long to wait in milliseconds.
-type reply struct {
-	outcome int
-	value   int64
+// hold returns what an acquire script is asked for a, under a lease of
+// leaseMS milliseconds.
+func (a *acquisition) hold(leaseMS string) scripts.Hold {
+	h := scripts.Hold{Field: a.field, Count: a.count, LeaseMS: leaseMS}
+	if a.tk != nil {
+		h.Waiter, h.HeartbeatMS = a.tk.id, a.tk.hbMS()
+	}
+	return h
 }
 
-// Outcomes of an acquire script.
-const (
-	acquired = iota
-	busy
-	gone    // a re-entry found the hold lost
-	refused // a first acquire found its call's latch (see errRefused)
-)
-
-// A release is one release script call: the hold field goes from from holds
-// to to (0 releases it). latch is how long, in milliseconds, the final
-// release's latch lasts ("" for none); undo makes the script leave the latch
-// even when the hold is not there; id, if set, is a queued waiter leaving.
+// A release is one release script call for the hold record h (nil for a
+// call that gave up, which has no record).
 type release struct {
-	h        *hold
-	field    string
-	from, to int
-	latch    string
-	undo     bool
-	id       string
-}
-
-// A releaseReply is a release script's outcome: status 1 when the hold is
-// gone by this release (or a repeat of it), 0 when it is still held, -1 when
-// it was not there (-4: a stale call of a Semaphore); woken names the queued
-// waiters the release woke.
-type releaseReply struct {
-	status int64
-	woken  []string
-}
-
-// argv fills a with the ARGV of the release scripts of the Redisson layouts,
-// and returns it: field, from, to, the publish command, the latch lifetime,
-// and the undo flag. (The caller's array spares an allocation per release.)
-func (r *release) argv(a *[6]string, publish string) []string {
-	undo, latch := "0", r.latch
-	if r.undo {
-		undo = "1"
-	}
-	if latch == "" {
-		latch = "0"
-	}
-	*a = [6]string{r.field, strconv.Itoa(r.from), strconv.Itoa(r.to), publish, latch, undo}
-	return a[:]
+	h *hold
+	scripts.Release
 }
 
 // Release retries and latches. A release whose reply is lost is sent again

@@ -5,7 +5,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
-	"github.com/redis/rueidis"
 )
 
 // releaseHold leaves n holds (permits) of p's owner. It returns an error
@@ -47,10 +46,10 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	}
 	if h.count > n {
 		h.setCount(h.count - n)
-		r := release{h: h, field: h.field, from: h.count + n, to: h.count}
+		r := release{h: h, Release: scripts.Release{Field: h.field, From: h.count + n, To: h.count}}
 		rep, err, finished := c.settle(ctx, p, r)
 		if !finished {
-			c.settleLater(p, r, func(rep releaseReply, err error) { c.afterRelease(p, t, rep, err, false) })
+			c.settleLater(p, r, func(rep scripts.Released, err error) { c.afterRelease(p, t, rep, err, false) })
 			return err
 		}
 		if lost := c.afterRelease(p, t, rep, err, false); lost != nil {
@@ -63,14 +62,14 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 		// The release below still frees what may be left of it in Redis.
 		c.lost(t, p.name, p.cfg, ErrLeaseExpired)
 	}
-	r := release{h: h, field: h.field, from: n, to: 0, latch: latchTTL}
+	r := release{h: h, Release: scripts.Release{Field: h.field, From: n, To: 0, Latch: latchTTL}}
 	if h.ambiguous {
-		r.latch = tombstoneTTL
+		r.Latch = tombstoneTTL
 	}
 	rep, err, finished := c.settle(ctx, p, r)
 	c.finish(h)
 	if !finished {
-		c.settleLater(p, r, func(rep releaseReply, err error) { c.afterRelease(p, t, rep, err, true) })
+		c.settleLater(p, r, func(rep scripts.Released, err error) { c.afterRelease(p, t, rep, err, true) })
 		return err
 	}
 	return c.afterRelease(p, t, rep, err, true)
@@ -80,7 +79,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 // its outcome; it gives up after releaseBudget. When ctx ends before Redis
 // has answered (or had ended already), settle does not wait: it reports
 // finished false, and the caller finishes the release with settleLater.
-func (c *Client) settle(ctx context.Context, p *protocol, r release) (rep releaseReply, err error, finished bool) {
+func (c *Client) settle(ctx context.Context, p *protocol, r release) (rep scripts.Released, err error, finished bool) {
 	if ctx.Err() != nil {
 		return rep, ctx.Err(), false
 	}
@@ -100,7 +99,7 @@ func (c *Client) settle(ctx context.Context, p *protocol, r release) (rep releas
 // background: it sends the release again, detached from that context (a
 // repeat is harmless: a release acts on one hold's identity), and calls done
 // with the outcome. Close waits for it.
-func (c *Client) settleLater(p *protocol, r release, done func(releaseReply, error)) {
+func (c *Client) settleLater(p *protocol, r release, done func(scripts.Released, error)) {
 	c.background.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
 		defer cancel()
@@ -117,14 +116,14 @@ func (c *Client) settleLater(p *protocol, r release, done func(releaseReply, err
 // (or, for a Semaphore, changed by someone else) is lost; a final release
 // ends the term (with err when Redis could not confirm it). It wakes the
 // lock's local waiters, and returns the term's end, nil while it lasts.
-func (c *Client) afterRelease(p *protocol, t *term, rep releaseReply, err error, final bool) error {
+func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err error, final bool) error {
 	switch {
-	case rep.status < 0 && err == nil:
+	case rep.Status < 0 && err == nil:
 		c.lose(t, ErrHoldGone)
 	case final:
 		t.end(err)
 	}
-	c.wake(p, rep.woken, final)
+	c.wake(p, rep.Woken, final)
 	_, end := t.result()
 	return end
 }
@@ -144,17 +143,4 @@ func (c *Client) wake(p *protocol, woken []string, released bool) {
 	default:
 		c.notify.WakeOne(p.channel)
 	}
-}
-
-// runRelease runs a release call once; a lost reply may be repeated by
-// rueidis (a release acts on one hold's identity, and its final form leaves a
-// latch, so a repeat answers as the first did). It returns 1 released, 0
-// still held, and -1 for a nil reply: the hold was not there.
-func (c *Client) runRelease(ctx context.Context, call scripts.Call) (int64, error) {
-	call.Retryable = true
-	n, err := c.scripts.Exec(ctx, call).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return -1, nil
-	}
-	return n, err
 }

@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
-	"github.com/redis/rueidis"
 )
 
 // An RWMutex is a reader/writer mutual exclusion lock shared by every process
@@ -215,12 +213,7 @@ func (rw *RWMutex) leave(ctx context.Context, id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 	defer cancel()
-	err := rw.c.scripts.Exec(ctx, scripts.Call{
-		Script:    scripts.RWWriterLeave,
-		Keys:      []string{rw.l.Writers, rw.l.Channel},
-		Args:      []string{id, rw.c.publish},
-		Retryable: true, // leaving twice leaves once
-	}).Error()
+	err := rw.c.scripts.LeaveWriters(ctx, &rw.l, id)
 	if err != nil {
 		rw.cfg.logger.Warn("redisync: a writer that gave up could not take back its claim; readers wait until it lapses",
 			"name", rw.name, "error", err)
@@ -235,80 +228,48 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 // proto describes owner's read or write hold on rw; a writer that waits
 // claims its turn when it finds the lock taken.
 func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
-	op := &protocol{name: rw.name, cfg: &rw.cfg, primitive: rwPrimitive(write), channel: rw.l.Channel,
-		policy: notify.Redisson, wakeAll: true, cur: &rw.cur}
+	kind := shared
 	if write {
-		op.key = holdKey{kind: exclusive, name: rw.name, owner: owner}
+		kind = exclusive
+	}
+	op := rw.protocol(kind, rw.name, owner, rwPrimitive(write), rw.l.Channel, notify.Redisson)
+	op.wakeAll = true
+	if write {
 		op.suffix = layout.WriteSuffix
-		claim := "0"
-		if waits {
-			claim = "1"
+		op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
+			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, waits)
+			return claimWait(r, err, true)
 		}
-		op.acquire = func(ctx context.Context, a acquisition) (reply, error) {
-			return rw.run(ctx, scripts.RWWriteLock, []string{rw.name, rw.l.Writers, rw.l.Latch},
-				rw.leaseMS, a.field, strconv.Itoa(a.count), a.field, writerClaimMS, claim)
+		op.release = func(ctx context.Context, r release) (scripts.Released, error) {
+			return rw.c.scripts.ReleaseWrite(ctx, &rw.l, &r.Release)
 		}
-		op.release = func(ctx context.Context, r release) (releaseReply, error) {
-			var argv [6]string
-			n, err := rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWWriteUnlock,
-				Keys: []string{rw.name, rw.l.Channel, rw.l.Latch}, Args: r.argv(&argv, rw.c.publish)})
-			return releaseReply{status: n}, err
-		}
-		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, "") }
+		op.newLease = func(t *term) *lease.Lease { return rw.hashLease(t, []string{rw.name}, scripts.RWRenew, "") }
 		return op
 	}
-	op.key = holdKey{kind: shared, name: rw.name, owner: owner}
-	op.acquire = func(ctx context.Context, a acquisition) (reply, error) {
-		pass, writer := "0", ""
+	op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
+		writer := ""
 		if explicit {
-			if a.count > 0 {
-				pass = "1" // an owner re-entering must not wait behind a writer waiting for it
-			}
 			writer = rw.c.heldField(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
 		}
-		return rw.run(ctx, scripts.RWReadLock, []string{rw.name, rw.l.Writers, rw.l.Timeouts(a.field), rw.l.Latch},
-			rw.leaseMS, a.field, writer, strconv.Itoa(a.count), pass)
+		// An owner re-entering must not wait behind a writer waiting for it.
+		r, err := rw.c.scripts.AcquireRead(ctx, &rw.l, a.hold(rw.leaseMS), writer, explicit && a.count > 0)
+		return claimWait(r, err, false)
 	}
-	op.release = func(ctx context.Context, r release) (releaseReply, error) {
-		var argv [6]string
-		n, err := rw.c.runRelease(ctx, scripts.Call{Script: scripts.RWReadUnlock,
-			Keys: []string{rw.name, rw.l.Channel, rw.l.Latch, rw.l.Timeouts(r.field)}, Args: append(r.argv(&argv, rw.c.publish), rw.l.Tagged)})
-		return releaseReply{status: n}, err
+	op.release = func(ctx context.Context, r release) (scripts.Released, error) {
+		return rw.c.scripts.ReleaseRead(ctx, &rw.l, &r.Release)
 	}
-	op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, rw.l.Timeouts(t.field)) }
+	op.newLease = func(t *term) *lease.Lease {
+		return rw.hashLease(t, []string{rw.name}, scripts.RWRenew, rw.l.Timeouts(t.field))
+	}
 	return op
 }
 
-// run runs an acquire script, which replies nil (acquired), -3 (gone), -4
-// (refused), or how long to wait in milliseconds.
-func (rw *RWMutex) run(ctx context.Context, s *scripts.Script, keys []string, args ...string) (reply, error) {
-	wait, err := rw.c.scripts.Exec(ctx, scripts.Call{Script: s, Keys: keys, Args: args}).AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return reply{outcome: acquired}, nil
-	case err != nil || wait == -3 || wait == -4:
-		return lockReply(wait, err)
-	case wait < 0, s == scripts.RWWriteLock && wait > writerClaim.Milliseconds()/3:
-		// A writer comes back in time to keep its claim.
-		return reply{outcome: busy, value: writerClaim.Milliseconds() / 3}, nil
+// claimWait bounds a busy reply's wait: a lock without expiry (-1) is tried
+// again within a third of a writer's claim, and so is a waiting writer, to
+// keep its claim.
+func claimWait(r scripts.Reply, err error, write bool) (scripts.Reply, error) {
+	if r.Outcome == scripts.Busy && (r.Value < 0 || write && r.Value > writerClaim.Milliseconds()/3) {
+		r.Value = writerClaim.Milliseconds() / 3
 	}
-	return reply{outcome: busy, value: wait}, nil
-}
-
-// newLease describes the lease of term t, a new read or write hold, for the
-// scheduler; timeouts is a reader's timeout key prefix.
-func (rw *RWMutex) newLease(t *term, timeouts string) *lease.Lease {
-	l := &t.own
-	t.args = [3]string{t.field, rw.leaseMS, timeouts}
-	*l = lease.Lease{
-		Key:  rw.name,
-		Keys: []string{rw.name},
-		Args: t.args[:],
-		TTL:  rw.cfg.leaseTTL(),
-		Lost: t,
-	}
-	if rw.cfg.lease == 0 {
-		l.Renew = scripts.RWRenew
-	}
-	return l
+	return r, err
 }

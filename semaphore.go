@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -148,20 +147,10 @@ func (s *Semaphore) caller(n int64) *caller { return &caller{p: s.proto(), mode:
 func (s *Semaphore) proto() *protocol { return s.handle.proto(s.owner, s.newProto) }
 
 func (s *Semaphore) newProto(owner uint64) *protocol {
-	return &protocol{
-		key:       holdKey{kind: semaphore, name: s.l.Holders, owner: owner},
-		name:      s.name,
-		cfg:       &s.cfg,
-		primitive: PrimitiveSemaphore,
-		channel:   s.l.Channel,
-		policy:    notify.Tagged,
-		queued:    true,
-		permits:   true,
-		cur:       &s.cur,
-		acquire:   s.runAcquire,
-		release:   s.runRelease,
-		newLease:  s.newLease,
-	}
+	p := s.protocol(semaphore, s.l.Holders, owner, PrimitiveSemaphore, s.l.Channel, notify.Tagged)
+	p.queued, p.permits = true, true
+	p.acquire, p.release, p.newLease = s.runAcquire, s.runRelease, s.newLease
+	return p
 }
 
 // lastVersion numbers the changes that Semaphore handles make to their
@@ -172,99 +161,65 @@ var lastVersion atomic.Uint64
 
 // runAcquire runs sem_acquire for a: the holder a.field goes to a.count+a.n
 // permits, in queue order, or a's ticket queues (keeps its place).
-func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (reply, error) {
+func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (scripts.Reply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	target, version := a.count+a.n, lastVersion.Add(1)
-	id, hbMS := "", "0"
-	if a.tk != nil {
-		id, hbMS = a.tk.id, a.tk.hbMS()
-	}
+	v := s.versions(a.field)
 	s.changing(a.h)
-	r, err := s.c.scripts.Exec(ctx, scripts.Call{
-		Script: scripts.SemAcquire,
-		Keys:   s.l.Keys(),
-		Args: []string{s.sizeArg, a.field, strconv.Itoa(a.n), strconv.Itoa(target), s.leaseMS, id, hbMS,
-			s.c.publish, s.expect(a.field), strconv.FormatUint(version, 10)},
-	}).AsIntSlice()
-	if err == nil && len(r) != 2 {
-		err = fmt.Errorf("sem_acquire replied %d values", len(r))
-	}
+	r, err := s.c.scripts.AcquireSem(ctx, &s.l, s.sizeArg, a.hold(s.leaseMS), a.n, v)
 	switch {
 	case err != nil:
 		s.pending = s.pending || ambiguous(err)
-	case r[0] == 1:
-		s.confirm(a.h, a.field, target, version)
-		return reply{outcome: acquired}, nil
-	case r[0] == -2:
-		err = fmt.Errorf("%w: the handle's size is %d, Redis has %d", errSizeMismatch, s.size, r[1])
-	case r[0] < 0:
-		s.settled(a.h)
-		return lockReply(r[0], nil) // -3 the term's permits lapsed, -4 a stale call
-	default:
-		s.settled(a.h)
-		return reply{outcome: busy, value: r[1]}, nil
+	case r.Outcome == scripts.Acquired:
+		s.confirm(a.h, a.field, a.count+a.n, v)
+	case r.Outcome == scripts.Mismatch:
+		err = fmt.Errorf("%w: the handle's size is %d, Redis has %d", errSizeMismatch, s.size, r.Value)
 	}
-	s.settled(a.h)
-	return reply{}, err
+	if r.Outcome != scripts.Acquired {
+		s.settled(a.h)
+	}
+	return r, err
 }
 
-// runRelease runs sem_release for r: the holder r.field keeps r.to permits
-// (0 gives them all back), and waiter r.id, if set, leaves the queue. A final
-// release leaves the term's latch only for a term whose first acquire had an
-// unknown outcome. A lost reply may be repeated (compare-and-set by version).
-func (s *Semaphore) runRelease(ctx context.Context, r release) (releaseReply, error) {
+// runRelease runs sem_release for r: the holder r.Field keeps r.To permits
+// (0 gives them all back), and waiter r.Waiter, if set, leaves the queue. A
+// final release leaves the term's latch only for a term whose first acquire
+// had an unknown outcome. A lost reply may be repeated (compare-and-set by
+// version).
+func (s *Semaphore) runRelease(ctx context.Context, r release) (scripts.Released, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	version, latch := lastVersion.Add(1), "0"
-	if r.to == 0 && r.latch == tombstoneTTL {
-		latch = tombstoneTTL
+	v := s.versions(r.Field)
+	if r.To > 0 || r.Latch != tombstoneTTL {
+		r.Latch = ""
 	}
-	if r.to > 0 {
+	if r.To > 0 {
 		s.changing(r.h)
 	}
-	rep, err := s.c.scripts.Exec(ctx, scripts.Call{
-		Script: scripts.SemRelease,
-		Keys:   s.l.Keys(),
-		Args: []string{r.field, strconv.Itoa(r.to), r.id, s.c.publish, s.expect(r.field),
-			strconv.FormatUint(version, 10), latch},
-		Retryable: true, // compare-and-set by version; the waiter removed by id
-	}).ToArray()
-	if err == nil && len(rep) == 0 {
-		err = errors.New("sem_release replied nothing")
-	}
-	if err != nil {
+	out, err := s.c.scripts.ReleaseSem(ctx, &s.l, &r.Release, v)
+	switch {
+	case err != nil:
 		s.pending = s.pending || ambiguous(err)
 		s.settled(r.h)
-		return releaseReply{}, err
-	}
-	out := releaseReply{}
-	if out.status, err = rep[0].AsInt64(); err != nil {
-		return out, err
-	}
-	for _, w := range rep[1:] {
-		if id, err := w.ToString(); err == nil {
-			out.woken = append(out.woken, id)
-		}
-	}
-	switch {
-	case out.status == 1 && r.to > 0:
-		s.confirm(r.h, r.field, r.to, version)
-	case out.status == 1 && r.field == s.field:
+	case out.Status == 1 && r.To > 0:
+		s.confirm(r.h, r.Field, r.To, v)
+	case out.Status == 1 && r.Field == s.field:
 		s.field, s.version, s.pending = "", 0, false // the term is over
 	default:
 		s.settled(r.h)
 	}
-	return out, nil
+	return out, err
 }
 
-// expect (s.mu held) returns the version field's entry was last confirmed
-// at, "0" for a field that has none yet (a term's first acquire).
-func (s *Semaphore) expect(field string) string {
-	if field != s.field {
-		return "0"
+// versions (s.mu held) returns a new version for a call on field's entry,
+// and the version it expects: the one the entry was last confirmed at, 0 for
+// a field that has none yet (a term's first call).
+func (s *Semaphore) versions(field string) scripts.SemVersion {
+	v := scripts.SemVersion{Write: lastVersion.Add(1)}
+	if field == s.field {
+		v.Expect = s.version
 	}
-	return strconv.FormatUint(s.version, 10)
+	return v
 }
 
 // newLease describes the lease of term t for the scheduler; its renewal
@@ -294,8 +249,8 @@ func (s *Semaphore) changing(h *hold) {
 
 // confirm (s.mu held) records that Redis has field at permits and version,
 // and tells the renewal of h's term.
-func (s *Semaphore) confirm(h *hold, field string, permits int, version uint64) {
-	s.field, s.permits, s.version, s.pending = field, permits, version, false
+func (s *Semaphore) confirm(h *hold, field string, permits int, v scripts.SemVersion) {
+	s.field, s.permits, s.version, s.pending = field, permits, v.Write, false
 	if t := termOf(h); t != nil && t.field == field {
 		s.c.leases.Update(t.lease, s.renewArgs())
 	}

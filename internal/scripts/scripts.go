@@ -66,12 +66,18 @@ type Call struct {
 // Runner runs scripts on one rueidis client. It is the script registry that
 // one redisync Client shares across all of its handles.
 type Runner struct {
-	rc rueidis.Client
+	rc      rueidis.Client
+	publish string // "publish", or "spublish" on a cluster
 }
 
-// NewRunner returns a Runner that sends its calls through rc.
+// NewRunner returns a Runner that sends its calls through rc. On a cluster
+// the scripts publish with SPUBLISH (sharded Pub/Sub).
 func NewRunner(rc rueidis.Client) *Runner {
-	return &Runner{rc: rc}
+	r := &Runner{rc: rc, publish: "publish"}
+	if rc.Mode() == rueidis.ClientModeCluster {
+		r.publish = "spublish"
+	}
+	return r
 }
 
 // TransientRetry bounds how long Exec keeps resending a call that a node

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -28,27 +29,25 @@ func newRunner(t *testing.T) (*scripts.Runner, rueidis.Client) {
 }
 
 // acquire runs mutex_acquire for the hold field, which has count holds.
-func acquire(r *scripts.Runner, key, field, count string) (int64, error) {
-	return r.Exec(context.Background(), scripts.Call{
-		Script: scripts.MutexAcquire,
-		Keys:   []string{key, "latch:{" + key + "}"},
-		Args:   []string{"10000", field, count},
-	}).AsInt64()
+func acquire(r *scripts.Runner, key, field string, count int) (scripts.Reply, error) {
+	k := scripts.MutexKeysOf(layout.MutexOf(key))
+	return r.AcquireMutex(context.Background(), &k, scripts.Hold{Field: field, Count: count, LeaseMS: "10000"})
 }
 
 // release runs mutex_release for the hold field from holds from to to; undo
 // leaves the latch even when the hold is not there.
-func release(r *scripts.Runner, key, field, from, to string, undo bool) (int64, error) {
-	flag := "0"
-	if undo {
-		flag = "1"
+func release(r *scripts.Runner, key, field string, from, to int, undo bool) int64 {
+	k := scripts.MutexKeysOf(layout.MutexOf(key))
+	rel := scripts.Release{Field: field, From: from, To: to, Latch: "5000", Undo: undo}
+	got, err := r.ReleaseMutex(context.Background(), &k, &rel)
+	if err != nil {
+		panic(err)
 	}
-	return r.Exec(context.Background(), scripts.Call{
-		Script: scripts.MutexRelease,
-		Keys:   []string{key, "ch:{" + key + "}", "latch:{" + key + "}"},
-		Args:   []string{field, from, to, "publish", "5000", flag},
-	}).AsInt64()
+	return got.Status
 }
+
+// acquired is the reply of an acquire that took its hold.
+var acquired = scripts.Reply{Outcome: scripts.Acquired}
 
 func TestMutexAcquireRelease(t *testing.T) {
 	r, rc := newRunner(t)
@@ -59,60 +58,47 @@ func TestMutexAcquireRelease(t *testing.T) {
 		return n
 	}
 
-	_, err := acquire(r, key, "a:1", "0")
-	assert.True(t, rueidis.IsRedisNil(err), "first acquire replies nil, got %v", err)
-	_, err = acquire(r, key, "a:1", "0")
-	assert.True(t, rueidis.IsRedisNil(err), "repeating the same acquire adopts its own field, got %v", err)
+	got, err := acquire(r, key, "a:1", 0)
+	require.NoError(t, err)
+	assert.Equal(t, acquired, got, "first acquire")
+	got, _ = acquire(r, key, "a:1", 0)
+	assert.Equal(t, acquired, got, "repeating the same acquire adopts its own field")
 	assert.EqualValues(t, 1, count("a:1"), "repeated acquire must not inflate the count")
 
-	pttl, err := acquire(r, key, "b:1", "0")
+	got, err = acquire(r, key, "b:1", 0)
 	require.NoError(t, err)
-	assert.Greater(t, pttl, int64(9000), "another hold gets the holder's PTTL")
+	assert.Equal(t, scripts.Busy, got.Outcome)
+	assert.Greater(t, got.Value, int64(9000), "another hold gets the holder's PTTL")
 
-	got, err := acquire(r, key, "b:1", "1")
-	require.NoError(t, err)
-	assert.EqualValues(t, -3, got, "a re-entry of a hold that is gone reports -3")
+	got, _ = acquire(r, key, "b:1", 1)
+	assert.Equal(t, scripts.Gone, got.Outcome, "a re-entry of a hold that is gone")
 
-	_, err = acquire(r, key, "a:1", "1")
-	assert.True(t, rueidis.IsRedisNil(err))
+	got, _ = acquire(r, key, "a:1", 1)
+	assert.Equal(t, acquired, got)
 	assert.EqualValues(t, 2, count("a:1"))
-	_, err = acquire(r, key, "a:1", "1")
-	assert.True(t, rueidis.IsRedisNil(err))
+	_, _ = acquire(r, key, "a:1", 1)
 	assert.EqualValues(t, 2, count("a:1"), "a repeated re-entry is compare-and-set: no third hold")
 
-	got, err = release(r, key, "a:1", "3", "2", false)
-	require.NoError(t, err)
-	assert.EqualValues(t, 0, got)
+	assert.EqualValues(t, 0, release(r, key, "a:1", 3, 2, false))
 	assert.EqualValues(t, 2, count("a:1"), "a release expecting another count changes nothing")
-	got, err = release(r, key, "a:1", "2", "1", false)
-	require.NoError(t, err)
-	assert.EqualValues(t, 0, got, "partial release leaves the lock held")
+	assert.EqualValues(t, 0, release(r, key, "a:1", 2, 1, false), "partial release leaves the lock held")
 	assert.EqualValues(t, 1, count("a:1"))
 
-	_, err = release(r, key, "b:1", "1", "0", false)
-	assert.True(t, rueidis.IsRedisNil(err), "another hold's release replies nil, got %v", err)
+	assert.EqualValues(t, -1, release(r, key, "b:1", 1, 0, false), "another hold's release finds nothing")
 	exists, _ := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
 	assert.EqualValues(t, 1, exists, "another hold's release must leave the lock intact")
 
-	got, err = release(r, key, "a:1", "1", "0", false)
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, got)
-	got, err = release(r, key, "a:1", "1", "0", false)
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, got, "a repeated final release answers as the first did")
-	got, err = acquire(r, key, "a:1", "0")
-	require.NoError(t, err)
-	assert.EqualValues(t, -4, got, "a late copy of the released hold's first acquire takes nothing")
-	_, err = release(r, key, "c:1", "1", "0", false)
-	assert.True(t, rueidis.IsRedisNil(err), "a release of a hold never taken replies nil")
+	assert.EqualValues(t, 1, release(r, key, "a:1", 1, 0, false))
+	assert.EqualValues(t, 1, release(r, key, "a:1", 1, 0, false), "a repeated final release answers as the first did")
+	got, _ = acquire(r, key, "a:1", 0)
+	assert.Equal(t, scripts.Refused, got.Outcome, "a late copy of the released hold's first acquire takes nothing")
+	assert.EqualValues(t, -1, release(r, key, "c:1", 1, 0, false), "a release of a hold never taken")
 
 	// The undo of an acquire of unknown outcome latches the field even when
 	// the acquire has not arrived yet; when it arrives, it takes nothing.
-	_, err = release(r, key, "d:1", "1", "0", true)
-	assert.True(t, rueidis.IsRedisNil(err))
-	got, err = acquire(r, key, "d:1", "0")
-	require.NoError(t, err)
-	assert.EqualValues(t, -4, got)
+	assert.EqualValues(t, -1, release(r, key, "d:1", 1, 0, true))
+	got, _ = acquire(r, key, "d:1", 0)
+	assert.Equal(t, scripts.Refused, got.Outcome)
 	exists, _ = rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
 	assert.Zero(t, exists)
 }
@@ -121,8 +107,9 @@ func TestNoScriptFallback(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
-	_, err := acquire(r, t.Name(), "a:1", "0")
-	assert.True(t, rueidis.IsRedisNil(err), "Exec falls back to EVAL after a flush, got %v", err)
+	got, err := acquire(r, t.Name(), "a:1", 0)
+	require.NoError(t, err, "Exec falls back to EVAL after a flush")
+	assert.Equal(t, acquired, got)
 
 	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
 	calls := make([]scripts.Call, 5)
@@ -140,8 +127,9 @@ func TestRenewChecksOwner(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	for _, k := range []string{"r1", "r2", "r3"} {
-		_, err := acquire(r, k+t.Name(), "a:1", "0")
-		require.True(t, rueidis.IsRedisNil(err))
+		got, err := acquire(r, k+t.Name(), "a:1", 0)
+		require.NoError(t, err)
+		require.Equal(t, acquired, got)
 	}
 	vals, err := r.Exec(ctx, scripts.Call{
 		Script: scripts.MutexRenew,

@@ -1,8 +1,62 @@
 package scripts
 
+import (
+	"context"
+	"strconv"
+
+	"github.com/go-redisync/redisync/internal/layout"
+)
+
 // The scripts of Semaphore. Its waiters' heartbeats use FairHeartbeat.
 var (
 	SemAcquire = load("sem_acquire")
 	SemRelease = load("sem_release")
 	SemRenew   = load("sem_renew")
 )
+
+// A SemVersion is what a Semaphore call checks and writes: the version of
+// the holder's entry the caller last saw confirmed (0 for a term's first
+// call), and the version this call writes.
+type SemVersion struct {
+	Expect, Write uint64
+}
+
+// args returns v as the scripts take it.
+func (v SemVersion) args() (expect, write string) {
+	return strconv.FormatUint(v.Expect, 10), strconv.FormatUint(v.Write, 10)
+}
+
+// AcquireSem runs sem_acquire on the Semaphore at l, whose handle has size
+// permits: holder h.Field goes from h.Count to h.Count+n permits in queue
+// order, or its waiter queues (keeps its place). A Mismatch reply carries the
+// size Redis has.
+func (r *Runner) AcquireSem(ctx context.Context, l *layout.Sem, size string, h Hold, n int, v SemVersion) (Reply, error) {
+	expect, write := v.args()
+	return r.pair(ctx, Call{
+		Script: SemAcquire,
+		Keys:   l.Keys(),
+		Args: []string{size, h.Field, strconv.Itoa(n), strconv.Itoa(h.Count + n), h.LeaseMS, h.Waiter, ms(h.HeartbeatMS),
+			r.publish, expect, write},
+	})
+}
+
+// ReleaseSem runs sem_release: holder rel.Field keeps rel.To permits (0 ends
+// its term, leaving the term's latch for rel.Latch milliseconds if set), the
+// waiters whose requests fit now are woken, and rel.Waiter, if set, leaves
+// the queue. (rel.From is not sent: the version is the check.)
+func (r *Runner) ReleaseSem(ctx context.Context, l *layout.Sem, rel *Release, v SemVersion) (Released, error) {
+	expect, write := v.args()
+	return r.queueReleased(ctx, Call{
+		Script: SemRelease,
+		Keys:   l.Keys(),
+		Args:   []string{rel.Field, strconv.Itoa(rel.To), rel.Waiter, r.publish, expect, write, ms(rel.Latch)},
+	})
+}
+
+// ms is a duration argument in milliseconds, "0" when unset.
+func ms(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
