@@ -1,13 +1,11 @@
 package redisync
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -113,22 +111,6 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// forceUnlock deletes the lock key name whoever holds it, publishes message
-// on channel, and ends this Client's holds of it as lost: exactly those whose
-// fields the script deleted, not a hold taken right after by a waiter that
-// its message woke.
-func (c *Client) forceUnlock(ctx context.Context, name, channel, message string) (bool, error) {
-	fields, err := c.scripts.ForceUnlockMutex(ctx, name, channel, message)
-	if err != nil {
-		return false, lockError(name, err)
-	}
-	if len(fields) > 0 {
-		c.endHoldsOf(name, fields, ErrForceUnlocked)
-		c.notify.WakeAll(channel)
-	}
-	return len(fields) > 0, nil
-}
-
 // endHoldsOf ends, as lost for cause, this Client's holds of the lock key
 // name whose identities are among fields.
 func (c *Client) endHoldsOf(name string, fields []string, cause error) {
@@ -144,44 +126,4 @@ func (c *Client) endHoldsOf(name string, fields []string, cause error) {
 		c.leases.Remove(t.lease)
 		c.lost(t, t.name, t.cfg, cause)
 	}
-}
-
-// exists reports whether the lock key name exists.
-func (c *Client) exists(ctx context.Context, name string) (bool, error) {
-	n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(name).Build()).AsInt64()
-	if err != nil {
-		return false, lockError(name, err)
-	}
-	return n == 1, nil
-}
-
-// holdCount returns the count Redis records for the current hold of key in
-// the hash lock: 0 when there is no such hold.
-func (c *Client) holdCount(ctx context.Context, lock string, key holdKey) (int, error) {
-	field := c.heldField(key)
-	if field == "" {
-		return 0, nil
-	}
-	n, err := c.rc.Do(ctx, c.rc.B().Hget().Key(lock).Field(field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, lockError(lock, err)
-	}
-	return int(n), nil
-}
-
-// ttl returns the remaining lease of the lock key name (see Mutex.TTL).
-func (c *Client) ttl(ctx context.Context, name string) (time.Duration, error) {
-	ms, err := c.rc.Do(ctx, c.rc.B().Pttl().Key(name).Build()).AsInt64()
-	switch {
-	case err != nil:
-		return 0, lockError(name, err)
-	case ms == -2:
-		return 0, nil
-	case ms < 0:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
 }

@@ -2,8 +2,6 @@ package redisync
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
@@ -52,6 +50,7 @@ type FairMutex struct {
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	fm := &FairMutex{l: layout.FairOf(name)}
 	c.initHandle(&fm.handle, name, opts)
+	fm.key = fm.l.Key
 	return fm
 }
 
@@ -112,47 +111,13 @@ func (fm *FairMutex) UnlockContext(ctx context.Context) error {
 // is next, and reports whether it was locked. The queue is kept. The hold it
 // deleted, if it was taken through this Client, ends as lost.
 func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	fields, err := fm.c.scripts.ForceUnlockFair(ctx, &fm.l)
-	if err != nil {
-		return false, lockError(fm.name, err)
-	}
-	if len(fields) > 0 {
-		fm.c.endHoldsOf(fm.l.Key, fields, ErrForceUnlocked)
-	}
-	return len(fields) > 0, nil
-}
-
-// IsLocked reports whether anyone holds the lock.
-func (fm *FairMutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := fm.c.rc.Do(ctx, fm.c.rc.B().Exists().Key(fm.l.Key).Build()).AsInt64()
-	if err != nil {
-		return false, lockError(fm.name, err)
-	}
-	return n == 1, nil
+	return fm.forceUnlocked(fm.c.scripts.ForceUnlockFair(ctx, &fm.l))
 }
 
 // HoldCount returns how many holds the owner in ctx (fm's own owner if ctx has
 // none) has on the lock, as Redis records it: 0 when it does not hold it
 // through this Client.
-func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) {
-	owner, _ := ownerOf(ctx, fm.owner)
-	n, err := fm.c.holdCount(ctx, fm.l.Key, holdKey{kind: fair, name: fm.l.Key, owner: owner})
-	if err != nil {
-		return 0, lockError(fm.name, errors.Unwrap(err))
-	}
-	return n, nil
-}
-
-// TTL returns how long the lock will last unless renewed: 0 when nobody holds
-// it, and a negative duration when its key has no expiry (set outside
-// redisync).
-func (fm *FairMutex) TTL(ctx context.Context) (time.Duration, error) {
-	d, err := fm.c.ttl(ctx, fm.l.Key)
-	if err != nil {
-		return 0, lockError(fm.name, errors.Unwrap(err))
-	}
-	return d, nil
-}
+func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) { return fm.holdCount(ctx, fair) }
 
 // caller makes a call of owner; an explicit owner re-enters (without
 // queueing).

@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
@@ -129,26 +128,17 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // Client, ends as lost; a hold taken after it (by a waiter its wake-up
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return m.c.forceUnlock(ctx, m.name, m.l.Channel, "0")
+	ok, err := m.forceUnlocked(m.c.scripts.ForceUnlockMutex(ctx, m.name, m.l.Channel, "0"))
+	if ok {
+		m.c.notify.WakeAll(m.l.Channel)
+	}
+	return ok, err
 }
-
-// IsLocked reports whether anyone holds the lock.
-func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.c.exists(ctx, m.name) }
 
 // HoldCount returns how many holds the owner in ctx (m's own owner if ctx has
 // none) has on the lock, as Redis records it: 0 when it does not hold it
 // through this Client.
-func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	owner, _ := ownerOf(ctx, m.owner)
-	return m.c.holdCount(ctx, m.name, holdKey{kind: exclusive, name: m.name, owner: owner})
-}
-
-// TTL returns how long the lock will last unless renewed: 0 when nobody holds
-// it, and a negative duration when its key has no expiry (set outside
-// redisync).
-func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	return m.c.ttl(ctx, m.name)
-}
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.holdCount(ctx, exclusive) }
 
 // primitive names m's sort in events.
 func (m *Mutex) primitive() Primitive {

@@ -154,14 +154,12 @@ func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
 // wakes every waiter, and reports whether it was locked. The holds it deleted
 // that were taken through this Client end as lost.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return rw.c.forceUnlock(ctx, rw.name, rw.l.Channel, "1")
+	ok, err := rw.forceUnlocked(rw.c.scripts.ForceUnlockMutex(ctx, rw.name, rw.l.Channel, "1"))
+	if ok {
+		rw.c.notify.WakeAll(rw.l.Channel)
+	}
+	return ok, err
 }
-
-// IsLocked reports whether anyone holds the lock, for reading or writing.
-func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) { return rw.c.exists(ctx, rw.name) }
-
-// TTL returns how long the lock will last unless renewed, as [Mutex.TTL].
-func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) { return rw.c.ttl(ctx, rw.name) }
 
 // writerClaim is how long a waiting writer holds new readers back without
 // trying again. A writer tries at least three times per claim, so a live

@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A Semaphore bounds access to a resource shared by every process that uses
@@ -65,6 +67,7 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 	}
 	s := &Semaphore{size: size, sizeArg: strconv.FormatInt(size, 10), l: layout.SemOf(name)}
 	c.initHandle(&s.handle, name, opts)
+	s.key = s.l.Holders
 	return s
 }
 
@@ -139,6 +142,34 @@ func (s *Semaphore) Release(n int64) {
 // Held returns the number of permits this handle holds, as this process
 // knows it; it does not touch Redis.
 func (s *Semaphore) Held() int64 { return s.c.held(s.proto().key) }
+
+// ForceUnlock takes every permit back from the semaphore's holders, whoever
+// they are, wakes the queued requests that fit now, and reports whether any
+// permit was held. The size and the queue are kept. Permits it took from
+// handles of this Client end as lost (see [Semaphore.Done]); Release them as
+// usual.
+func (s *Semaphore) ForceUnlock(ctx context.Context) (bool, error) {
+	return s.forceUnlocked(s.c.scripts.ForceUnlockSem(ctx, &s.l))
+}
+
+// IsLocked reports whether any permit is held (by a holder whose lease runs).
+func (s *Semaphore) IsLocked(ctx context.Context) (bool, error) {
+	st, err := state.ReadSem(ctx, s.c.rc, s.l)
+	if err != nil {
+		return false, lockError(s.name, err)
+	}
+	return st.Taken > 0, nil
+}
+
+// TTL returns how long the permits of the longest-lasting holder last unless
+// renewed: 0 when no permit is held.
+func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
+	st, err := state.ReadSem(ctx, s.c.rc, s.l)
+	if err != nil {
+		return 0, lockError(s.name, err)
+	}
+	return time.Duration(st.TTLMillis) * time.Millisecond, nil
+}
 
 // caller makes an acquire of n permits.
 func (s *Semaphore) caller(n int64) *caller { return &caller{p: s.proto(), mode: share, n: int(n)} }

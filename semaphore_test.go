@@ -305,3 +305,98 @@ func TestClusterSemaphore(t *testing.T) {
 	}
 	crashSemaphore(t, tg, namesOnEveryMaster(t, tg, t.Name()+"-crash", 1)[1])
 }
+
+// A Semaphore is administered like the locks: IsLocked and TTL read its live
+// holders, and ForceUnlock takes every permit back, ends the holds of this
+// Client as force-unlocked, wakes the queued requests that now fit and keeps
+// the size.
+func TestSemaphoreAdministration(t *testing.T) { forEachTopology(t, testSemaphoreAdministration) }
+
+func testSemaphoreAdministration(t *testing.T, tg *redisserver.Target) {
+	ctx := context.Background()
+	hc, rc := newClient(t, tg, redisync.WithWatchdogTimeout(3*time.Second))
+	s := hc.NewSemaphore(t.Name(), 2)
+	admin := hc.NewSemaphore(t.Name(), 2)
+	locked, err := admin.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked, "no permit is held yet")
+
+	require.NoError(t, s.Acquire(ctx, 2))
+	locked, err = admin.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.True(t, locked)
+	ttl, err := admin.TTL(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Second)
+	assert.LessOrEqual(t, ttl, 3*time.Second)
+
+	wc, _ := newClient(t, tg)
+	w := wc.NewSemaphore(t.Name(), 2)
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, hang)
+		defer cancel()
+		got <- w.Acquire(ctx, 1)
+	}()
+	waitSemQueued(t, rc, t.Name(), 1)
+
+	ok, err := admin.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	select {
+	case <-s.Done():
+	case <-time.After(hang):
+		t.Fatal("the holder in this Client was not told at once")
+	}
+	assert.ErrorIs(t, s.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, s.Err(), redisync.ErrForceUnlocked)
+	require.NoError(t, <-got, "the queued request that fits is woken")
+	assert.Len(t, semHolders(t, rc, t.Name()), 1, "only the woken waiter holds")
+	size, err := rc.Do(ctx, rc.B().Get().Key(layout.Aux(layout.SemSizePrefix, t.Name())).Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "2", size, "the size is kept")
+
+	assert.NotPanics(t, func() { s.Release(2) }, "the lost permits are released as usual")
+	assert.Zero(t, s.Held())
+	w.Release(1)
+	locked, err = admin.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+	ttl, err = admin.TTL(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, ttl)
+	ok, err = admin.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing was held")
+}
+
+// A holder whose lease lapsed holds nothing: its permits are not counted, and
+// a force unlock takes nothing from it.
+func TestSemaphoreLapsedHolderIsNotCounted(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(3*time.Second))
+	live := c.NewSemaphore(t.Name(), 2)
+	short := c.NewSemaphore(t.Name(), 2, redisync.WithLease(100*time.Millisecond))
+	require.NoError(t, short.Acquire(ctx, 1))
+	require.NoError(t, live.Acquire(ctx, 1))
+	<-short.Done()
+	require.Len(t, semHolders(t, rc, t.Name()), 2, "the lapsed entry stays until a script runs")
+	admin := c.NewSemaphore(t.Name(), 2)
+	locked, err := admin.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.True(t, locked)
+	ttl, err := admin.TTL(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Second, "the live holder's lease, not the lapsed one's")
+
+	ok, err := admin.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	<-live.Done()
+	assert.ErrorIs(t, live.Err(), redisync.ErrForceUnlocked)
+	assert.ErrorIs(t, short.Err(), redisync.ErrLeaseExpired, "the lapsed hold keeps its own cause")
+	assert.NotErrorIs(t, short.Err(), redisync.ErrForceUnlocked)
+	assert.Empty(t, semHolders(t, rc, t.Name()))
+	live.Release(1)
+	short.Release(1)
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 	"github.com/redis/rueidis"
 )
 
@@ -213,7 +214,7 @@ func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	sort.Slice(info.Holders, func(i, j int) bool {
 		return info.Holders[i].Client+info.Holders[i].Owner < info.Holders[j].Client+info.Holders[j].Owner
 	})
-	if info.TTLMillis, err = pttl(ctx, rc, name); err != nil {
+	if info.TTLMillis, err = state.PTTL(ctx, rc, name); err != nil {
 		return nil, err
 	}
 	for i := range info.Holders {
@@ -241,17 +242,4 @@ func parseHolder(field, value string) (holderInfo, bool) {
 		h.Mode = "write"
 	}
 	return h, true
-}
-
-// pttl returns key's remaining time to live in milliseconds: -1 without an
-// expiry, 0 when the key is gone.
-func pttl(ctx context.Context, rc rueidis.Client, key string) (int64, error) {
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
-	if err != nil {
-		return 0, fmt.Errorf("read lease of %q: %w", key, err)
-	}
-	if ms == -2 {
-		return 0, nil
-	}
-	return ms, nil
 }

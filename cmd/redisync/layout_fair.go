@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A waiterInfo is one waiter queued for a FairMutex, or one request queued
@@ -67,7 +68,7 @@ func detectFairMutex(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 	sort.Slice(info.Holders, func(i, j int) bool {
 		return info.Holders[i].Client+":"+info.Holders[i].Owner < info.Holders[j].Client+":"+info.Holders[j].Owner
 	})
-	if info.TTLMillis, err = pttl(ctx, rc, lock); err != nil {
+	if info.TTLMillis, err = state.PTTL(ctx, rc, lock); err != nil {
 		return nil, err
 	}
 	for i := range info.Holders {
@@ -105,7 +106,7 @@ func readQueue(ctx context.Context, rc rueidis.Client, queue, alive, want string
 			return nil, fmt.Errorf("read requests %q: %w", want, err)
 		}
 	}
-	now, err := serverMillis(ctx, rc)
+	now, err := state.ServerMillis(ctx, rc)
 	if err != nil {
 		return nil, err
 	}

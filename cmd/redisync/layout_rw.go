@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A writerInfo is a writer waiting for an RWMutex: its claim in the set of
@@ -41,7 +42,7 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 		return nil, nil
 	}
 	info := &lockInfo{Name: name, Kind: "RWMutex", Key: name, Locked: true, Mode: mode}
-	if info.TTLMillis, err = pttl(ctx, rc, name); err != nil {
+	if info.TTLMillis, err = state.PTTL(ctx, rc, name); err != nil {
 		return nil, err
 	}
 	for field, value := range fields {
@@ -112,7 +113,7 @@ func readWaitingWriters(ctx context.Context, rc rueidis.Client, key string) ([]w
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	now, err := serverMillis(ctx, rc)
+	now, err := state.ServerMillis(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -125,16 +126,4 @@ func readWaitingWriters(ctx context.Context, rc rueidis.Client, key string) ([]w
 		writers = append(writers, w)
 	}
 	return writers, nil
-}
-
-// serverMillis returns the server's clock (TIME) in milliseconds.
-func serverMillis(ctx context.Context, rc rueidis.Client) (int64, error) {
-	t, err := rc.Do(ctx, rc.B().Time().Build()).AsIntSlice()
-	if err != nil {
-		return 0, fmt.Errorf("read the server's TIME: %w", err)
-	}
-	if len(t) != 2 {
-		return 0, fmt.Errorf("read the server's TIME: unexpected reply %v", t)
-	}
-	return t[0]*1000 + t[1]/1000, nil
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A permitInfo is a Semaphore's account of its permits, by the server's
@@ -44,87 +43,27 @@ func detectSemaphore(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 	if n == 0 {
 		return nil, nil
 	}
-	info := &lockInfo{Name: name, Kind: "Semaphore", Key: k.Holders, Permits: &permitInfo{SizeKey: k.Size}}
-	raw, err := rc.Do(ctx, rc.B().Get().Key(k.Size).Build()).ToString()
-	switch {
-	case rueidis.IsRedisNil(err):
-	case err != nil:
-		return nil, fmt.Errorf("read Semaphore size %q: %w", k.Size, err)
-	default:
-		size, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("key %q holds %q, not a Semaphore size", k.Size, raw)
-		}
-		info.Permits.Size = &size
-	}
-	if err := readSemHolders(ctx, rc, k, info); err != nil {
+	st, err := state.ReadSem(ctx, rc, k)
+	if err != nil {
 		return nil, err
+	}
+	info := &lockInfo{Name: name, Kind: "Semaphore", Key: k.Holders, Locked: st.Taken > 0, TTLMillis: st.TTLMillis,
+		Permits: &permitInfo{SizeKey: k.Size, Size: st.Size, Taken: st.Taken}}
+	for _, sh := range st.Holders {
+		h := holderInfo{Client: sh.ID, Permits: sh.Permits, TTLMillis: sh.TTLMillis, Lapsed: !sh.Live(), NoLease: sh.NoLease}
+		if f, ok := layout.ParseField(sh.ID); ok {
+			h.Client, h.Owner = f.Client, f.Hold
+		}
+		info.Holders = append(info.Holders, h)
+	}
+	if st.Size != nil {
+		free := max(*st.Size-st.Taken, 0)
+		info.Permits.Available = &free
 	}
 	if info.Waiters, err = readQueue(ctx, rc, k.Queue, k.Alive, k.Want); err != nil {
 		return nil, err
 	}
 	return info, nil
-}
-
-// readSemHolders reads the holders and their leases into info, and counts
-// the permits taken by those whose lease is running by the server's TIME.
-func readSemHolders(ctx context.Context, rc rueidis.Client, k layout.Sem, info *lockInfo) error {
-	entries, err := rc.Do(ctx, rc.B().Hgetall().Key(k.Holders).Build()).AsStrMap()
-	if err != nil {
-		return fmt.Errorf("read Semaphore holders %q: %w", k.Holders, err)
-	}
-	held := make(map[string]int64, len(entries))
-	for id, entry := range entries {
-		n, _, ok := layout.ParseSemEntry(entry)
-		if !ok {
-			return fmt.Errorf("read Semaphore holders %q: holder %q has %q, not <permits>:<version>", k.Holders, id, entry)
-		}
-		held[id] = n
-	}
-	leases, err := rc.Do(ctx, rc.B().Zrange().Key(k.Leases).Min("0").Max("-1").Withscores().Build()).AsZScores()
-	if err != nil {
-		return fmt.Errorf("read Semaphore leases %q: %w", k.Leases, err)
-	}
-	ends := make(map[string]int64, len(leases))
-	for _, l := range leases {
-		ends[l.Member] = int64(l.Score)
-	}
-	now, err := serverMillis(ctx, rc)
-	if err != nil {
-		return err
-	}
-	for id, permits := range held {
-		h := holderInfo{Client: id, Permits: permits, TTLMillis: -1}
-		if f, ok := layout.ParseField(id); ok {
-			h.Client, h.Owner = f.Client, f.Hold
-		}
-		// A holder without a lease is not counted, as the scripts do not
-		// count it: the next one removes it.
-		if end, ok := ends[id]; ok {
-			h.TTLMillis = end - now
-			h.Lapsed = h.TTLMillis <= 0
-		} else {
-			h.Lapsed, h.NoLease = true, true
-		}
-		if !h.Lapsed {
-			info.Permits.Taken += permits
-			info.TTLMillis = max(info.TTLMillis, h.TTLMillis)
-		}
-		info.Holders = append(info.Holders, h)
-	}
-	sort.Slice(info.Holders, func(i, j int) bool {
-		a, b := info.Holders[i], info.Holders[j]
-		if a.Lapsed != b.Lapsed {
-			return b.Lapsed
-		}
-		return a.Client+":"+a.Owner < b.Client+":"+b.Owner
-	})
-	info.Locked = info.Permits.Taken > 0
-	if s := info.Permits.Size; s != nil {
-		free := max(*s-info.Permits.Taken, 0)
-		info.Permits.Available = &free
-	}
-	return nil
 }
 
 // semHeadline is a Semaphore's state after its kind and name.

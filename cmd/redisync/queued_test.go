@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // queuedIDs waits until the sorted set key holds n members and returns them
@@ -96,7 +97,7 @@ func TestInspectFairMutexDeadWaiter(t *testing.T) {
 	const name = "inspect:fairdead"
 	// A queue written by hand: one waiter whose heartbeat lapsed 3 s ago by
 	// the server's clock, nobody holding the lock.
-	now, err := serverMillis(ctx, rc)
+	now, err := state.ServerMillis(ctx, rc)
 	require.NoError(t, err)
 	q, a := "redisync_fair_queue:{"+name+"}", "redisync_fair_alive:{"+name+"}"
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(q).ScoreMember().ScoreMember(1, "c:w1").Build()).Error())
@@ -121,8 +122,9 @@ func TestInspectSemaphore(t *testing.T) {
 	defer b.Release(1)
 	wctx, cancel := context.WithCancel(ctx)
 	other, _ := newLibClient(t)
-	wait := waitFor(func() error { return other.NewSemaphore(name, 3).Acquire(wctx, 2) })
-	defer func() { cancel(); require.ErrorIs(t, <-wait, context.Canceled) }()
+	ws := other.NewSemaphore(name, 3)
+	wait := waitFor(func() error { return ws.Acquire(wctx, 2) })
+	defer cancel()
 	ids := queuedIDs(t, rc, k.Queue, 1)
 	held, err := rc.Do(ctx, rc.B().Hgetall().Key(k.Holders).Build()).AsStrMap()
 	require.NoError(t, err)
@@ -162,14 +164,22 @@ func TestInspectSemaphore(t *testing.T) {
 	require.Equal(t, ids[0], info.Waiters[0].ID)
 	require.EqualValues(t, 2, info.Waiters[0].Wants)
 
-	// No force unlock for a Semaphore: exit 1, and nothing changed.
+	// unlock --force takes every permit back and wakes the queued request,
+	// which fits now; the size is kept.
 	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
-	require.Equal(t, exitFail, r.code)
-	require.Contains(t, r.stderr, "not supported for a Semaphore")
-	require.Equal(t, int64(2), a.Held())
-	n, err := rc.Do(ctx, rc.B().Hlen().Key(k.Holders).Build()).AsInt64()
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `unlocked "inspect:sem"`)
+	require.NoError(t, <-wait, "the queued request was woken and took its permits")
+	defer ws.Release(2)
+	held, err = rc.Do(ctx, rc.B().Hgetall().Key(k.Holders).Build()).AsStrMap()
 	require.NoError(t, err)
-	require.EqualValues(t, 2, n)
+	require.Len(t, held, 1, "only the woken request holds: %v", held)
+	for _, entry := range held {
+		require.True(t, strings.HasPrefix(entry, "2:"), entry)
+	}
+	size, err := rc.Do(ctx, rc.B().Get().Key(k.Size).Build()).ToString()
+	require.NoError(t, err)
+	require.Equal(t, "3", size)
 }
 
 func TestInspectSemaphoreLapsedHolder(t *testing.T) {
@@ -183,7 +193,7 @@ func TestInspectSemaphoreLapsedHolder(t *testing.T) {
 	defer s.Release(1)
 	// A holder whose lease lapsed 2 s ago by the server's clock, written by
 	// hand (no waiter runs a script that would reap it): not counted.
-	now, err := serverMillis(ctx, rc)
+	now, err := state.ServerMillis(ctx, rc)
 	require.NoError(t, err)
 	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k.Holders).FieldValue().FieldValue("dead:s9", "1:1").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(k.Leases).ScoreMember().ScoreMember(float64(now-2000), "dead:s9").Build()).Error())

@@ -67,13 +67,8 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewFairMutex(name).ForceUnlock(ctx) }
 		after = "the queue is kept: the waiter whose turn is next was woken, and the others keep their turns"
 	case "Semaphore":
-		// The library has no force release of a Semaphore, and deleting its
-		// keys here would be no substitute: nobody would wake the queued
-		// requests, and a holder renewing its lease could not tell the loss
-		// from a lapse. Leases bound a stuck holder instead.
-		printInfo(std.out, info)
-		return errors.New("unlock --force is not supported for a Semaphore: a holder's permits come back when its lease lapses " +
-			"(a crashed holder's within its lease, 30 s by default), and a live holder releases its own")
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewSemaphore(name, 0).ForceUnlock(ctx) }
+		after = "every holder lost its permits; the size and the queue are kept, and the queued requests that fit were woken"
 	default:
 		return fmt.Errorf("force unlock of a %s is not supported", info.Kind)
 	}

@@ -9,9 +9,10 @@ import (
 
 // The scripts of Semaphore. Its waiters' heartbeats use FairHeartbeat.
 var (
-	SemAcquire = load("sem_acquire")
-	SemRelease = load("sem_release")
-	SemRenew   = load("sem_renew")
+	SemAcquire     = load("sem_acquire")
+	SemRelease     = load("sem_release")
+	SemRenew       = load("sem_renew")
+	SemForceUnlock = load("sem_force_unlock")
 )
 
 // A SemVersion is what a Semaphore call checks and writes: the version of
@@ -51,6 +52,13 @@ func (r *Runner) ReleaseSem(ctx context.Context, l *layout.Sem, rel *Release, v 
 		Keys:   l.Keys(),
 		Args:   []string{rel.Field, strconv.Itoa(rel.To), rel.Waiter, r.publish, expect, write, ms(rel.Latch)},
 	})
+}
+
+// ForceUnlockSem runs sem_force_unlock: every permit of the Semaphore at l
+// is taken back and the queued requests that fit are woken. It returns the
+// holders whose permits it took.
+func (r *Runner) ForceUnlockSem(ctx context.Context, l *layout.Sem) ([]string, error) {
+	return r.fields(ctx, Call{Script: SemForceUnlock, Keys: l.Keys()[:7], Args: []string{r.publish}})
 }
 
 // ms is a duration argument in milliseconds, "0" when unset.
