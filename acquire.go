@@ -85,7 +85,7 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 	if !c.lockOp(ctx, h, a) {
 		return attempt{}, nil, 0, ctx.Err()
 	}
-	defer h.op.unlock()
+	defer h.op.Unlock()
 	if h.parked {
 		if t, ok := c.unpark(h); ok {
 			return attempt{acquired: true, localHandoff: true}, t, 0, nil
@@ -137,14 +137,14 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 // arriving meanwhile, so that a release can park the hold for it.
 func (c *Client) lockOp(ctx context.Context, h *hold, a *caller) bool {
 	if a.single {
-		return h.op.tryLock()
+		return h.op.TryLock()
 	}
 	arriving := a.mode == waitHandoff && a.p.handoff
 	if arriving {
 		h.arriving.Add(1)
 		defer h.arriving.Add(-1)
 	}
-	return h.op.lock(ctx) == nil
+	return h.op.Lock(ctx) == nil
 }
 
 // owned decides an attempt of a while its owner holds (h.count > 0): it
@@ -219,8 +219,8 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 	case a.call.reentryUnknown:
 		h := c.ref(p.key, true)
 		defer c.unref(h)
-		_ = h.op.lock(context.Background())
-		defer h.op.unlock()
+		_ = h.op.Lock(context.Background())
+		defer h.op.Unlock()
 		if h.count == 0 || h.field != a.call.reentered {
 			r = release{} // the hold it re-entered has ended
 		} else {

@@ -44,6 +44,10 @@ var (
 // handle whose size differs from the one recorded in Redis.
 var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
+// errRefused is returned by an acquire that found its own call's latch: only
+// a late copy of an attempt should ever see that.
+var errRefused = errors.New("the acquire was refused: its call had been undone")
+
 // lockError wraps err with the name of the lock it is about.
 func lockError(name string, err error) error {
 	return fmt.Errorf("redisync: lock %q: %w", name, err)

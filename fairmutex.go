@@ -28,12 +28,8 @@ import (
 // not be reached for longer than the heartbeat timeout, a waiter loses its
 // place and queues again at the end.
 //
-// The layout is redisync's own (Redisson's fair lock evicts live waiters by
-// predicted deadlines): a hash redisync_fair:{name} like [Mutex]'s, a queue
-// and heartbeats in sorted sets redisync_fair_queue:{name} and
-// redisync_fair_alive:{name}, and wake-ups naming one waiter on
-// redisync_fair_channel:{name}. A FairMutex and a Mutex of the same name are
-// different locks.
+// Its data in Redis is redisync's own: a FairMutex excludes neither a Mutex
+// nor a Redisson RFairLock of the same name.
 //
 // A FairMutex must not be copied after first use.
 type FairMutex struct {

@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,10 +337,11 @@ func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
 	h.Lock()
 	acquired := make(chan int)
 	release := make([]chan struct{}, waiters)
+	var wakeups atomic.Int64
 	var wg sync.WaitGroup
 	for i := range waiters {
 		release[i] = make(chan struct{})
-		c, _ := newClient(t, tg)
+		c, _ := newClient(t, tg, countPubSubWakeups(&wakeups))
 		w := c.NewFairMutex(t.Name())
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -355,13 +357,13 @@ func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
 		waitQueued(t, rc, t.Name(), int64(i+1))
 	}
 	time.Sleep(50 * time.Millisecond) // subscriptions confirmed, second tries done
-	before := redisync.QueueWakeups()
+	before := wakeups.Load()
 	h.Unlock()
 	for i := range waiters {
 		got := <-acquired
 		assert.Equal(t, i, got, "served in order")
 		time.Sleep(50 * time.Millisecond) // room for stray wake-ups to land
-		assert.EqualValues(t, i+1, redisync.QueueWakeups()-before, "wake-ups after %d releases", i+1)
+		assert.EqualValues(t, i+1, wakeups.Load()-before, "wake-ups after %d releases", i+1)
 		close(release[got])
 	}
 	wg.Wait()
@@ -564,4 +566,14 @@ func testFairMutexLossIsReported(t *testing.T, tg *redisserver.Target) {
 	assert.NotPanics(t, fm.Unlock)
 	assert.True(t, fm.TryLock(), "the handle is usable again")
 	fm.Unlock()
+}
+
+// countPubSubWakeups is an observer option counting in n the waits that a
+// wake-up message ended (not a timer, not a local release).
+func countPubSubWakeups(n *atomic.Int64) redisync.Option {
+	return redisync.WithObserver(redisync.ObserverFunc(func(_ context.Context, e redisync.Event) {
+		if e.Kind == redisync.EventWakeup && e.Source == redisync.WakePubSub {
+			n.Add(1)
+		}
+	}))
 }

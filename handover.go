@@ -86,15 +86,15 @@ func (c *Client) unpark(h *hold) (*term, bool) {
 // queue. If the hold was handed to it meanwhile, it releases it: it passes to
 // the next local caller, or back to Redis.
 func (c *Client) abandonHandoff(ctx context.Context, hw *handoffWait) {
-	_ = hw.h.op.lock(context.Background())
+	_ = hw.h.op.Lock(context.Background())
 	for i, ch := range hw.h.handoff {
 		if ch == hw.ch {
 			hw.h.handoff = append(hw.h.handoff[:i:i], hw.h.handoff[i+1:]...)
-			hw.h.op.unlock()
+			hw.h.op.Unlock()
 			return
 		}
 	}
-	hw.h.op.unlock()
+	hw.h.op.Unlock()
 	select {
 	case <-hw.ch:
 		if err := c.releaseHold(context.WithoutCancel(ctx), hw.p, 1); err != nil {

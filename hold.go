@@ -2,11 +2,14 @@ package redisync
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/ctxlock"
 	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/mutant"
 )
 
 // holdKey names one owner's hold on one lock of a Client. kind separates
@@ -43,7 +46,7 @@ type hold struct {
 
 	// op serializes this owner's calls on this lock and guards the fields
 	// below. A call waits for it only as long as its context lasts.
-	op    opLock
+	op    ctxlock.Mutex
 	count int
 	held  atomic.Int64 // count, for readers that do not wait for op (Semaphore.Held)
 	// field is the current hold's identity in Redis, and ambiguous records
@@ -326,4 +329,22 @@ func (c *Client) endHolds(name string, err func(name string) error) {
 		c.leases.Remove(t.lease)
 		t.end(err(names[i]))
 	}
+}
+
+// lastHold numbers the holds of the process: a hold's identity in Redis is
+// "<client-uuid>:<n>", as Redisson's field is "<uuid>:<thread-id>".
+var lastHold atomic.Uint64
+
+// newField returns the identity of a new hold of owner, ending in suffix: a
+// field no other hold has had. (The owner-field mutant gives every hold of
+// an owner the same one, as redisync once did.)
+func (c *Client) newField(owner uint64, suffix string) string {
+	if mutant.On("owner-field") {
+		return c.field(owner) + suffix
+	}
+	var buf [64]byte
+	b := append(buf[:0], c.id...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, lastHold.Add(1), 10)
+	return string(append(b, suffix...))
 }

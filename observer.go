@@ -38,17 +38,6 @@ type ObserverFunc func(ctx context.Context, e Event)
 // Observe calls f(ctx, e).
 func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
 
-// WithObserver sets the observer of the locks' events. Given to [New], it is
-// the Client's observer: it receives the events of every handle that sets no
-// observer of its own, and the events of the machinery the handles share
-// ([EventRenewalBatch], [EventSubscribed]). Given to a handle constructor, it
-// receives that handle's events instead; nil then silences the handle.
-//
-// Without an observer, no event is built: the cost is a nil check.
-func WithObserver(o Observer) Option {
-	return func(cfg *config) { cfg.observer = o }
-}
-
 // An EventKind says what an [Event] reports.
 type EventKind uint8
 
@@ -234,46 +223,41 @@ func (t *term) observeHandoff() {
 	t.obs.since = time.Now()
 }
 
-// observeAcquired reports a successful attempt of a call that began at start
-// (zero for a single attempt).
-func observeAcquired(ctx context.Context, cfg *config, primitive Primitive, name string, start time.Time, res attempt) {
-	var wait time.Duration
+// observe reports e, an event of p's lock, to p's observer, if it has one.
+func (p *protocol) observe(ctx context.Context, e Event) {
+	if p.cfg.observer != nil {
+		e.Primitive, e.Name = p.primitive, p.name
+		p.cfg.observer.Observe(ctx, e)
+	}
+}
+
+// acquiredEvent is the event of a successful attempt res of a call that
+// began at start (zero for a single attempt).
+func acquiredEvent(start time.Time, res attempt) Event {
+	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff}
 	if !start.IsZero() {
-		wait = time.Since(start)
+		e.Wait = time.Since(start)
 	}
-	cfg.observer.Observe(ctx, Event{Kind: EventAcquired, Primitive: primitive, Name: name, Wait: wait,
-		Reentrant: res.reentered, LocalHandoff: res.localHandoff})
+	return e
 }
 
-// observeTry reports a single attempt's acquisition, if it made one.
-func observeTry(ctx context.Context, cfg *config, primitive Primitive, name string, res attempt) {
-	if cfg.observer != nil && res.acquired {
-		observeAcquired(ctx, cfg, primitive, name, time.Time{}, res)
-	}
-}
-
-// observeWait reports the end of a wait of a call:
-// woken by the wake-up channel (woken) or by its timer. For a Pub/Sub waiter,
-// w tells what woke it; src is the source otherwise.
-func observeWait(ctx context.Context, cfg *config, primitive Primitive, name string, w *notify.Waiter, src WakeSource, woken bool) {
+// wakeEvent is the event of the end of a wait: woken by the wake-up channel
+// (woken) or by its timer. For a Pub/Sub waiter, w tells what woke it; src
+// is the source otherwise.
+func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
 	switch {
 	case !woken:
 		src = WakeTimeout
 	case src == WakePubSub && w != nil:
-		src = wakeSource(w.Source())
+		switch w.Source() {
+		case notify.FromMessage:
+		case notify.FromResubscribe:
+			src = WakeResubscribe
+		default:
+			src = WakeLocal
+		}
 	}
-	cfg.observer.Observe(ctx, Event{Kind: EventWakeup, Primitive: primitive, Name: name, Source: src})
-}
-
-// wakeSource translates the subscriber's sources.
-func wakeSource(s notify.Source) WakeSource {
-	switch s {
-	case notify.FromMessage:
-		return WakePubSub
-	case notify.FromResubscribe:
-		return WakeResubscribe
-	}
-	return WakeLocal
+	return Event{Kind: EventWakeup, Source: src}
 }
 
 // observeBatch is the renewal scheduler's batch callback.
@@ -285,21 +269,4 @@ func (c *Client) observeBatch(b lease.Batch) {
 // observeSubscribed is the subscriber's confirmation callback.
 func (c *Client) observeSubscribed(channel string, again bool) {
 	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
-}
-
-// observeAttempt reports the beginning of a waiting call and returns its start.
-func observeAttempt(ctx context.Context, cfg *config, primitive Primitive, name string) time.Time {
-	cfg.observer.Observe(ctx, Event{Kind: EventAcquireAttempt, Primitive: primitive, Name: name})
-	return time.Now()
-}
-
-// observeQueued reports that a waiting call's place in a queue is confirmed.
-func observeQueued(ctx context.Context, cfg *config, primitive Primitive, name string) {
-	cfg.observer.Observe(ctx, Event{Kind: EventQueued, Primitive: primitive, Name: name})
-}
-
-// observeFailed reports a waiting call, begun at start, that gave up with err.
-func observeFailed(ctx context.Context, cfg *config, primitive Primitive, name string, start time.Time, err error) {
-	cfg.observer.Observe(ctx, Event{Kind: EventAcquireFailed, Primitive: primitive, Name: name,
-		Wait: time.Since(start), Cause: err})
 }

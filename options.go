@@ -115,3 +115,14 @@ func WithHeartbeatTimeout(d time.Duration) Option {
 		}
 	}
 }
+
+// WithObserver sets the observer of the locks' events. Given to [New], it is
+// the Client's observer: it receives the events of every handle that sets no
+// observer of its own, and the events of the machinery the handles share
+// ([EventRenewalBatch], [EventSubscribed]). Given to a handle constructor, it
+// receives that handle's events instead; nil then silences the handle.
+//
+// Without an observer, no event is built: the cost is a nil check.
+func WithObserver(o Observer) Option {
+	return func(cfg *config) { cfg.observer = o }
+}

@@ -2,13 +2,10 @@ package redisync
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -97,25 +94,3 @@ const (
 	tombstoneTTL  = "60000" // milliseconds
 	cleanupBudget = 2 * time.Second
 )
-
-// errRefused is returned by an acquire that found its own call's latch: only
-// a late copy of an attempt should ever see that.
-var errRefused = errors.New("the acquire was refused: its call had been undone")
-
-// lastHold numbers the holds of the process: a hold's identity in Redis is
-// "<client-uuid>:<n>", as Redisson's field is "<uuid>:<thread-id>".
-var lastHold atomic.Uint64
-
-// newField returns the identity of a new hold of owner, ending in suffix: a
-// field no other hold has had. (The owner-field mutant gives every hold of
-// an owner the same one, as redisync once did.)
-func (c *Client) newField(owner uint64, suffix string) string {
-	if mutant.On("owner-field") {
-		return c.field(owner) + suffix
-	}
-	var buf [64]byte
-	b := append(buf[:0], c.id...)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, lastHold.Add(1), 10)
-	return string(append(b, suffix...))
-}

@@ -18,10 +18,10 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 		return lockError(p.name, ErrNotHeld)
 	}
 	defer c.unref(h)
-	if err := h.op.lock(ctx); err != nil {
+	if err := h.op.Lock(ctx); err != nil {
 		return err
 	}
-	defer h.op.unlock()
+	defer h.op.Unlock()
 	if n > h.count+h.lost || h.parked {
 		return lockError(p.name, ErrNotHeld)
 	}

@@ -29,11 +29,7 @@ import (
 //
 // The size is recorded in Redis by the first use of the name and stays there
 // (delete the key redisync_sem_size:{name} to change it); a handle made with
-// another size fails to acquire. The layout is redisync's own: holders in a
-// hash redisync_sem:{name}, their leases in a sorted set
-// redisync_sem_lease:{name}, the queue in redisync_sem_queue:{name},
-// redisync_sem_alive:{name} and redisync_sem_want:{name}, and wake-ups
-// naming one waiter each on redisync_sem_channel:{name}.
+// another size fails to acquire. Its data in Redis is redisync's own.
 //
 // A handle is one holder: the permits acquired through it, by any goroutine,
 // are counted together and released through it. A Semaphore must not be

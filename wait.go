@@ -62,7 +62,8 @@ const transientBudget = time.Second
 func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
 	l := &waitLoop{a: a, tk: tk, forever: forever}
 	if a.p.cfg.observer != nil {
-		l.start = observeAttempt(ctx, a.p.cfg, a.p.primitive, a.p.name) // the call's start
+		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
+		l.start = time.Now() // the call's start
 	}
 	defer func() { c.endWait(ctx, l, err) }()
 	for {
@@ -136,7 +137,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		l.sleep(d/2 + rand.N(d))
 	case res.acquired:
 		if p.cfg.observer != nil {
-			observeAcquired(ctx, p.cfg, p.primitive, p.name, l.start, res)
+			p.observe(ctx, acquiredEvent(l.start, res))
 		}
 		return f, true, nil
 	case res.free != nil && !p.queued:
@@ -146,9 +147,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		tag := ""
 		if l.tk != nil {
 			tag = l.tk.id
-			if p.cfg.observer != nil {
-				observeQueued(ctx, p.cfg, p.primitive, p.name) // the reply just placed tk in the queue
-			}
+			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
 		}
 		l.w = c.notify.Join(p.channel, p.policy, tag)
 		f = waitFor{wake: l.w.Ready(), free: res.free}
@@ -179,7 +178,7 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 	if err != nil {
 		c.giveUp(ctx, l.a, l.tk)
 		if p.cfg.observer != nil {
-			observeFailed(ctx, p.cfg, p.primitive, p.name, l.start, err)
+			p.observe(ctx, Event{Kind: EventAcquireFailed, Wait: time.Since(l.start), Cause: err})
 		}
 	}
 }
@@ -202,24 +201,21 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 	case <-handedOver:
 		l.queued = nil
 		if p.cfg.observer != nil {
-			observeAcquired(ctx, p.cfg, p.primitive, p.name, l.start, attempt{acquired: true, localHandoff: true})
+			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
 		}
 		return true, nil
 	case <-f.wake:
 		l.queued = nil // a release that closes free hands nothing over
-		if f.src == WakePubSub && l.tk != nil {
-			queueWakeups.Add(1)
-		}
 		if observe {
-			observeWait(ctx, p.cfg, p.primitive, p.name, l.w, f.src, true)
+			p.observe(ctx, wakeEvent(l.w, f.src, true))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
 		if p.cfg.observer != nil {
-			observeWait(ctx, p.cfg, p.primitive, p.name, l.w, WakeLocal, true)
+			p.observe(ctx, wakeEvent(l.w, WakeLocal, true))
 		}
 	case <-l.timer.C:
 		if observe {
-			observeWait(ctx, p.cfg, p.primitive, p.name, l.w, f.src, false)
+			p.observe(ctx, wakeEvent(l.w, f.src, false))
 		}
 	case <-lapsed:
 		l.tk.hb = nil // ended; the next try queues again and restarts it
@@ -239,7 +235,9 @@ func (c *Client) tryOnce(ctx context.Context, a *caller) (bool, error) {
 	}
 	a.single = true
 	res, err := c.try(ctx, a, nil)
-	observeTry(ctx, a.p.cfg, a.p.primitive, a.p.name, res)
+	if a.p.cfg.observer != nil && res.acquired {
+		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
+	}
 	if err != nil && a.call.uncertain() {
 		c.giveUp(ctx, a, nil)
 	}
@@ -272,10 +270,6 @@ func waitMS(ms int64) time.Duration {
 
 // lastWaiter numbers the waiting calls of the process.
 var lastWaiter atomic.Uint64
-
-// queueWakeups counts the wake-ups that ended a queued waiter's wait (not its
-// timer, not the subscription's confirmation); tests read it.
-var queueWakeups atomic.Int64
 
 // A ticket is one waiting call's place in a queue kept in Redis: the id it
 // queues under (also the tag that wake-up messages name) and the heartbeat

@@ -1,4 +1,4 @@
-package redisync_test
+package ctxlock_test
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
-	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/ctxlock"
 )
 
 // The owner's call lock excludes, whether its callers can give up or not, and
 // a caller whose context ends stops waiting without breaking it.
-func TestOpLockExcludes(t *testing.T) {
-	var l redisync.OpLock
+func TestMutexExcludes(t *testing.T) {
+	var l ctxlock.Mutex
 	var inside, most, done atomic.Int32
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -53,8 +54,8 @@ func TestOpLockExcludes(t *testing.T) {
 
 // A caller stops waiting when its context ends, and TryLock fails at once,
 // while another holds the lock; once it is unlocked, a waiter gets it.
-func TestOpLockHonoursContext(t *testing.T) {
-	var l redisync.OpLock
+func TestMutexHonoursContext(t *testing.T) {
+	var l ctxlock.Mutex
 	require.NoError(t, l.Lock(context.Background()))
 	assert.False(t, l.TryLock())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -78,3 +79,8 @@ func TestOpLockHonoursContext(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// hang bounds a wait that only a bug makes long.
+const hang = 10 * time.Second
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

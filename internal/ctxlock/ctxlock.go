@@ -1,4 +1,5 @@
-package redisync
+// Package ctxlock provides a mutex whose Lock takes a context.
+package ctxlock
 
 import (
 	"context"
@@ -6,27 +7,27 @@ import (
 	"sync/atomic"
 )
 
-// An opLock serializes one owner's calls on one lock, as a mutex whose Lock
-// takes a context. A call may hold it across a round trip to Redis, which a
-// stalled connection can stretch to seconds; another call of the same owner
-// waits for it only as long as its own context allows, and a TryLock does not
-// wait at all. The zero value is unlocked.
+// A Mutex is a mutual exclusion lock whose Lock takes a context: a caller
+// waits for it only as long as its context allows. redisync serializes one
+// owner's calls on one lock with it; a call may hold it across a round trip
+// to Redis, which a stalled connection can stretch to seconds. The zero value
+// is unlocked.
 //
 // It is a sync.Mutex underneath, which callers without a deadline (Lock,
 // Unlock) wait on directly, as cheaply as before contexts mattered. A caller
 // whose context can end registers instead, and is told by every unlock to try
 // again; it checks once more after registering, so that an unlock between its
 // first try and its registration is not missed.
-type opLock struct {
+type Mutex struct {
 	mu      sync.Mutex
 	wmu     sync.Mutex      // guards waiters
 	waiters []chan struct{} // closed to tell a waiter to try again
 	nwait   atomic.Int32    // len(waiters), read without wmu by unlock
 }
 
-// lock locks l, waiting until it is free or ctx is done. It returns ctx.Err()
+// Lock locks l, waiting until it is free or ctx is done. It returns ctx.Err()
 // when ctx ends first, not holding l.
-func (l *opLock) lock(ctx context.Context) error {
+func (l *Mutex) Lock(ctx context.Context) error {
 	if ctx.Done() == nil {
 		l.mu.Lock()
 		return nil
@@ -61,11 +62,11 @@ func (l *opLock) lock(ctx context.Context) error {
 	}
 }
 
-// tryLock locks l if it is free and reports whether it did.
-func (l *opLock) tryLock() bool { return l.mu.TryLock() }
+// TryLock locks l if it is free and reports whether it did.
+func (l *Mutex) TryLock() bool { return l.mu.TryLock() }
 
-// unlock unlocks l and tells the longest-registered waiter to try again.
-func (l *opLock) unlock() {
+// Unlock unlocks l and tells the longest-registered waiter to try again.
+func (l *Mutex) Unlock() {
 	l.mu.Unlock()
 	if l.nwait.Load() > 0 {
 		l.signal()
@@ -73,7 +74,7 @@ func (l *opLock) unlock() {
 }
 
 // signal tells the longest-registered waiter, if any, to try again.
-func (l *opLock) signal() {
+func (l *Mutex) signal() {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if len(l.waiters) == 0 {
@@ -87,7 +88,7 @@ func (l *opLock) signal() {
 
 // forget takes ch out of the waiters and reports whether it was there (not
 // yet told to try again).
-func (l *opLock) forget(ch chan struct{}) bool {
+func (l *Mutex) forget(ch chan struct{}) bool {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	for i, w := range l.waiters {

@@ -1,0 +1,67 @@
+package redisync
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/state"
+	"github.com/redis/rueidis"
+)
+
+// The administration that every primitive offers (IsLocked, TTL, HoldCount,
+// ForceUnlock), on the lock's hash; a Semaphore reads its holders instead.
+
+// IsLocked reports whether anyone holds the lock (an RWMutex: for reading
+// or writing).
+func (h *handle) IsLocked(ctx context.Context) (bool, error) {
+	n, err := h.c.rc.Do(ctx, h.c.rc.B().Exists().Key(h.key).Build()).AsInt64()
+	if err != nil {
+		return false, lockError(h.name, err)
+	}
+	return n == 1, nil
+}
+
+// TTL returns how long the lock will last unless renewed: 0 when nobody holds
+// it, and a negative duration when its key has no expiry (set outside
+// redisync).
+func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
+	ms, err := state.PTTL(ctx, h.c.rc, h.key)
+	switch {
+	case err != nil:
+		return 0, lockError(h.name, err)
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// holdCount returns the count Redis records for the current hold of the
+// owner in ctx (the handle's own owner if ctx has none) of kind: 0 when
+// there is no such hold through this Client.
+func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
+	owner, _ := ownerOf(ctx, h.owner)
+	field := h.c.heldField(holdKey{kind: kind, name: h.key, owner: owner})
+	if field == "" {
+		return 0, nil
+	}
+	n, err := h.c.rc.Do(ctx, h.c.rc.B().Hget().Key(h.key).Field(field).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, lockError(h.name, err)
+	}
+	return int(n), nil
+}
+
+// forceUnlocked ends, as force-unlocked, this Client's holds among fields (the
+// ones a force unlock took away), and reports whether there were any.
+func (h *handle) forceUnlocked(fields []string, err error) (bool, error) {
+	if err != nil {
+		return false, lockError(h.name, err)
+	}
+	if len(fields) > 0 {
+		h.c.endHoldsOf(h.key, fields, ErrForceUnlocked)
+	}
+	return len(fields) > 0, nil
+}
