@@ -125,7 +125,7 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		return attempt{}, nil, 0, lockError(p.name, errRefused)
 	case r.Outcome == scripts.Busy:
 		if tk != nil {
-			tk.queued(sent)
+			tk.Queued(sent)
 		}
 		return attempt{wait: waitMS(r.Value), free: free}, nil, 0, nil
 	}
@@ -232,7 +232,7 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 		r = release{} // only the queue entry
 	}
 	if tk != nil {
-		r.Waiter = tk.id
+		r.Waiter = tk.ID
 	}
 	if r.Field == "" && r.Waiter == "" {
 		return

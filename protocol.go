@@ -65,7 +65,7 @@ type acquisition struct {
 func (a *acquisition) hold(leaseMS string) scripts.Hold {
 	h := scripts.Hold{Field: a.field, Count: a.count, LeaseMS: leaseMS}
 	if a.tk != nil {
-		h.Waiter, h.HeartbeatMS = a.tk.id, a.tk.hbMS()
+		h.Waiter, h.HeartbeatMS = a.tk.ID, a.tk.TimeoutMS
 	}
 	return h
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
-	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // An attempt is the outcome of one try to acquire.
@@ -146,7 +145,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 	case l.w == nil:
 		tag := ""
 		if l.tk != nil {
-			tag = l.tk.id
+			tag = l.tk.ID
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
 		}
 		l.w = c.notify.Join(p.channel, p.policy, tag)
@@ -170,7 +169,7 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 		c.abandonHandoff(ctx, l.queued)
 	}
 	if l.tk != nil {
-		l.tk.stop()
+		l.tk.Stop()
 	}
 	if l.w != nil {
 		l.w.Leave(err != nil && l.tk == nil) // a queued waiter's turn is passed on by giveUp's script
@@ -194,7 +193,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 	}
 	var lapsed chan struct{}
 	if l.tk != nil {
-		lapsed = l.tk.lapsed
+		lapsed = l.tk.Lapsed
 	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
@@ -218,7 +217,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 			p.observe(ctx, wakeEvent(l.w, f.src, false))
 		}
 	case <-lapsed:
-		l.tk.hb = nil // ended; the next try queues again and restarts it
+		l.tk.Ended() // the next try queues again and restarts it
 	case <-ctx.Done():
 		return true, ctx.Err()
 	case <-c.closed:
@@ -271,68 +270,12 @@ func waitMS(ms int64) time.Duration {
 // lastWaiter numbers the waiting calls of the process.
 var lastWaiter atomic.Uint64
 
-// A ticket is one waiting call's place in a queue kept in Redis: the id it
-// queues under (also the tag that wake-up messages name) and the heartbeat
-// lease that keeps the place while the call waits. A ticket belongs to one
-// goroutine, the waiting caller's; only its lapsed channel is written by the
-// renewal scheduler.
-type ticket struct {
-	c      *Client
-	id     string
-	keys   []string // the heartbeat zset and the queue zset
-	args   []string // the id and the heartbeat timeout in milliseconds
-	ttl    time.Duration
-	hb     *lease.Lease  // the heartbeat while queued, else nil
-	lapsed chan struct{} // receives when a heartbeat ends by loss
-}
+// A ticket is one waiting call's place in a queue kept in Redis, kept by a
+// heartbeat while the call waits.
+type ticket = lease.Heartbeat
 
 // newTicket returns a ticket for a queue whose heartbeat and queue keys are
 // alive and queue. The id is unique across Clients: "<client-uuid>:w<n>".
 func (c *Client) newTicket(alive, queue string, cfg *config) *ticket {
-	id := c.id + ":w" + strconv.FormatUint(lastWaiter.Add(1), 10)
-	return &ticket{
-		c:      c,
-		id:     id,
-		keys:   []string{alive, queue},
-		args:   []string{id, strconv.FormatInt(cfg.heartbeat.Milliseconds(), 10)},
-		ttl:    cfg.heartbeat,
-		lapsed: make(chan struct{}, 1),
-	}
-}
-
-// hbMS returns the heartbeat timeout in milliseconds, as scripts take it.
-func (tk *ticket) hbMS() string { return tk.args[1] }
-
-// queued records that a request sent at sent placed the ticket in its queue,
-// or kept it there, with a fresh heartbeat deadline; it starts the heartbeat
-// renewals if they are not running.
-func (tk *ticket) queued(sent time.Time) {
-	if tk.hb != nil {
-		tk.c.leases.Touch(tk.hb, sent)
-		return
-	}
-	tk.hb = &lease.Lease{
-		Key:   tk.keys[0],
-		Renew: scripts.FairHeartbeat,
-		Keys:  tk.keys,
-		Args:  tk.args,
-		TTL:   tk.ttl,
-		Lost: lease.ReportFunc(func(error) {
-			// The place may be gone (reaped, or counted dead after failed
-			// renewals). The waiter tries again, which queues it anew.
-			select {
-			case tk.lapsed <- struct{}{}:
-			default:
-			}
-		}),
-	}
-	tk.c.leases.Add(tk.hb, sent)
-}
-
-// stop ends the heartbeat renewals.
-func (tk *ticket) stop() {
-	if tk.hb != nil {
-		tk.c.leases.Remove(tk.hb)
-		tk.hb = nil
-	}
+	return c.leases.NewHeartbeat(c.id+":w"+strconv.FormatUint(lastWaiter.Add(1), 10), alive, queue, cfg.heartbeat)
 }

@@ -1,0 +1,67 @@
+package lease
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// A Heartbeat is a waiting call's place in a queue kept in Redis (a
+// FairMutex's or a Semaphore's): the id it queues under, which wake-up
+// messages name, and the lease that proves the waiter alive while it waits.
+// It belongs to the waiting goroutine; only Lapsed is written by the
+// scheduler.
+type Heartbeat struct {
+	ID        string
+	TimeoutMS string // the heartbeat timeout in milliseconds, as scripts take it
+	// Lapsed receives when the heartbeat ended by loss (the place was reaped,
+	// or counted dead after failed renewals). The waiter then calls Ended
+	// and tries again, which queues it anew.
+	Lapsed chan struct{}
+
+	s    *Scheduler
+	keys []string // the heartbeats' zset and the queue's
+	args []string // the id and the timeout
+	ttl  time.Duration
+	l    *Lease // renewed while queued, else nil
+}
+
+// NewHeartbeat returns the heartbeat of the waiter id in the queue whose
+// heartbeat and queue keys are alive and queue, renewed by s every third of
+// ttl once the waiter is queued.
+func (s *Scheduler) NewHeartbeat(id, alive, queue string, ttl time.Duration) *Heartbeat {
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	return &Heartbeat{ID: id, TimeoutMS: ms, Lapsed: make(chan struct{}, 1), s: s,
+		keys: []string{alive, queue}, args: []string{id, ms}, ttl: ttl}
+}
+
+// Queued records that a request sent at sent placed the waiter in its queue,
+// or kept it there, with a fresh deadline; it starts the renewals if they are
+// not running.
+func (h *Heartbeat) Queued(sent time.Time) {
+	if h.l != nil {
+		h.s.Touch(h.l, sent)
+		return
+	}
+	h.l = &Lease{Key: h.keys[0], Renew: scripts.FairHeartbeat, Keys: h.keys, Args: h.args, TTL: h.ttl,
+		Lost: ReportFunc(func(error) {
+			select {
+			case h.Lapsed <- struct{}{}:
+			default:
+			}
+		})}
+	h.s.Add(h.l, sent)
+}
+
+// Ended forgets a heartbeat that Lapsed reported ended: the next Queued
+// starts anew.
+func (h *Heartbeat) Ended() { h.l = nil }
+
+// Stop ends the renewals.
+func (h *Heartbeat) Stop() {
+	if h.l != nil {
+		h.s.Remove(h.l)
+		h.l = nil
+	}
+}
