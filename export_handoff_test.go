@@ -22,3 +22,11 @@ func ArriveForTest(m *Mutex) (leave func()) {
 		m.c.unref(h)
 	}
 }
+
+// ReadRenewEveryForTest sets how often read holds are renewed until restore
+// is called.
+func ReadRenewEveryForTest(d time.Duration) (restore func()) {
+	saved := readRenewEvery
+	readRenewEvery = d
+	return func() { readRenewEvery = saved }
+}

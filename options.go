@@ -65,6 +65,9 @@ func WithWatchdogTimeout(d time.Duration) Option {
 // WithLease selects a fixed lease d: a lock is not renewed and expires d after
 // it was acquired unless it is released first, as with Redisson's
 // lock(leaseTime). d is rounded up to a whole millisecond and must be positive.
+// An RWMutex read hold is still checked every few seconds (a loss is then
+// reported, and the lock kept for the hold's lease against a Redisson
+// reader's watchdog), but never extended.
 func WithLease(d time.Duration) Option {
 	return func(cfg *config) {
 		if d <= 0 {

@@ -230,13 +230,13 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	if write {
 		kind = exclusive
 	}
-	op := rw.protocol(kind, rw.name, owner, rwPrimitive(write), rw.l.Channel, notify.Redisson)
+	op := rw.protocol(kind, rw.name, owner, rwPrimitive(write), rw.l.Channel, notify.All)
 	op.wakeAll = true
 	if write {
 		op.suffix = layout.WriteSuffix
 		op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, waits)
-			return claimWait(r, err, true)
+			return claimWait(r, err)
 		}
 		op.release = func(ctx context.Context, r release) (scripts.Released, error) {
 			return rw.c.scripts.ReleaseWrite(ctx, &rw.l, &r.Release)
@@ -251,22 +251,43 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 		}
 		// An owner re-entering must not wait behind a writer waiting for it.
 		r, err := rw.c.scripts.AcquireRead(ctx, &rw.l, a.hold(rw.leaseMS), writer, explicit && a.count > 0)
-		return claimWait(r, err, false)
+		return claimWait(r, err)
 	}
 	op.release = func(ctx context.Context, r release) (scripts.Released, error) {
 		return rw.c.scripts.ReleaseRead(ctx, &rw.l, &r.Release)
 	}
-	op.newLease = func(t *term) *lease.Lease {
-		return rw.hashLease(t, []string{rw.name}, scripts.RWRenew, rw.l.Timeouts(t.field))
-	}
+	op.newLease = rw.readLease
 	return op
 }
 
-// claimWait bounds a busy reply's wait: a lock without expiry (-1) is tried
-// again within a third of a writer's claim, and so is a waiting writer, to
-// keep its claim.
-func claimWait(r scripts.Reply, err error, write bool) (scripts.Reply, error) {
-	if r.Outcome == scripts.Busy && (r.Value < 0 || write && r.Value > writerClaim.Milliseconds()/3) {
+// readRenewEvery bounds the time between the renewals of a read hold. A
+// Redisson reader's watchdog sets the lock's expiry to its own lease (30 s by
+// default) even when that shortens ours; when that reader dies, the lock would
+// expire under a Go reader with a longer lease. A renewal restores the expiry
+// from the Go reader's own lease, so it must come within the Java reader's
+// lease. A variable only so that tests can shorten it.
+var readRenewEvery = 5 * time.Second
+
+// readLease describes the lease of term t, a new read hold, for the
+// scheduler. A fixed lease is renewed too, without being extended: its
+// renewals restore the lock's expiry from its timeout keys, and find a hold
+// gone (reporting the loss) instead of waiting for the deadline.
+func (rw *RWMutex) readLease(t *term) *lease.Lease {
+	l := rw.hashLease(t, []string{rw.name}, scripts.RWRenew, rw.l.Timeouts(t.field))
+	l.Every = readRenewEvery
+	if l.Renew == nil {
+		l.Renew, l.Fixed = scripts.RWRenew, true
+		t.args[1] = "0" // see rw_renew.lua
+	}
+	return l
+}
+
+// claimWait bounds a busy reply's wait to a third of a writer's claim: a
+// waiting writer comes back in time to keep its claim, and a waiting reader
+// finds the lock free soon after a change that published nothing (a Redisson
+// writer's downgrade to a read lock).
+func claimWait(r scripts.Reply, err error) (scripts.Reply, error) {
+	if r.Outcome == scripts.Busy && (r.Value < 0 || r.Value > writerClaim.Milliseconds()/3) {
 		r.Value = writerClaim.Milliseconds() / 3
 	}
 	return r, err

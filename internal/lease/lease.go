@@ -51,6 +51,14 @@ type Lease struct {
 	Args []string
 	// TTL is the length of the lease. A watchdog lease is renewed every TTL/3.
 	TTL time.Duration
+	// Every, when set and shorter than TTL/3, is how often the lease is
+	// renewed instead (an RWMutex read hold restores the lock's expiry that
+	// a Redisson reader may have shortened).
+	Every time.Duration
+	// Fixed marks a lease whose renewals check the hold and keep the lock
+	// around it, but do not extend the hold itself: its deadline stays TTL
+	// after its acquire, as for a lease without Renew.
+	Fixed bool
 	// Lost is told once, from the scheduler's goroutine, when the lease is
 	// lost, with ErrExpired or ErrNotHeld. It must not block.
 	Lost Reporter
@@ -89,7 +97,12 @@ const (
 	ended                 // lost
 )
 
-func (l *Lease) interval() time.Duration { return l.TTL / 3 }
+func (l *Lease) interval() time.Duration {
+	if l.Every > 0 && l.Every < l.TTL/3 {
+		return l.Every
+	}
+	return l.TTL / 3
+}
 
 // Scheduler renews and watches leases. Its zero value is not usable; call New.
 type Scheduler struct {
@@ -152,7 +165,7 @@ func (s *Scheduler) Add(l *Lease, sent time.Time) {
 	l.deadline = sent.Add(l.TTL)
 	l.at = l.deadline
 	if l.Renew != nil {
-		l.at = sent.Add(l.interval())
+		l.at = minTime(sent.Add(l.interval()), l.deadline)
 	}
 	l.state = waiting
 	s.heap.push(l)

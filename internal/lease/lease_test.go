@@ -246,3 +246,29 @@ func TestRenewalChecksState(t *testing.T) {
 		t.Fatal("a state changed behind the holder's back went unnoticed")
 	}
 }
+
+// Every shortens the renewal period of a lease; a Fixed lease is renewed
+// (its hold checked) without its deadline moving, and is lost when that
+// passes.
+func TestFixedLeaseRenewedEvery(t *testing.T) {
+	f := newFixture(t)
+	var rounds atomic.Int32
+	sched := lease.New(f.runner, false, slog.Default(), lease.OnBatch(func(lease.Batch) { rounds.Add(1) }))
+	defer sched.Close()
+	key := t.Name()
+	require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Hset().Key(key).FieldValue().FieldValue("f:1", "1").Build()).Error())
+	lost := make(chan error, 1)
+	start := time.Now()
+	l := &lease.Lease{Key: key, Keys: []string{key}, Args: []string{"f:1", "60000"}, TTL: 900 * time.Millisecond,
+		Every: 100 * time.Millisecond, Fixed: true, Renew: scripts.MutexRenew,
+		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+	sched.Add(l, start)
+	select {
+	case err := <-lost:
+		assert.ErrorIs(t, err, lease.ErrExpired, "a fixed lease ends at its deadline")
+		assert.GreaterOrEqual(t, time.Since(start), 850*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a fixed lease outlived its deadline: its renewals extended it")
+	}
+	assert.GreaterOrEqual(t, rounds.Load(), int32(5), "renewed every 100 ms, not every 300 ms")
+}

@@ -45,8 +45,10 @@ func (s *Scheduler) renew(due []*Lease) {
 			case renewed[j] == 1, renewed[j] == 2 && (l.changing || l.gen != l.sentGen):
 				// A different state is the holder's own doing when it
 				// was changing it, or changed it since this was sent.
-				l.deadline = sent.Add(l.TTL)
-				l.at = sent.Add(l.interval())
+				if !l.Fixed {
+					l.deadline = sent.Add(l.TTL)
+				}
+				l.at = minTime(sent.Add(l.interval()), l.deadline)
 			default:
 				l.state = ended
 				lost = append(lost, l)

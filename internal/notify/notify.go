@@ -56,6 +56,11 @@ func Redisson(message string) Wake {
 	return Wake{N: 1}
 }
 
+// All is the policy of a channel where any message may let every waiter in,
+// or any one of them: an RWMutex's, whose "0" (a Redisson reader was the last
+// to leave) may be for a waiting writer or for readers held back by it.
+func All(string) Wake { return Wake{N: WakeAll} }
+
 // Tagged is the policy of a channel whose messages name the one waiter they
 // are for (by the tag it joined with): a queue's head, or a waiter whose
 // request fits now.

@@ -201,3 +201,12 @@ func TestCloseWakesWaiters(t *testing.T) {
 	assert.True(t, woken(w, wait))
 	w.Leave(false)
 }
+
+// The policies turn messages into wake-ups as their docs say.
+func TestPolicies(t *testing.T) {
+	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.Redisson("1"))
+	assert.Equal(t, notify.Wake{N: 1}, notify.Redisson("0"))
+	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.All("0"), "an RWMutex's 0 wakes every waiter")
+	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.All("1"))
+	assert.Equal(t, notify.Wake{Tag: "w1"}, notify.Tagged("w1"))
+}
