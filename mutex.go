@@ -25,8 +25,7 @@ import (
 // A Mutex must not be copied after first use.
 type Mutex struct {
 	handle
-	l    layout.Mutex
-	keys scripts.MutexKeys
+	keys scripts.MutexKeys // its keys and channel (see layout.Mutex)
 	// fenced marks a FencedMutex: every acquisition takes a token.
 	fenced bool
 }
@@ -47,8 +46,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 // initMutex sets up m, a new handle on the mutex called name.
 func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 	c.initHandle(&m.handle, name, opts)
-	m.l = layout.MutexOf(name)
-	m.keys = scripts.MutexKeysOf(m.l)
+	m.keys = scripts.MutexKeysOf(layout.MutexOf(name))
 }
 
 // Lock locks m. If the lock is already in use, the calling goroutine blocks
@@ -128,9 +126,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // Client, ends as lost; a hold taken after it (by a waiter its wake-up
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := m.forceUnlocked(m.c.scripts.ForceUnlockMutex(ctx, m.name, m.l.Channel, "0"))
+	ok, err := m.forceUnlocked(m.c.scripts.ForceUnlockMutex(ctx, m.name, m.keys.Channel(), "0"))
 	if ok {
-		m.c.notify.WakeAll(m.l.Channel)
+		m.c.notify.WakeAll(m.keys.Channel())
 	}
 	return ok, err
 }
@@ -172,7 +170,7 @@ func (m *Mutex) proto(owner uint64) *protocol {
 }
 
 func (m *Mutex) newProto(owner uint64) *protocol {
-	p := m.protocol(exclusive, m.name, owner, m.primitive(), m.l.Channel, notify.Redisson)
+	p := m.protocol(exclusive, m.name, owner, m.primitive(), m.keys.Channel(), notify.Redisson)
 	p.handoff = !m.fenced // every FencedMutex acquisition takes a token from Redis
 	p.acquire, p.release = m.runAcquire, m.runRelease
 	p.newLease = func(t *term) *lease.Lease { return m.hashLease(t, m.keys[:1], scripts.MutexRenew) }

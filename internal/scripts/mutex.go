@@ -18,6 +18,9 @@ func MutexKeysOf(l layout.Mutex) MutexKeys {
 	return MutexKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Key, l.Token, l.Latch}
 }
 
+// Channel returns the Mutex's release channel.
+func (k *MutexKeys) Channel() string { return k[1] }
+
 // AcquireMutex runs mutex_acquire: hold h takes the lock k, or re-enters it.
 func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}

@@ -90,6 +90,20 @@ for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	freed = true
 end
 
+-- wanted returns the permits that waiter w asks for. A request that is not a
+-- number (written by someone else) would stall the queue for good: its waiter
+-- is dropped as if dead, and a live one queues again.
+local function wanted(w)
+	local n = tonumber(redis.call('hget', want, w) or '0')
+	if n == nil then
+		redis.call('zrem', queue, w)
+		redis.call('zrem', alive, w)
+		redis.call('hdel', want, w)
+		return 0
+	end
+	return n
+end
+
 local function grant()
 	redis.call('hset', holders, holder, target .. ':' .. version)
 	redis.call('zadd', leases, now + tonumber(ARGV[5]), holder)
@@ -150,7 +164,7 @@ else
 	local ahead = 0
 	if rank > 0 then
 		for _, w in ipairs(redis.call('zrange', queue, 0, rank - 1)) do
-			ahead = ahead + tonumber(redis.call('hget', want, w) or '0')
+			ahead = ahead + wanted(w)
 		end
 	end
 	if others + target + ahead <= size then
@@ -167,7 +181,7 @@ if freed then
 	-- Reaping gave permits back: wake the waiters that fit now.
 	local acc, free = 0, size - total
 	for _, w in ipairs(redis.call('zrange', queue, 0, -1)) do
-		acc = acc + tonumber(redis.call('hget', want, w) or '0')
+		acc = acc + wanted(w)
 		if acc > free then
 			break
 		end

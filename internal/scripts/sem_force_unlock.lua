@@ -25,10 +25,24 @@ for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	redis.call('zrem', alive, w)
 	redis.call('hdel', want, w)
 end
+-- wanted returns the permits that waiter w asks for. A request that is not a
+-- number (written by someone else) would stall the queue for good: its waiter
+-- is dropped as if dead, and a live one queues again.
+local function wanted(w)
+	local n = tonumber(redis.call('hget', want, w) or '0')
+	if n == nil then
+		redis.call('zrem', queue, w)
+		redis.call('zrem', alive, w)
+		redis.call('hdel', want, w)
+		return 0
+	end
+	return n
+end
+
 -- Every permit is free: wake the requests that fit, in queue order.
 local acc, free = 0, tonumber(redis.call('get', sizeKey) or '0')
 for _, w in ipairs(redis.call('zrange', queue, 0, -1)) do
-	acc = acc + tonumber(redis.call('hget', want, w) or '0')
+	acc = acc + wanted(w)
 	if acc > free then
 		break
 	end

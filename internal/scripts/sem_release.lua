@@ -55,6 +55,20 @@ for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	redis.call('hdel', want, w)
 end
 
+-- wanted returns the permits that waiter w asks for. A request that is not a
+-- number (written by someone else) would stall the queue for good: its waiter
+-- is dropped as if dead, and a live one queues again.
+local function wanted(w)
+	local n = tonumber(redis.call('hget', want, w) or '0')
+	if n == nil then
+		redis.call('zrem', queue, w)
+		redis.call('zrem', alive, w)
+		redis.call('hdel', want, w)
+		return 0
+	end
+	return n
+end
+
 local status = 1
 local entry = redis.call('hget', holders, holder)
 local seen = nil
@@ -86,7 +100,7 @@ end
 local reply = {status}
 local acc, free = 0, tonumber(redis.call('get', sizeKey) or '0') - total
 for _, w in ipairs(redis.call('zrange', queue, 0, -1)) do
-	acc = acc + tonumber(redis.call('hget', want, w) or '0')
+	acc = acc + wanted(w)
 	if acc > free then
 		break
 	end
