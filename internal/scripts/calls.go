@@ -96,6 +96,7 @@ func lockReply(n int64, err error) (Reply, error) {
 // size recorded), otherwise busy for value milliseconds.
 func (r *Runner) pair(ctx context.Context, call Call) (Reply, error) {
 	v, err := r.Exec(ctx, call).AsIntSlice()
+	err = call.explain(err)
 	switch {
 	case err != nil:
 		return Reply{}, err
@@ -116,7 +117,7 @@ func (r *Runner) pair(ctx context.Context, call Call) (Reply, error) {
 // first did), whose reply is 1, 0 or nil (-1: the hold was not there).
 func (r *Runner) released(ctx context.Context, call Call) (Released, error) {
 	call.Retryable = true
-	n, err := r.Exec(ctx, call).AsInt64()
+	n, err := r.integer(ctx, call)
 	if rueidis.IsRedisNil(err) {
 		return Released{Status: -1}, nil
 	}
@@ -128,6 +129,7 @@ func (r *Runner) released(ctx context.Context, call Call) (Released, error) {
 func (r *Runner) queueReleased(ctx context.Context, call Call) (Released, error) {
 	call.Retryable = true
 	rep, err := r.Exec(ctx, call).ToArray()
+	err = call.explain(err)
 	if err == nil && len(rep) == 0 {
 		err = errors.New(call.Script.Name + " replied nothing")
 	}
@@ -149,5 +151,12 @@ func (r *Runner) queueReleased(ctx context.Context, call Call) (Released, error)
 // fields runs a retryable force unlock, which replies the fields it deleted.
 func (r *Runner) fields(ctx context.Context, call Call) ([]string, error) {
 	call.Retryable = true // deleting twice deletes once; waiters may be woken twice
-	return r.Exec(ctx, call).AsStrSlice()
+	fields, err := r.Exec(ctx, call).AsStrSlice()
+	return fields, call.explain(err)
+}
+
+// integer runs call, whose reply is an integer or nil.
+func (r *Runner) integer(ctx context.Context, call Call) (int64, error) {
+	n, err := r.Exec(ctx, call).AsInt64()
+	return n, call.explain(err)
 }

@@ -24,7 +24,7 @@ func (k *MutexKeys) Channel() string { return k[1] }
 // AcquireMutex runs mutex_acquire: hold h takes the lock k, or re-enters it.
 func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return lockReply(r.Exec(ctx, Call{Script: MutexAcquire, Keys: k[3:5], Args: args}).AsInt64())
+	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: k[3:5], Args: args}))
 }
 
 // AcquireFenced runs fenced_acquire: as AcquireMutex, and a first acquire
@@ -52,12 +52,14 @@ func (r *Runner) ForceUnlockMutex(ctx context.Context, key, channel, message str
 // lower than the highest token seen there. It reports whether it was stored,
 // and that highest token.
 func (r *Runner) SetFence(ctx context.Context, key string, token uint64, value string) (bool, int64, error) {
-	v, err := r.Exec(ctx, Call{
+	call := Call{
 		Script:    FenceSet,
 		Keys:      []string{key},
 		Args:      []string{strconv.FormatUint(token, 10), value},
 		Retryable: true, // writing the same value with the same token twice is harmless
-	}).AsIntSlice()
+	}
+	v, err := r.Exec(ctx, call).AsIntSlice()
+	err = call.explain(err)
 	if err == nil && len(v) != 2 {
 		err = fmt.Errorf("fence_set replied %v", v)
 	}

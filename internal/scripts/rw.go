@@ -12,22 +12,22 @@ import (
 // (which it may read under), "" for none; pass lets it pass waiting writers
 // (an owner re-entering).
 func (r *Runner) AcquireRead(ctx context.Context, l *layout.RW, h Hold, writer string, pass bool) (Reply, error) {
-	return lockReply(r.Exec(ctx, Call{
+	return lockReply(r.integer(ctx, Call{
 		Script: RWReadLock,
 		Keys:   []string{l.Key, l.Writers, l.Timeouts(h.Field), l.Latch},
 		Args:   []string{h.LeaseMS, h.Field, writer, strconv.Itoa(h.Count), flag(pass)},
-	}).AsInt64())
+	}))
 }
 
 // AcquireWrite runs rw_lock: write hold h takes or re-enters the write lock
 // of the RWMutex at l. A writer that claims (it will wait) holds new readers
 // back for claimMS milliseconds, under its hold's field as its id.
 func (r *Runner) AcquireWrite(ctx context.Context, l *layout.RW, h Hold, claimMS string, claim bool) (Reply, error) {
-	return lockReply(r.Exec(ctx, Call{
+	return lockReply(r.integer(ctx, Call{
 		Script: RWWriteLock,
 		Keys:   []string{l.Key, l.Writers, l.Latch},
 		Args:   []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), h.Field, claimMS, flag(claim)},
-	}).AsInt64())
+	}))
 }
 
 // ReleaseRead runs rw_runlock: rel's read hold leaves holds, or ends (and its
@@ -49,12 +49,13 @@ func (r *Runner) ReleaseWrite(ctx context.Context, l *layout.RW, rel *Release) (
 // LeaveWriters runs rw_writer_leave: the waiting writer id takes back its
 // claim, and the readers it held back are woken when it was the last.
 func (r *Runner) LeaveWriters(ctx context.Context, l *layout.RW, id string) error {
-	return r.Exec(ctx, Call{
+	call := Call{
 		Script:    RWWriterLeave,
 		Keys:      []string{l.Writers, l.Channel},
 		Args:      []string{id, r.publish},
 		Retryable: true, // leaving twice leaves once
-	}).Error()
+	}
+	return call.explain(r.Exec(ctx, call).Error())
 }
 
 // flag is a Lua script's boolean argument.

@@ -12,6 +12,8 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -170,6 +172,30 @@ func (r *Runner) command(call Call, sha bool) rueidis.Completed {
 		cmd = cmd.ToRetryable()
 	}
 	return cmd
+}
+
+// explain returns err, an error reply of call, with the script's name and the
+// line of its source that raised it when it was raised inside the script: a
+// refusal there (a command or key the ACL user may not use, a key of another
+// type) names the line ("@user_script:40"), not the command, and the source
+// line does.
+func (call Call) explain(err error) error {
+	if err == nil || rueidis.IsRedisNil(err) {
+		return err
+	}
+	msg := err.Error()
+	i := strings.Index(msg, "@user_script:")
+	if i < 0 {
+		return err
+	}
+	digits := msg[i+len("@user_script:"):]
+	digits = digits[:len(digits)-len(strings.TrimLeft(digits, "0123456789"))]
+	n, _ := strconv.Atoi(digits)
+	lines := strings.Split(call.Script.Source, "\n")
+	if n < 1 || n > len(lines) {
+		return err
+	}
+	return fmt.Errorf("%s.lua line %d `%s`: %w", call.Script.Name, n, strings.TrimSpace(lines[n-1]), err)
 }
 
 func isNoScript(err error) bool {

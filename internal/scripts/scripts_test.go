@@ -186,3 +186,18 @@ func sha1hex(s string) string {
 	sum := sha1.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// An error raised inside a script names the script and the source line.
+func TestErrorNamesScriptLine(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	key := t.Name()
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(key).Value("a string").Build()).Error())
+	_, err := r.AcquireMutex(ctx, ptr(scripts.MutexKeysOf(layout.MutexOf(key))), scripts.Hold{Field: "a:1", LeaseMS: "1000"})
+	require.Error(t, err)
+	assert.Regexp(t, "^mutex_acquire.lua line [0-9]+ `.*redis.call\\('hget'.*`: WRONGTYPE", err.Error())
+	var reply *rueidis.RedisError
+	assert.ErrorAs(t, err, &reply, "the server's error is still there to match")
+}
+
+func ptr[T any](v T) *T { return &v }
