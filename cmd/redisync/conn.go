@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +26,9 @@ type connFlags struct {
 	url            string
 	cluster        bool
 	sentinelMaster string
+	// tlsCA, tlsCert and tlsKey name PEM files: the authority to trust for
+	// a rediss:// server (besides the system's), and a client certificate.
+	tlsCA, tlsCert, tlsKey string
 }
 
 // register adds the connection flags to fs.
@@ -31,6 +36,9 @@ func (cf *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.url, "redis", "", "server `URL`: redis://[user:pass@]host:port[/db], rediss:// for TLS (default $REDIS_URL, else "+defaultURL+")")
 	fs.BoolVar(&cf.cluster, "cluster", false, "the server is a Redis Cluster; the URL's hosts are seed nodes")
 	fs.StringVar(&cf.sentinelMaster, "sentinel-master", "", "the URL's hosts are Sentinels monitoring the master `NAME`")
+	fs.StringVar(&cf.tlsCA, "tls-ca", "", "with rediss://, also trust the certificate authority in `FILE` (PEM)")
+	fs.StringVar(&cf.tlsCert, "tls-cert", "", "with rediss://, present the client certificate in `FILE` (PEM; needs --tls-key)")
+	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key `FILE` (PEM)")
 }
 
 // given reports whether a server was named, by flag or by REDIS_URL.
@@ -69,6 +77,9 @@ func (cf *connFlags) options() (rueidis.ClientOption, error) {
 	if opt.Sentinel.MasterSet != "" && cf.cluster {
 		return opt, usagef("--cluster and --sentinel-master exclude each other")
 	}
+	if err := cf.tls(&opt); err != nil {
+		return opt, err
+	}
 	opt.ForceSingleClient = !cf.cluster && opt.Sentinel.MasterSet == ""
 	opt.DisableCache = true // redisync does not use client-side caching
 	if opt.Dialer.Timeout == 0 {
@@ -78,6 +89,41 @@ func (cf *connFlags) options() (rueidis.ClientOption, error) {
 		opt.ConnWriteTimeout = 3 * time.Second
 	}
 	return opt, nil
+}
+
+// tls applies the TLS flags to opt, which must then be a rediss:// server's.
+func (cf *connFlags) tls(opt *rueidis.ClientOption) error {
+	if cf.tlsCA == "" && cf.tlsCert == "" && cf.tlsKey == "" {
+		return nil
+	}
+	if opt.TLSConfig == nil {
+		return usagef("--tls-ca, --tls-cert and --tls-key need a rediss:// URL")
+	}
+	if (cf.tlsCert == "") != (cf.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	if cf.tlsCA != "" {
+		pem, err := os.ReadFile(cf.tlsCA)
+		if err != nil {
+			return fmt.Errorf("read --tls-ca: %w", err)
+		}
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--tls-ca %s holds no PEM certificate", cf.tlsCA)
+		}
+		opt.TLSConfig.RootCAs = roots
+	}
+	if cf.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(cf.tlsCert, cf.tlsKey)
+		if err != nil {
+			return fmt.Errorf("load --tls-cert and --tls-key: %w", err)
+		}
+		opt.TLSConfig.Certificates = []tls.Certificate{cert}
+	}
+	return nil
 }
 
 // connect opens a rueidis client and checks that the server answers. Its
