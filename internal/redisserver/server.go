@@ -44,6 +44,7 @@ type Server struct {
 	bin  string    // redis-server binary
 	conf string    // config file given before all arguments (a sentinel's), or ""
 	args []string  // extra arguments, replayed by Restart
+	env  []string  // extra environment variables, replayed by Restart
 	cmd  *exec.Cmd // running process, nil once stopped or killed
 }
 
@@ -60,9 +61,21 @@ func startServer(pick func() (int, error), args []string) (*Server, error) {
 	return startServerConf(pick, "", args)
 }
 
+// startServerEnv is StartServer for a server with extra environment
+// variables.
+func startServerEnv(env, args []string) (*Server, error) {
+	return startServerFull(FreePort, "", env, args)
+}
+
 // startServerConf is startServer for a server that reads the config file
 // named conf (written into its directory) before its arguments.
 func startServerConf(pick func() (int, error), conf string, args []string) (*Server, error) {
+	return startServerFull(pick, conf, nil, args)
+}
+
+// startServerFull starts a server on a port chosen by pick, reading conf
+// (if set) and with env added to its environment.
+func startServerFull(pick func() (int, error), conf string, env, args []string) (*Server, error) {
 	bin, err := ServerBinary()
 	if err != nil {
 		return nil, err
@@ -71,7 +84,7 @@ func startServerConf(pick func() (int, error), conf string, args []string) (*Ser
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %w", err)
 	}
-	s := &Server{Dir: dir, bin: bin, args: append([]string(nil), args...)}
+	s := &Server{Dir: dir, bin: bin, args: append([]string(nil), args...), env: env}
 	if conf != "" {
 		s.conf = filepath.Join(dir, "redis.conf")
 		if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
@@ -178,6 +191,9 @@ func (s *Server) launch() error {
 	}
 	defer stderr.Close()
 	cmd := exec.Command(s.bin, argv...)
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	cmd.Dir = s.Dir
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr
