@@ -1,8 +1,11 @@
 package redisync_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +141,50 @@ func TestScriptErrorReply(t *testing.T) {
 	assert.Zero(t, n)
 	require.NoError(t, m.LockContext(wctx))
 	m.Unlock()
+}
+
+// Lock cannot return an error: a refusal by the server is logged at once,
+// naming the lock and the refusal, and Lock goes on trying until it holds.
+func TestLockLogsRefusalAtOnce(t *testing.T) {
+	ctx := context.Background()
+	var logged safeBuffer
+	c, rc := newClient(t, standalone, redisync.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	name := t.Name()
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(name).Value("not a lock").Build()).Error())
+	m := c.NewMutex(name)
+	done := make(chan struct{})
+	go func() {
+		m.Lock()
+		close(done)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logged.String(), "WRONGTYPE") }, hang, 10*time.Millisecond,
+		"the refusal was not logged")
+	assert.Contains(t, logged.String(), name)
+	first, _, _ := strings.Cut(logged.String(), "\n")
+	assert.Contains(t, first, "attempts=1", "logged at the first refusal")
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(name).Build()).Error())
+	select {
+	case <-done:
+	case <-time.After(hang):
+		t.Fatal("Lock did not take the lock once the key was gone")
+	}
+	m.Unlock()
+}
+
+// safeBuffer is a bytes.Buffer for concurrent writers and readers.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

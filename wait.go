@@ -129,7 +129,9 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		return f, true, tryErr
 	case tryErr != nil:
 		l.failures++
-		if l.forever && (l.failures == 3 || l.failures%100 == 0) {
+		// A refusal by the server (an ACL, a key of another type) is logged
+		// at once: unlike a dropped connection it will not pass by itself.
+		if l.forever && (l.failures == 3 || l.failures%100 == 0 || l.failures == 1 && !ambiguous(tryErr)) {
 			p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", l.failures, "error", tryErr)
 		}
 		d := min(time.Duration(l.failures)*20*time.Millisecond, time.Second)
