@@ -230,7 +230,8 @@ func (r *run) finish() *History {
 		s.p.send("exit")
 		<-s.p.done
 		if err := s.p.cmd.Wait(); err != nil {
-			r.t.Errorf("worker %d: %v", s.p.id, err)
+			log, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", s.p.id)))
+			r.t.Errorf("worker %d: %v; its stderr:\n%s", s.p.id, err, log)
 		}
 		s.p = nil
 	}

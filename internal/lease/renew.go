@@ -18,7 +18,10 @@ func (s *Scheduler) renew(due []*Lease) {
 		calls[i] = batchCall(g)
 	}
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), renewTimeout(due, sent))
+	s.mu.Lock() // Touch may move a deadline of a lease in flight
+	timeout := renewTimeout(due, sent)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	results := s.runner.ExecMulti(ctx, calls)
 	cancel()
 	batch := Batch{Size: len(due), Duration: time.Since(sent)}
@@ -115,8 +118,8 @@ func batchCall(g []*Lease) scripts.Call {
 	return call
 }
 
-// renewTimeout bounds a renewal call so that the scheduler is back in time to
-// report the earliest deadline among the leases it carries.
+// renewTimeout (s.mu held) bounds a renewal call so that the scheduler is back
+// in time to report the earliest deadline among the leases it carries.
 func renewTimeout(due []*Lease, sent time.Time) time.Duration {
 	timeout := due[0].interval()
 	for _, l := range due {
