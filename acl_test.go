@@ -42,13 +42,7 @@ func setUser(t *testing.T, admin rueidis.Client, args []string) *redisync.Client
 	t.Cleanup(func() { admin.Do(context.Background(), admin.B().AclDeluser().Username(user).Build()) })
 	opt := standalone.ClientOption()
 	opt.Username, opt.Password = user, password
-	rc, err := rueidis.NewClient(opt)
-	require.NoError(t, err)
-	t.Cleanup(rc.Close)
-	c, err := redisync.New(rc, redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return clientOn(t, opt)
 }
 
 // Every primitive works as the user that the documented ACL line makes, and

@@ -30,18 +30,6 @@ func skewed(t *testing.T) (*redisserver.SkewedServer, rueidis.ClientOption) {
 		AlwaysPipelining: true}
 }
 
-// clientOn is a redisync Client on its own connections to opt's server.
-func clientOn(t *testing.T, opt rueidis.ClientOption, opts ...redisync.Option) *redisync.Client {
-	t.Helper()
-	rc, err := rueidis.NewClient(opt)
-	require.NoError(t, err)
-	t.Cleanup(rc.Close)
-	c, err := redisync.New(rc, append([]redisync.Option{redisync.WithLogger(testLogger(t))}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // The server's clock jumps forward past the leases: Redis expires the locks
 // at once, so a second holder gets in while the first still runs (an
 // exclusion failure that leases cannot prevent). What holds: the first

@@ -172,3 +172,15 @@ func runChild(name string) int {
 	fmt.Println("held")
 	select {} // until SIGKILL
 }
+
+// clientOn is a redisync Client on its own connections to opt's server.
+func clientOn(t *testing.T, opt rueidis.ClientOption, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(opt)
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	c, err := redisync.New(rc, append([]redisync.Option{redisync.WithLogger(testLogger(t))}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
@@ -37,14 +36,14 @@ func TestTLS(t *testing.T) {
 
 	for name, opt := range map[string]rueidis.ClientOption{"TLSConfig": withConfig, "rediss URL": withURL} {
 		t.Run(name, func(t *testing.T) {
-			c := tlsClient(t, opt)
+			c := clientOn(t, opt)
 			for _, l := range lockers(c, "tls:"+name) {
 				ctx, cancel := context.WithTimeout(context.Background(), hang)
 				require.NoError(t, l.lock(ctx), l.kind)
 				l.unlock()
 				cancel()
 			}
-			m, waiter := c.NewMutex("tls:wake"), tlsClient(t, opt).NewMutex("tls:wake")
+			m, waiter := c.NewMutex("tls:wake"), clientOn(t, opt).NewMutex("tls:wake")
 			m.Lock()
 			in := inBackground(waiter.LockContext)
 			time.Sleep(100 * time.Millisecond)
@@ -55,17 +54,4 @@ func TestTLS(t *testing.T) {
 			waiter.Unlock()
 		})
 	}
-}
-
-// tlsClient is a redisync Client on a rueidis client made with opt, closed
-// when the test ends.
-func tlsClient(t *testing.T, opt rueidis.ClientOption) *redisync.Client {
-	t.Helper()
-	rc, err := rueidis.NewClient(opt)
-	require.NoError(t, err)
-	t.Cleanup(rc.Close)
-	c, err := redisync.New(rc, redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
