@@ -18,7 +18,8 @@ import (
 var (
 	chaosDuration = flag.Duration("chaos.duration", 60*time.Second, "how long TestChaos injects faults")
 	chaosSeed     = flag.Int64("chaos.seed", 0, "the fault schedule's seed (0: from the clock); a run prints its seed")
-	chaosFaults   = flag.String("chaos.faults", strings.Join(FaultKinds, ","), "the fault kinds to inject")
+	chaosFaults   = flag.String("chaos.faults", "", "the fault kinds to inject (default: every kind that applies to the topology)")
+	chaosTopology = flag.String("chaos.topology", Standalone, "the lock servers: standalone, cluster (3 masters with a replica each) or sentinel")
 	chaosWorkers  = flag.Int("chaos.workers", 4, "worker processes")
 	chaosLease    = flag.Duration("chaos.lease", 1500*time.Millisecond, "every lock's watchdog and heartbeat timeout")
 	chaosReport   = flag.String("chaos.report", "", "write the JSON report to this file (and the table next to it, .md)")
@@ -36,8 +37,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestChaos runs the fault-injection suite: worker processes drive every
-// primitive against a real redis-server while a seeded schedule injects the
-// faults F1-F9; the invariant checkers then read the recorded history. It
+// primitive against real redis-servers (-chaos.topology) while a seeded
+// schedule injects the faults that apply to them; the invariant checkers then read the recorded history. It
 // fails on any unexpected violation, or, with -chaos.expect, unless that
 // invariant was broken (the self-test of a broken variant).
 func TestChaos(t *testing.T) {
@@ -54,18 +55,22 @@ func TestChaos(t *testing.T) {
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1e9
 	}
-	kinds := strings.Split(*chaosFaults, ",")
+	kinds := defaultKinds(*chaosTopology)
+	if *chaosFaults != "" {
+		kinds = strings.Split(*chaosFaults, ",")
+	}
 	for _, k := range kinds {
-		if !slices.Contains(FaultKinds, k) {
-			t.Fatalf("-chaos.faults: unknown fault %q", k)
+		if !slices.Contains(FaultKinds, k) || !applies(k, *chaosTopology) {
+			t.Fatalf("-chaos.faults: fault %q is unknown or does not apply to a %s topology", k, *chaosTopology)
 		}
 	}
 	t.Logf("seed %d (replay the schedule with -chaos.seed %d)", seed, seed)
-	r := newRun(t, seed, kinds, *chaosLease)
+	r := newRun(t, seed, kinds, *chaosLease, *chaosTopology)
 	r.start(*chaosWorkers)
 	r.inject(*chaosDuration)
 	h := r.finish()
 	h.Seed, h.Duration, h.Redis, h.Mutant = seed, chaosDuration.String(), r.version, os.Getenv("REDISYNC_MUTANT")
+	h.Topology = *chaosTopology
 
 	if *chaosHistory != "" {
 		js, _ := json.Marshal(h)

@@ -25,9 +25,11 @@ var Invariants = []string{I1, I2, I3, I4, I5, I6}
 type Violation struct {
 	Invariant string `json:"invariant"`
 	Expected  bool   `json:"expected"`
-	T         int64  `json:"t"`
-	R         string `json:"r,omitempty"`
-	Detail    string `json:"detail"`
+	// Fault is the kind of the fault that excused an expected violation.
+	Fault  string `json:"fault,omitempty"`
+	T      int64  `json:"t"`
+	R      string `json:"r,omitempty"`
+	Detail string `json:"detail"`
 }
 
 // Check runs every checker over h.
@@ -80,14 +82,16 @@ func (m *model) checkExclusion() []Violation {
 			if admissible(res, inside) {
 				continue
 			}
-			expected := false
+			cause := ""
 			var who []string
 			for hd := range inside {
 				who = append(who, fmt.Sprintf("w%d/g%d", hd.W, hd.G))
-				expected = expected || m.leaseBroken(hd)
+				if k := m.leaseBroken(hd); k != "" && (cause == "" || k < cause) {
+					cause = k // the same one whatever the map's order
+				}
 			}
 			slices.Sort(who)
-			out = append(out, Violation{Invariant: I1, Expected: expected, T: p.t, R: name,
+			out = append(out, Violation{Invariant: I1, Expected: cause != "", Fault: cause, T: p.t, R: name,
 				Detail: fmt.Sprintf("%d holders inside: %v", len(inside), who)})
 		}
 	}
@@ -113,17 +117,18 @@ func admissible(res Resource, inside map[*hold]bool) bool {
 	return true
 }
 
-// leaseBroken reports whether a fault that breaks leases hit hd's worker (or
-// the server) while hd was held: from the acquire's call (the hold may have
-// begun in Redis at any time after it, say just before a SIGSTOP that
-// delayed the reply's reading) to the end of the critical section.
-func (m *model) leaseBroken(hd *hold) bool {
+// leaseBroken returns the kind of a fault that breaks leases and hit hd's
+// worker (or the server) while hd was held, "" when there is none: from the
+// acquire's call (the hold may have begun in Redis at any time after it, say
+// just before a SIGSTOP that delayed the reply's reading) to the end of the
+// critical section.
+func (m *model) leaseBroken(hd *hold) string {
 	for _, f := range m.faultsIn(hd.Inv, hd.Exit) {
 		if f.breaksLeases() && (f.Global || f.W == hd.W) {
-			return true
+			return f.Kind
 		}
 	}
-	return false
+	return ""
 }
 
 // checkFence (I2) checks the fenced writes and the grants. A write accepted

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,11 +196,62 @@ func TestReport(t *testing.T) {
 		t.Errorf("failed: %+v", r.Unexpected)
 	}
 	table := r.Table()
-	for _, want := range []string{"| Mutex | 6 |", "| F1 SIGKILL of a holder | 1 | 960 ms", "| I1 | 0 | 0 |"} {
+	for _, want := range []string{"| Mutex | 6 |", "| F1 SIGKILL of a holder | 1 | 0 ms | 0 ms | 960 ms", "| I1 | 0 | 0 |  |"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
+}
+
+// TestExclusionFailover checks the attribution of an overlap to the faults
+// of a replicated topology: an unplanned failover (F15) and a Sentinel's
+// planned one (F13) may lose the holder's acquire, Redis Cluster's planned
+// failover, a slot migration and a replica cut off lose nothing.
+func TestExclusionFailover(t *testing.T) {
+	a := cycle(1, 0, "m", Exclusive, 0, 10, 3000)
+	b := cycle(2, 0, "m", Exclusive, 100, 2000, 2100)
+	for _, c := range []struct {
+		kind, sub string
+		global    bool
+		excuses   bool
+	}{
+		{"F15", "cluster", true, true}, {"F15", "sentinel", true, true}, {"F13", "sentinel", true, true},
+		{"F13", "cluster", true, false}, {"F14", "cluster", true, false}, {"F16", "cluster 127.0.0.1:1", false, false},
+	} {
+		f := []Fault{{Kind: c.kind, Sub: c.sub, Global: c.global, W: 3, G: 0, R: "x", Start: 50 * ms1, End: 1500 * ms1}}
+		if c.excuses {
+			expect(t, history(f, a, b), I1, 1, 0)
+			if r := Summarize(history(f, a, b), Check(history(f, a, b))); r.Violations[I1].ByFault[c.kind] != 1 {
+				t.Errorf("%s: the violation is not attributed to it: %+v", c.kind, r.Violations[I1])
+			}
+		} else {
+			expect(t, history(f, a, b), I1, 0, 1)
+		}
+	}
+}
+
+// TestToldAfterFailover checks I5 after a failover that may lose a parked
+// hold: when another holder got in, the parked one must have been told by
+// its lease's end; when nobody did, the hold may have survived and nothing
+// is asked.
+func TestToldAfterFailover(t *testing.T) {
+	parked := cycle(1, 0, "m", Exclusive, 0, 10, 8000)
+	lost := func(at int64) []Event { // parked, told at at (before it exits)
+		return slices.Insert(slices.Clone(parked), 3, Event{T: at * ms1, W: 1, G: 0, K: Lost, R: "m"})
+	}
+	told := lost(1050) // the bound: its lease (1 s) and a round trip after the fault
+	other := cycle(2, 0, "m", Exclusive, 100, 2500, 2510)
+	for _, kind := range []string{"F15", "F13"} {
+		f := []Fault{{Kind: kind, Sub: "sentinel", Global: true, W: 1, G: 0, R: "m", Start: 100 * ms1, End: 5000 * ms1}}
+		expect(t, history(f, told, other), I5, 0, 0)
+		expect(t, history(f, parked, other), I5, 0, 1) // never told
+		expect(t, history(f, lost(3000), other), I5, 0, 1)
+		expect(t, history(f, parked), I5, 0, 0) // nobody got in: the hold may have survived
+	}
+	// Redis Cluster's planned failover loses nothing: a holder that lost its
+	// hold there is not excused (I1), and I5 asks nothing more of it.
+	f := []Fault{{Kind: "F13", Sub: "cluster", Global: true, W: 1, G: 0, R: "m", Start: 100 * ms1, End: 5000 * ms1}}
+	expect(t, history(f, parked, other), I5, 0, 0)
 }
 
 // TestExclusionStoppedBeforeReading checks that a hold taken in Redis just

@@ -18,7 +18,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -31,9 +30,9 @@ type run struct {
 	rng     *rand.Rand
 	sched   schedule
 	lease   time.Duration
-	lock    *redisserver.Server // the lock server, faulted
+	tp      *topology           // the lock servers, faulted
 	res     *redisserver.Server // the fenced resource's server, never faulted
-	admin   rueidis.Client      // the coordinator's own connection to the lock server
+	admin   rueidis.Client      // the coordinator's own client of the lock servers
 	version string
 	seats   []*seat
 	nextID  int
@@ -45,10 +44,10 @@ type run struct {
 	faults []Fault
 }
 
-// A seat is a worker's place: its proxy to the lock server stays while its
+// A seat is a worker's place: its proxies to the lock servers stay while its
 // processes come and go (a killed worker is replaced).
 type seat struct {
-	proxy *faultproxy.Proxy
+	proxy *proxySet
 	p     *proc
 }
 
@@ -62,27 +61,17 @@ type proc struct {
 	done   chan struct{} // closed when its output has been read to the end
 }
 
-func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration) *run {
+func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration, topology string) *run {
 	rng := rand.New(rand.NewPCG(uint64(seed), 9))
 	r := &run{t: t, rng: rng, sched: schedule{rng: rng, kinds: kinds}, lease: lease, dir: t.TempDir()}
+	r.tp = startTopology(t, topology)
+	r.admin = r.tp.admin
 	var err error
-	// AOF with appendfsync always throughout: F4 restarts from it, F3 wipes
-	// it first (a restart without persistence).
-	r.lock, err = redisserver.StartServer("--appendonly", "yes", "--appendfsync", "always")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.lock.Stop() })
 	r.res, err = redisserver.StartServer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.res.Stop() })
-	r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.lock.Addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.admin.Close)
 	info, err := r.admin.Do(context.Background(), r.admin.B().Info().Section("server").Build()).ToString()
 	if err != nil {
 		t.Fatal(err)
@@ -95,10 +84,10 @@ func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration) *run 
 	return r
 }
 
-// start starts n workers, each behind its own proxy.
+// start starts n workers, each behind its own proxies.
 func (r *run) start(n int) {
 	for range n {
-		px, err := faultproxy.Start(r.lock.Addr)
+		px, err := startProxies(r.tp.nodes())
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -122,8 +111,9 @@ func (r *run) spawn(s *seat) {
 	r.nextID++
 	events := filepath.Join(r.dir, fmt.Sprintf("worker-%d.jsonl", r.nextID))
 	r.files = append(r.files, events)
-	cfg, _ := json.Marshal(workerConfig{ID: r.nextID, Lock: s.proxy.Addr(), Resource: r.res.Addr,
-		Lease: r.lease, Seed: r.rng.Uint64(), Events: events})
+	init, set := r.tp.entry()
+	cfg, _ := json.Marshal(workerConfig{ID: r.nextID, Init: init, MasterSet: set, Proxies: s.proxy.addrs,
+		Resource: r.res.Addr, Lease: r.lease, Seed: r.rng.Uint64(), Events: events})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
 	stderr, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", r.nextID)))
@@ -243,22 +233,34 @@ func (r *run) finish() *History {
 		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond}}
 }
 
-// leaks records the subscriptions left on the lock server once every worker
-// has quiesced (their Clients still open).
+// leaks records the subscriptions left on the lock servers once every worker
+// has quiesced (their Clients still open), other than the sentinels' own.
 func (r *run) leaks() {
-	ctx := context.Background()
 	var left []string
-	for _, cmd := range []rueidis.Completed{
-		r.admin.B().PubsubChannels().Build(),
-		r.admin.B().PubsubShardchannels().Build(),
-	} {
-		chans, err := r.admin.Do(ctx, cmd).AsStrSlice()
-		if err != nil {
-			r.t.Error(err)
+	for _, n := range r.tp.nodes() {
+		for _, sub := range []string{"CHANNELS", "SHARDCHANNELS"} {
+			for _, ch := range r.list(n.Addr, "PUBSUB", sub) {
+				if !strings.HasPrefix(ch, "__sentinel__:") {
+					left = append(left, ch)
+				}
+			}
 		}
-		left = append(left, chans...)
 	}
 	r.leak("subscriptions", left)
+}
+
+// list sends a command with an array reply to the server at addr.
+func (r *run) list(addr string, args ...string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []string
+	r.node(addr, func(cl rueidis.Client) {
+		var err error
+		if out, err = cl.Do(ctx, cl.B().Arbitrary(args...).Build()).AsStrSlice(); err != nil {
+			r.t.Errorf("%s %v: %v", addr, args, err)
+		}
+	})
+	return out
 }
 
 // leftKeys records the keys left on the lock server once the release latches
@@ -268,11 +270,10 @@ func (r *run) leaks() {
 func (r *run) leftKeys() {
 	time.Sleep(5500 * time.Millisecond) // release latches live 5 s
 	ctx := context.Background()
-	all, err := r.admin.Do(ctx, r.admin.B().Keys().Pattern("*").Build()).AsStrSlice()
-	if err != nil {
-		r.t.Error(err)
+	var all, left []string
+	for _, addr := range r.tp.masters(ctx) {
+		all = append(all, r.list(addr, "KEYS", "*")...)
 	}
-	var left []string
 	for _, k := range all {
 		switch {
 		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"):

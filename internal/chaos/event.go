@@ -58,7 +58,7 @@ type Fault struct {
 }
 
 // The fault kinds.
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10"}
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
@@ -72,18 +72,40 @@ var FaultNames = map[string]string{
 	"F8":  "SCRIPT FLUSH under load",
 	"F9":  "DEL/FLUSHDB of lock keys, CLIENT KILL TYPE pubsub",
 	"F10": "late delivery: one client connection stalled while the others go on",
+	"F13": "planned failover of a busy lock's master (CLUSTER FAILOVER, SENTINEL FAILOVER)",
+	"F14": "migration of a busy lock's slot to another master",
+	"F15": "SIGKILL of a busy lock's master (unplanned failover; it rejoins as a replica)",
+	"F16": "a replica cut off (SIGSTOP) for two leases",
 }
 
 // breaksLeases reports whether f may let a second holder in while a holder
 // still works: the holder was paused (F2) or cut off (F5), or the server
 // forgot the locks (F3, and F9's deletions, which are F3's data loss without
-// the restart).
+// the restart), or a failover promoted a replica that had not received every
+// acknowledged write: an unplanned one (F15), or a Sentinel's (F13 behind
+// sentinels: SENTINEL FAILOVER does not wait for the replica to catch up, and
+// the old primary takes writes until it is turned into a replica). Redis
+// Cluster's manual failover waits for the replica and pauses the master's
+// writes meanwhile: it loses nothing.
 func (f Fault) breaksLeases() bool {
 	switch f.Kind {
-	case "F2", "F3", "F5":
+	case "F2", "F3", "F5", "F15":
 		return true
 	case "F9":
 		return f.Sub != "pubsub"
+	case "F13":
+		return f.Sub == "sentinel"
+	}
+	return false
+}
+
+// keepsHold reports whether a holder parked for f keeps its lock through it
+// (or, F15, may): the report then measures recovery on any lock rather than
+// on the parked one, which nobody else can take before the holder goes on.
+func (f Fault) keepsHold() bool {
+	switch f.Kind {
+	case "F4", "F13", "F14", "F15", "F16":
+		return true
 	}
 	return false
 }

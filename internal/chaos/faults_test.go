@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -50,13 +52,13 @@ func (r *run) fault(k string) {
 		if ok {
 			f.G, f.R = g, slots[g].res
 		}
-		if err := r.lock.Kill(); err != nil {
+		if err := r.tp.server.Kill(); err != nil {
 			r.t.Error(err)
 		}
 		if k == "F3" {
-			_ = os.RemoveAll(filepath.Join(r.lock.Dir, "appendonlydir"))
+			_ = os.RemoveAll(filepath.Join(r.tp.server.Dir, "appendonlydir"))
 		}
-		if err := r.lock.Restart(); err != nil {
+		if err := r.tp.server.Restart(); err != nil {
 			r.t.Fatal(err)
 		}
 		f.End = Now()
@@ -74,9 +76,9 @@ func (r *run) fault(k string) {
 	case "F7":
 		script := acquireScripts[r.rng.IntN(len(acquireScripts))]
 		f := Fault{Kind: k, Sub: script.Name, W: s.p.id, G: -1, Start: Now()}
-		before := s.proxy.Stats().RepliesDropped
+		before := s.proxy.dropped()
 		s.proxy.DropNextReply(script.SHA1)
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && s.proxy.Stats().RepliesDropped == before; {
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && s.proxy.dropped() == before; {
 			time.Sleep(5 * time.Millisecond)
 		}
 		s.proxy.StopDropping()
@@ -85,7 +87,7 @@ func (r *run) fault(k string) {
 	case "F8":
 		f := Fault{Kind: k, Global: true, W: -1, G: -1, Start: Now()}
 		for range 10 {
-			r.do("SCRIPT", "FLUSH")
+			r.onMasters("SCRIPT", "FLUSH")
 			time.Sleep(200 * time.Millisecond)
 		}
 		f.End = Now()
@@ -95,6 +97,10 @@ func (r *run) fault(k string) {
 	case "F10":
 		r.stall(s)
 		r.stall(s)
+	case "F13", "F14", "F15":
+		r.failover(s, k)
+	case "F16":
+		r.cutReplica()
 	}
 }
 
@@ -155,7 +161,9 @@ func (r *run) interfere(s *seat) {
 	sub := []string{"del", "flushdb", "pubsub"}[r.rng.IntN(3)]
 	if sub == "pubsub" {
 		f := Fault{Kind: "F9", Sub: sub, Global: true, W: -1, G: -1, Start: Now()}
-		r.do("CLIENT", "KILL", "TYPE", "pubsub")
+		for _, n := range r.tp.nodes() {
+			r.on(n.Addr, "CLIENT", "KILL", "TYPE", "pubsub")
+		}
 		f.End = Now()
 		r.record(f)
 		return
@@ -166,9 +174,9 @@ func (r *run) interfere(s *seat) {
 	}
 	f := Fault{Kind: "F9", Sub: sub, Global: sub == "flushdb", W: s.p.id, G: g, R: slots[g].res, Start: Now()}
 	if sub == "flushdb" {
-		r.do("FLUSHDB")
+		r.onMasters("FLUSHDB")
 	} else {
-		r.do(append([]string{"DEL"}, lockKeys(slots[g].res)...)...)
+		r.del(lockKeys(slots[g].res)...)
 	}
 	f.End = Now() // the command ran between Start and End
 	r.record(f)
@@ -186,14 +194,46 @@ func lockKeys(res string) []string {
 	return []string{res}
 }
 
-// do sends a command from the coordinator's own connection; failures are
-// errors of the run.
-func (r *run) do(args ...string) {
+// del deletes keys (of one slot) from the coordinator's own client;
+// failures are errors of the run.
+func (r *run) del(keys ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.admin.Do(ctx, r.admin.B().Arbitrary(args...).Build()).Error(); err != nil {
-		r.t.Errorf("%v: %v", args, err)
+	if err := r.admin.Do(ctx, r.admin.B().Del().Key(keys...).Build()).Error(); err != nil {
+		r.t.Errorf("DEL %v: %v", keys, err)
 	}
+}
+
+// onMasters sends a command to every lock server that is a master now.
+func (r *run) onMasters(args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, addr := range r.tp.masters(ctx) {
+		r.on(addr, args...)
+	}
+}
+
+// on sends a command to the lock server at addr; failures are errors of the
+// run.
+func (r *run) on(addr string, args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.node(addr, func(cl rueidis.Client) {
+		if err := cl.Do(ctx, cl.B().Arbitrary(args...).Build()).Error(); err != nil {
+			r.t.Errorf("%s %v: %v", addr, args, err)
+		}
+	})
+}
+
+// node runs f with a client of the lock server at addr alone.
+func (r *run) node(addr string, f func(rueidis.Client)) {
+	cl, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	defer cl.Close()
+	f(cl)
 }
 
 // park asks a random goroutine of s's worker to stay in its critical section

@@ -12,10 +12,11 @@ const never = math.MaxInt64
 // resources and the bounds, and the time the run ended.
 type History struct {
 	// The run: its schedule's seed, how long faults were injected, the
-	// server, and the broken variant switched on, if any.
+	// server and its topology, and the broken variant switched on, if any.
 	Seed     int64  `json:"seed"`
 	Duration string `json:"duration"`
 	Redis    string `json:"redis"`
+	Topology string `json:"topology,omitempty"`
 	Mutant   string `json:"mutant,omitempty"`
 
 	Events    []Event

@@ -153,7 +153,9 @@ func (m *model) faultedWhileWaiting(w *wait) bool {
 // takes its lease away sees Done close within the bound of that fault: one
 // renewal interval plus one round trip after the loss became observable
 // (the deletion's reply, the server's return, the process's resumption), or,
-// cut off from Redis, by the time its lease can have run out on the server.
+// cut off from Redis (F5; its master killed or failed over, F15 and a
+// Sentinel's F13, when another holder got in), by the time its lease can
+// have run out on the server.
 func (m *model) checkTold() []Violation {
 	var out []Violation
 	for _, c := range m.losses() {
@@ -193,6 +195,18 @@ func (m *model) losses() []loss {
 		case f.Kind == "F5":
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
+		case f.breaksLeases() && (f.Kind == "F15" || f.Kind == "F13"):
+			// A failover may or may not lose the hold: it is lost when
+			// another holder got in. Its master gone, the holder cannot
+			// renew, and it stops at its lease, counted from its acquire or
+			// its last renewal before the fault, unless its next renewal on
+			// the new master finds the hold gone first.
+			hd := m.holdAt(f.W, f.G, f.Start)
+			if hd == nil || !m.overlapped(hd) {
+				continue
+			}
+			c.observable = f.Start
+			c.bound = max(f.Start, hd.Acq) + int64(m.Params.Lease)
 		default:
 			continue
 		}
@@ -202,6 +216,18 @@ func (m *model) losses() []loss {
 		}
 	}
 	return out
+}
+
+// overlapped reports whether another holder that may not be inside together
+// with hd entered its lock while hd was inside.
+func (m *model) overlapped(hd *hold) bool {
+	for _, o := range m.holds {
+		if o != hd && o.R == hd.R && o.Enter > hd.Enter && o.Enter < hd.Exit &&
+			!admissible(m.Resources[hd.R], map[*hold]bool{hd: true, o: true}) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdAt returns the hold of worker w's goroutine g that was held at t.

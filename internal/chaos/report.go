@@ -15,6 +15,7 @@ type Report struct {
 	Duration string `json:"duration"`
 	Mutant   string `json:"mutant,omitempty"`
 	Redis    string `json:"redis"`
+	Topology string `json:"topology,omitempty"`
 	Lease    string `json:"lease"`
 	// Ops counts the checked operations per primitive and operation.
 	Ops      map[string]map[string]int `json:"ops"`
@@ -29,6 +30,9 @@ type Report struct {
 	// healing (the others) to the next acquisition of the parked lock by
 	// another worker, or of any lock when none was parked.
 	TTR map[string]Dist `json:"ttr_ms"`
+	// Window is how long each fault kind lasted, from its injection to its
+	// healing (for a failover: until the new master served).
+	Window map[string]Dist `json:"window_ms"`
 	// Handoff is release to next acquisition while waiters waited, away from
 	// faults.
 	Handoff Dist `json:"handoff_ms"`
@@ -49,6 +53,9 @@ type Report struct {
 type Count struct {
 	Expected   int `json:"expected"`
 	Unexpected int `json:"unexpected"`
+	// ByFault counts the expected ones per kind of the fault that excused
+	// them.
+	ByFault map[string]int `json:"by_fault,omitempty"`
 }
 
 // A Dist summarizes durations in milliseconds.
@@ -70,14 +77,19 @@ func dist(ns []int64) Dist {
 // Summarize builds the report of h, whose checks found vs.
 func Summarize(h *History, vs []Violation) *Report {
 	m := build(h)
-	r := &Report{Seed: h.Seed, Duration: h.Duration, Redis: h.Redis, Mutant: h.Mutant, Lease: h.Params.Lease.String(),
+	r := &Report{Seed: h.Seed, Duration: h.Duration, Redis: h.Redis, Topology: h.Topology, Mutant: h.Mutant, Lease: h.Params.Lease.String(),
 		Ops: map[string]map[string]int{}, Faults: map[string]int{}, Violations: map[string]*Count{}, TTR: map[string]Dist{}}
 	for _, inv := range Invariants {
 		r.Violations[inv] = &Count{}
 	}
 	for _, v := range vs {
 		if v.Expected {
-			r.Violations[v.Invariant].Expected++
+			c := r.Violations[v.Invariant]
+			c.Expected++
+			if c.ByFault == nil {
+				c.ByFault = map[string]int{}
+			}
+			c.ByFault[v.Fault]++
 		} else {
 			r.Violations[v.Invariant].Unexpected++
 			if len(r.Unexpected) < 20 {
@@ -106,8 +118,14 @@ func Summarize(h *History, vs []Violation) *Report {
 			r.StaleRejected++
 		}
 	}
+	windows := map[string][]int64{}
 	for _, f := range h.Faults {
 		r.Faults[f.Kind]++
+		windows[f.Kind] = append(windows[f.Kind], f.End-f.Start)
+	}
+	r.Window = map[string]Dist{}
+	for k, ws := range windows {
+		r.Window[k] = dist(ws)
 	}
 	r.TTR = m.recovery()
 	r.Handoff = m.handoffs()
@@ -161,7 +179,7 @@ func (m *model) recovery() map[string]Dist {
 		if f.Kind == "F1" {
 			from = f.Start
 		}
-		hs, parked := all, f.R != "" && f.Kind != "F4"
+		hs, parked := all, f.R != "" && !f.keepsHold()
 		if parked {
 			hs = acqs[f.R]
 		}
@@ -250,6 +268,9 @@ func (r *Report) Table() string {
 	if r.Redis != "" {
 		fmt.Fprintf(&b, ", %s", r.Redis)
 	}
+	if r.Topology != "" {
+		fmt.Fprintf(&b, ", %s", r.Topology)
+	}
 	if r.Mutant != "" {
 		fmt.Fprintf(&b, ", mutant %s", r.Mutant)
 	}
@@ -274,20 +295,30 @@ func (r *Report) Table() string {
 		fmt.Fprintf(&b, "| %s | %d | %s |\n", p, total, strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(&b, "| all | %d | %d stale writes rejected, %d losses away from faults |\n", r.OpsTotal, r.StaleRejected, r.QuietLosses)
-	fmt.Fprintf(&b, "\n| fault | injected | recovery p50 | p99 | max | holder told p50 | max |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| fault | injected | lasted p50 | max | recovery p50 | p99 | max | holder told p50 | max |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range FaultKinds {
+		if r.Faults[k] == 0 {
+			continue
+		}
 		d, told := r.TTR[k], "–"
 		if tl, ok := r.Told[k]; ok {
 			told = fmt.Sprintf("%.0f ms | %.0f ms", tl.P50, tl.Max)
 		} else {
 			told += " | –"
 		}
-		fmt.Fprintf(&b, "| %s %s | %d | %.0f ms | %.0f ms | %.0f ms | %s |\n", k, FaultNames[k], r.Faults[k], d.P50, d.P99, d.Max, told)
+		fmt.Fprintf(&b, "| %s %s | %d | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %s |\n", k, FaultNames[k], r.Faults[k],
+			r.Window[k].P50, r.Window[k].Max, d.P50, d.P99, d.Max, told)
 	}
-	fmt.Fprintf(&b, "\n| invariant | expected | unexpected |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| invariant | expected | unexpected | expected, by fault |\n|---|---|---|---|\n")
 	for _, inv := range Invariants {
 		c := r.Violations[inv]
-		fmt.Fprintf(&b, "| %s | %d | %d |\n", inv, c.Expected, c.Unexpected)
+		var by []string
+		for _, k := range FaultKinds {
+			if n := c.ByFault[k]; n > 0 {
+				by = append(by, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", inv, c.Expected, c.Unexpected, strings.Join(by, ", "))
 	}
 	fmt.Fprintf(&b, "\nhandoff without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handoffs; longest silence %.0f ms\n",
 		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N, r.Silence)

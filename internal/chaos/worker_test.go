@@ -28,11 +28,15 @@ const workerEnv = "REDISYNC_CHAOS_WORKER"
 
 // A workerConfig is what a worker process needs to know.
 type workerConfig struct {
-	ID       int           // the worker's number, unique over the run
-	Lock     string        // the lock server's address, through the worker's proxy
-	Resource string        // the fenced resource's server
-	Lease    time.Duration // watchdog and heartbeat timeout
-	Seed     uint64
+	ID int // the worker's number, unique over the run
+	// Init and MasterSet are where its client of the lock servers starts
+	// (see clientOption), Proxies the proxy of each lock server.
+	Init      []string
+	MasterSet string
+	Proxies   map[string]string
+	Resource  string        // the fenced resource's server
+	Lease     time.Duration // watchdog and heartbeat timeout
+	Seed      uint64
 	// Events is the file the worker writes its history to. A file, not a
 	// pipe: a worker must never wait for the coordinator to read, or a slow
 	// coordinator would stall every worker at once, holders included.
@@ -236,7 +240,7 @@ func goroutinesLeft(baseline int) int64 {
 
 // connect makes the worker's Clients and slots, and returns what closes them.
 func (w *worker) connect() (func(), error) {
-	lockRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{w.cfg.Lock}, DisableCache: true})
+	lockRC, err := rueidis.NewClient(clientOption(w.cfg.Init, w.cfg.MasterSet, w.cfg.Proxies))
 	if err != nil {
 		return nil, err
 	}

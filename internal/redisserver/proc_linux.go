@@ -67,3 +67,17 @@ func exited(pid int) bool {
 	state := stat[i+2]
 	return state == 'Z' || state == 'X'
 }
+
+// Pause stops the server's process (SIGSTOP): it keeps its connections but
+// answers nothing, as a node cut off by a partition would, until Resume.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	if s.cmd == nil {
+		return errNotRunning
+	}
+	return signalGroup(s.cmd, sig)
+}

@@ -3,6 +3,7 @@
 package redisserver
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 	"time"
@@ -31,3 +32,11 @@ func terminate(cmd *exec.Cmd, _ time.Duration) error {
 func exited(int) bool {
 	return false
 }
+
+var errNotSupported = errors.New("redisserver: not supported on this platform")
+
+// Pause is not supported off Linux.
+func (s *Server) Pause() error { return errNotSupported }
+
+// Resume is not supported off Linux.
+func (s *Server) Resume() error { return errNotSupported }
