@@ -180,7 +180,7 @@ func (c *Client) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res at
 func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) attempt {
 	p := a.p
 	if acq.count == 0 {
-		t := newObservedTerm(c, p.cfg, p.primitive, p.name)
+		t := newObservedTerm(p.cfg, p.primitive, p.name)
 		t.field = acq.field
 		h.field, h.ambiguous = acq.field, a.call.firstUnknown
 		h.setCount(a.n)

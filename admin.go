@@ -2,6 +2,7 @@ package redisync
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/state"
@@ -61,7 +62,8 @@ func (h *handle) forceUnlocked(fields []string, err error) (bool, error) {
 		return false, lockError(h.name, err)
 	}
 	if len(fields) > 0 {
-		h.c.endHoldsOf(h.key, fields, ErrForceUnlocked)
+		h.c.endHolds(func(key holdKey, t *term) bool { return key.name == h.key && slices.Contains(fields, t.field) },
+			func(t *term) { t.lost(ErrForceUnlocked) })
 	}
 	return len(fields) > 0, nil
 }

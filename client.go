@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/redis/rueidis"
@@ -87,7 +86,7 @@ func (c *Client) Close() error {
 		close(c.closed)
 		c.notify.Close()
 		c.leases.Close()
-		c.endHolds("", func(name string) error { return lockError(name, ErrClosed) })
+		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.name, ErrClosed)) })
 		c.background.Wait()
 	})
 	return nil
@@ -109,21 +108,4 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// endHoldsOf ends, as lost for cause, this Client's holds of the lock key
-// name whose identities are among fields.
-func (c *Client) endHoldsOf(name string, fields []string, cause error) {
-	var terms []*term
-	c.mu.Lock()
-	for key, h := range c.holds {
-		if t := h.term.Load(); t != nil && key.name == name && slices.Contains(fields, t.field) {
-			terms = append(terms, t)
-		}
-	}
-	c.mu.Unlock()
-	for _, t := range terms {
-		c.leases.Remove(t.lease)
-		c.lost(t, t.name, t.cfg, cause)
-	}
 }

@@ -91,8 +91,7 @@ type term struct {
 	token atomic.Uint64 // a FencedMutex's latest token in this term
 	obs   *termObserver // reports the end; nil without an observer
 
-	// c, cfg and name serve the lease's loss report (LeaseLost).
-	c    *Client
+	// cfg and name serve the loss report (LeaseLost).
 	cfg  *config
 	name string
 
@@ -104,15 +103,23 @@ type term struct {
 	done chan struct{}
 }
 
-// LeaseLost is the term's loss report from the renewal scheduler: see
-// Client.lost.
+// LeaseLost is the term's loss report from the renewal scheduler. It runs
+// on the renewal goroutine and must not block, so it does not touch the hold
+// record; the owner's release clears that.
 func (t *term) LeaseLost(cause error) {
 	if errors.Is(cause, lease.ErrNotHeld) {
 		cause = ErrHoldGone
 	} else {
 		cause = ErrLeaseExpired
 	}
-	t.c.lost(t, t.name, t.cfg, cause)
+	t.lost(cause)
+}
+
+// lost ends t with ErrLockLost for cause and logs the loss.
+func (t *term) lost(cause error) {
+	if t.end(lostError(t.name, cause)) {
+		t.cfg.logger.Warn("redisync: lock lost", "name", t.name, "cause", cause.Error())
+	}
 }
 
 // end closes the term with err (nil for a clean release). Only the first call
@@ -287,7 +294,7 @@ func (c *Client) setAside(h *hold) {
 // lose ends term t as lost for cause and stops its renewal.
 func (c *Client) lose(t *term, cause error) {
 	c.leases.Remove(t.lease)
-	c.lost(t, t.name, t.cfg, cause)
+	t.lost(cause)
 }
 
 // freeChan returns a channel closed when the owner's current hold ends (h.op
@@ -300,34 +307,20 @@ func (h *hold) freeChan() chan struct{} {
 	return h.free
 }
 
-// lost is the lease callback of a term: it ends the term with ErrLockLost and
-// logs the loss. It runs on the renewal goroutine and must not block, so it
-// does not touch the hold record; the owner's release clears that.
-func (c *Client) lost(t *term, name string, cfg *config, cause error) {
-	err := lostError(name, cause)
-	if t.end(err) {
-		cfg.logger.Warn("redisync: lock lost", "name", name, "cause", cause.Error())
-	}
-}
-
-// endHolds ends every live term of the named lock (all names when name is
-// empty) with err, and stops their renewal.
-func (c *Client) endHolds(name string, err func(name string) error) {
+// endHolds stops the renewal of every live term of this Client's holds that
+// match accepts, and ends it with end.
+func (c *Client) endHolds(match func(holdKey, *term) bool, end func(*term)) {
 	var terms []*term
-	var names []string
 	c.mu.Lock()
 	for key, h := range c.holds {
-		if name == "" || key.name == name {
-			if t := h.term.Load(); t != nil {
-				terms = append(terms, t)
-				names = append(names, key.name)
-			}
+		if t := h.term.Load(); t != nil && match(key, t) {
+			terms = append(terms, t)
 		}
 	}
 	c.mu.Unlock()
-	for i, t := range terms {
+	for _, t := range terms {
 		c.leases.Remove(t.lease)
-		t.end(err(names[i]))
+		end(t)
 	}
 }
 

@@ -194,10 +194,10 @@ type termObserver struct {
 	since     time.Time // when the term's first acquire was sent
 }
 
-// newObservedTerm returns a new term of the lock called name, held through c,
-// that reports its end to cfg's observer.
-func newObservedTerm(c *Client, cfg *config, primitive Primitive, name string) *term {
-	t := &term{c: c, cfg: cfg, name: name}
+// newObservedTerm returns a new term of the lock called name that reports
+// its end to cfg's observer.
+func newObservedTerm(cfg *config, primitive Primitive, name string) *term {
+	t := &term{cfg: cfg, name: name}
 	if cfg.observer != nil {
 		t.obs = &termObserver{o: cfg.observer, primitive: primitive, name: name}
 	}

@@ -60,7 +60,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	if !c.leases.Remove(t.lease) && !mutant.On("unlock-any") {
 		// The scheduler has just found it lost; its report is on the way.
 		// The release below still frees what may be left of it in Redis.
-		c.lost(t, p.name, p.cfg, ErrLeaseExpired)
+		t.lost(ErrLeaseExpired)
 	}
 	r := release{h: h, Release: scripts.Release{Field: h.field, From: n, To: 0, Latch: latchTTL}}
 	if h.ambiguous {
