@@ -45,7 +45,9 @@ func mutate(s *Script, old, new string) *Script {
 	if !strings.Contains(s.Source, old) {
 		panic("scripts: mutant: " + s.Name + " does not contain " + old)
 	}
-	src := strings.Replace(s.Source, old, new, 1)
-	sum := sha1.Sum([]byte(src))
-	return &Script{Name: s.Name, Source: src, SHA1: hex.EncodeToString(sum[:])}
+	broken := *s
+	broken.Source = strings.Replace(s.Source, old, new, 1)
+	sum := sha1.Sum([]byte(broken.Source))
+	broken.SHA1 = hex.EncodeToString(sum[:])
+	return &broken
 }

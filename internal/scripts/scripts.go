@@ -26,8 +26,12 @@ var files embed.FS
 // A Script is one Lua script with its SHA1 digest computed once.
 type Script struct {
 	Name   string // the file name without ".lua"
-	Source string // the Lua text, sent by EVAL
+	Source string // the Lua text, sent by EVAL: its library's, then its own
 	SHA1   string // its digest, sent by EVALSHA
+	// lib names the library whose text opens Source ("" for none), and
+	// libLines is how many lines it takes there.
+	lib      string
+	libLines int
 }
 
 // The scripts. Their contracts are in the header of each .lua file.
@@ -46,13 +50,27 @@ var (
 	RWWriterLeave    = load("rw_writer_leave")
 )
 
-func load(name string) *Script {
+// load reads the script name.lua. With lib, the text of lib.lua comes
+// first: the local functions that a family of scripts shares.
+func load(name string, lib ...string) *Script {
+	s := &Script{Name: name}
+	for _, l := range lib {
+		s.lib = l
+		s.Source = read(l)
+		s.libLines = strings.Count(s.Source, "\n")
+	}
+	s.Source += read(name)
+	sum := sha1.Sum([]byte(s.Source))
+	s.SHA1 = hex.EncodeToString(sum[:])
+	return s
+}
+
+func read(name string) string {
 	src, err := files.ReadFile(name + ".lua")
 	if err != nil {
 		panic("scripts: " + err.Error())
 	}
-	sum := sha1.Sum(src)
-	return &Script{Name: name, Source: string(src), SHA1: hex.EncodeToString(sum[:])}
+	return string(src)
 }
 
 // A Call is one execution of a script.
@@ -195,7 +213,13 @@ func (call Call) explain(err error) error {
 	if n < 1 || n > len(lines) {
 		return err
 	}
-	return fmt.Errorf("%s.lua line %d `%s`: %w", call.Script.Name, n, strings.TrimSpace(lines[n-1]), err)
+	file, line := call.Script.Name, n
+	if n <= call.Script.libLines {
+		file = call.Script.lib
+	} else {
+		line -= call.Script.libLines
+	}
+	return fmt.Errorf("%s.lua line %d `%s`: %w", file, line, strings.TrimSpace(lines[n-1]), err)
 }
 
 func isNoScript(err error) bool {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -198,6 +202,31 @@ func TestErrorNamesScriptLine(t *testing.T) {
 	assert.Regexp(t, "^mutex_acquire.lua line [0-9]+ `.*redis.call\\('hget'.*`: WRONGTYPE", err.Error())
 	var reply *rueidis.RedisError
 	assert.ErrorAs(t, err, &reply, "the server's error is still there to match")
+}
+
+// In a script that opens with a library (the Semaphore's, sem_lib), an error
+// is named by the file and line it comes from: the library's or the
+// script's own.
+func TestErrorNamesLibraryLine(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	l := layout.SemOf(t.Name())
+	hold := scripts.Hold{Field: "a:1", LeaseMS: "1000"}
+
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(l.Holders).Value("a string").Build()).Error())
+	_, err := r.AcquireSem(ctx, &l, "2", hold, 1, scripts.SemVersion{Write: 1})
+	require.Error(t, err)
+	assert.Regexp(t, "^sem_lib.lua line [0-9]+ `.*redis.call\\('hkeys', holders\\).*`: WRONGTYPE", err.Error())
+
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(l.Holders, l.Size).Build()).Error()) // the failed call had recorded the size
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(l.Size).FieldValue().FieldValue("f", "v").Build()).Error())
+	_, err = r.AcquireSem(ctx, &l, "2", hold, 1, scripts.SemVersion{Write: 1})
+	require.Error(t, err)
+	own := regexp.MustCompile("^sem_acquire.lua line ([0-9]+) `local recorded = redis.call\\('get', sizeKey\\)`: WRONGTYPE").FindStringSubmatch(err.Error())
+	require.NotNil(t, own, err.Error())
+	src, _ := os.ReadFile("sem_acquire.lua")
+	n, _ := strconv.Atoi(own[1])
+	assert.Equal(t, "local recorded = redis.call('get', sizeKey)", strings.Split(string(src), "\n")[n-1], "the line number is the file's")
 }
 
 func ptr[T any](v T) *T { return &v }

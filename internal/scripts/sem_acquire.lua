@@ -1,5 +1,6 @@
 -- sem_acquire: take permits of a Semaphore in queue order, or join (or keep)
 -- a place in its queue.
+-- (The functions sem_* are sem_lib.lua's, which comes first.)
 --
 -- KEYS[1]  the holders: a hash of holder id -> "<permits>:<version>"
 -- KEYS[2]  the leases: a sorted set of holder ids scored by the server time
@@ -58,61 +59,20 @@ elseif recorded ~= ARGV[1] then
 	return {-2, tonumber(recorded)}
 end
 local size = tonumber(ARGV[1])
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = sem_now()
 
-local function extend(key, ms)
-	local ttl = redis.call('pttl', key)
-	if ttl == -1 or (ttl >= 0 and ttl < tonumber(ms)) then
-		redis.call('pexpire', key, ms)
-	end
-end
-
--- Expired holders give their permits back, and so do holders without a
--- lease (their lease entry was deleted by someone else: nothing would ever
--- expire them); dead waiters leave the queue.
-local freed = false
-for _, h in ipairs(redis.call('zrangebyscore', leases, '-inf', now)) do
-	redis.call('hdel', holders, h)
-	redis.call('zrem', leases, h)
-	freed = true
-end
-for _, h in ipairs(redis.call('hkeys', holders)) do
-	if not redis.call('zscore', leases, h) then
-		redis.call('hdel', holders, h)
-		freed = true
-	end
-end
-for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
-	redis.call('zrem', queue, w)
-	redis.call('zrem', alive, w)
-	redis.call('hdel', want, w)
-	freed = true
-end
-
--- wanted returns the permits that waiter w asks for. A request that is not a
--- number (written by someone else) would stall the queue for good: its waiter
--- is dropped as if dead, and a live one queues again.
-local function wanted(w)
-	local n = tonumber(redis.call('hget', want, w) or '0')
-	if n == nil then
-		redis.call('zrem', queue, w)
-		redis.call('zrem', alive, w)
-		redis.call('hdel', want, w)
-		return 0
-	end
-	return n
-end
+-- Expired and lease-less holders give their permits back, dead waiters
+-- leave the queue: either may let waiters in.
+local freed = sem_reap_holders(holders, leases, now)
+freed = sem_reap_waiters(queue, alive, want, now) or freed
 
 local function grant()
 	redis.call('hset', holders, holder, target .. ':' .. version)
 	redis.call('zadd', leases, now + tonumber(ARGV[5]), holder)
-	extend(holders, ARGV[5])
-	extend(leases, ARGV[5])
+	sem_extend(holders, ARGV[5])
+	sem_extend(leases, ARGV[5])
 	if id ~= '' then
-		redis.call('zrem', queue, id)
-		redis.call('zrem', alive, id)
-		redis.call('hdel', want, id)
+		sem_dequeue(queue, alive, want, id)
 	end
 	return {1, 0}
 end
@@ -134,10 +94,7 @@ elseif expect > 0 then
 elseif redis.call('exists', KEYS[8] .. ':' .. holder) == 1 then
 	return {-4, 0}
 end
-local total = 0
-for _, v in ipairs(redis.call('hvals', holders)) do
-	total = total + tonumber(string.match(v, '^%d+') or '0')
-end
+local total = sem_taken(holders)
 local others = total - mine
 
 local queued = redis.call('zcard', queue)
@@ -164,7 +121,7 @@ else
 	local ahead = 0
 	if rank > 0 then
 		for _, w in ipairs(redis.call('zrange', queue, 0, rank - 1)) do
-			ahead = ahead + wanted(w)
+			ahead = ahead + sem_wanted(queue, alive, want, w)
 		end
 	end
 	if others + target + ahead <= size then
@@ -173,22 +130,13 @@ else
 end
 local hb = tonumber(ARGV[7])
 redis.call('zadd', alive, now + hb, id)
-extend(queue, hb)
-extend(alive, hb)
-extend(want, hb)
+sem_extend(queue, hb)
+sem_extend(alive, hb)
+sem_extend(want, hb)
 
 if freed then
 	-- Reaping gave permits back: wake the waiters that fit now.
-	local acc, free = 0, size - total
-	for _, w in ipairs(redis.call('zrange', queue, 0, -1)) do
-		acc = acc + wanted(w)
-		if acc > free then
-			break
-		end
-		if w ~= id then
-			redis.call(ARGV[8], channel, w)
-		end
-	end
+	sem_wake(queue, alive, want, size - total, ARGV[8], channel, id)
 end
 
 if rank == 0 then

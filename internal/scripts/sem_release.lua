@@ -1,6 +1,7 @@
 -- sem_release: set a Semaphore holder's permits to fewer (0 gives them all
 -- back), optionally take a waiter out of the queue, and wake the waiters
 -- whose requests fit now.
+-- (The functions sem_* are sem_lib.lua's, which comes first.)
 --
 -- KEYS[1..7] as sem_acquire: holders, leases, size, queue, heartbeats,
 --            requests, channel
@@ -32,42 +33,13 @@ local holder, keep, id = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local expect, version = tonumber(ARGV[5]), tonumber(ARGV[6])
 
 if id ~= '' then
-	redis.call('zrem', queue, id)
-	redis.call('zrem', alive, id)
-	redis.call('hdel', want, id)
+	sem_dequeue(queue, alive, want, id)
 end
 -- Expired and lease-less holders first, so that a release finds its own
 -- lapsed entry gone.
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-for _, h in ipairs(redis.call('zrangebyscore', leases, '-inf', now)) do
-	redis.call('hdel', holders, h)
-	redis.call('zrem', leases, h)
-end
-for _, h in ipairs(redis.call('hkeys', holders)) do
-	if not redis.call('zscore', leases, h) then
-		redis.call('hdel', holders, h) -- a holder without a lease (see sem_acquire)
-	end
-end
-for _, w in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
-	redis.call('zrem', queue, w)
-	redis.call('zrem', alive, w)
-	redis.call('hdel', want, w)
-end
-
--- wanted returns the permits that waiter w asks for. A request that is not a
--- number (written by someone else) would stall the queue for good: its waiter
--- is dropped as if dead, and a live one queues again.
-local function wanted(w)
-	local n = tonumber(redis.call('hget', want, w) or '0')
-	if n == nil then
-		redis.call('zrem', queue, w)
-		redis.call('zrem', alive, w)
-		redis.call('hdel', want, w)
-		return 0
-	end
-	return n
-end
+local now = sem_now()
+sem_reap_holders(holders, leases, now)
+sem_reap_waiters(queue, alive, want, now)
 
 local status = 1
 local entry = redis.call('hget', holders, holder)
@@ -93,18 +65,9 @@ if keep == 0 and status ~= -4 and tonumber(ARGV[7]) > 0 then
 	redis.call('set', KEYS[8] .. ':' .. holder, '1', 'px', ARGV[7])
 end
 
-local total = 0
-for _, v in ipairs(redis.call('hvals', holders)) do
-	total = total + tonumber(string.match(v, '^%d+') or '0')
-end
+local free = tonumber(redis.call('get', sizeKey) or '0') - sem_taken(holders)
 local reply = {status}
-local acc, free = 0, tonumber(redis.call('get', sizeKey) or '0') - total
-for _, w in ipairs(redis.call('zrange', queue, 0, -1)) do
-	acc = acc + wanted(w)
-	if acc > free then
-		break
-	end
-	redis.call(ARGV[4], channel, w)
+for _, w in ipairs(sem_wake(queue, alive, want, free, ARGV[4], channel, '')) do
 	reply[#reply + 1] = w
 end
 return reply

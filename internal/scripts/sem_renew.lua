@@ -1,5 +1,6 @@
 -- sem_renew: extend many Semaphore holders' leases in one call (the
 -- watchdog's batch).
+-- (The functions sem_* are sem_lib.lua's, which comes first.)
 --
 -- KEYS[2i-1]   the leases of a semaphore (sorted set: holder id -> end, server
 --              ms); all keys of one call share a cluster slot
@@ -13,16 +14,7 @@
 -- a loss; 2 renewed, but the entry differs from ARGV[3i]: a loss unless the
 -- holder's own call in flight changed it (the scheduler knows). A stale
 -- renewal never brings ended permits back.
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
-local function extend(key, ms)
-	local ttl = redis.call('pttl', key)
-	if ttl == -1 or (ttl >= 0 and ttl < ms) then
-		redis.call('pexpire', key, ms)
-	end
-end
-
+local now = sem_now()
 local renewed = {}
 for i = 1, #KEYS / 2 do
 	local leases, holders = KEYS[2 * i - 1], KEYS[2 * i]
@@ -31,8 +23,8 @@ for i = 1, #KEYS / 2 do
 	local entry = redis.call('hget', holders, holder)
 	if ends and tonumber(ends) > now and entry then
 		redis.call('zadd', leases, now + ms, holder)
-		extend(leases, ms)
-		extend(holders, ms)
+		sem_extend(leases, ms)
+		sem_extend(holders, ms)
 		if entry == ARGV[3 * i] then
 			renewed[i] = 1
 		else
