@@ -153,9 +153,8 @@ func (m *model) faultedWhileWaiting(w *wait) bool {
 // takes its lease away sees Done close within the bound of that fault: one
 // renewal interval plus one round trip after the loss became observable
 // (the deletion's reply, the server's return, the process's resumption), or,
-// cut off from Redis (F5; its master killed or failed over, F15 and a
-// Sentinel's F13, when another holder got in), by the time its lease can
-// have run out on the server.
+// cut off from Redis (F5; its master killed, F15, when another holder got
+// in), by the time its lease can have run out on the server.
 func (m *model) checkTold() []Violation {
 	var out []Violation
 	for _, c := range m.losses() {
@@ -197,16 +196,24 @@ func (m *model) losses() []loss {
 			c.bound = f.Start + int64(m.Params.Lease)
 		case f.breaksLeases() && (f.Kind == "F15" || f.Kind == "F13"):
 			// A failover may or may not lose the hold: it is lost when
-			// another holder got in. Its master gone, the holder cannot
-			// renew, and it stops at its lease, counted from its acquire or
-			// its last renewal before the fault, unless its next renewal on
-			// the new master finds the hold gone first.
+			// another holder got in. A killed master (F15) takes the
+			// renewals with it: the holder stops at its lease, counted from
+			// its acquire or its last renewal before the kill, unless its
+			// next renewal on the new master finds the hold gone first. The
+			// old primary of a Sentinel failover (F13) lives on, and renews,
+			// until it is demoted: the holder learns at its first renewal on
+			// the new primary, within a renewal interval of the failover's
+			// end.
 			hd := m.holdAt(f.W, f.G, f.Start)
 			if hd == nil || !m.overlapped(hd) {
 				continue
 			}
 			c.observable = f.Start
 			c.bound = max(f.Start, hd.Acq) + int64(m.Params.Lease)
+			if f.Kind == "F13" {
+				c.observable = f.End
+				c.bound = f.End + int64(m.Params.Interval)
+			}
 		default:
 			continue
 		}
