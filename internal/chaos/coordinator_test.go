@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -32,7 +30,6 @@ type run struct {
 	lease   time.Duration
 	tp      *topology           // the lock servers, faulted
 	res     *redisserver.Server // the fenced resource's server, never faulted
-	admin   rueidis.Client      // the coordinator's own client of the lock servers
 	version string
 	seats   []*seat
 	nextID  int
@@ -65,14 +62,13 @@ func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration, topol
 	rng := rand.New(rand.NewPCG(uint64(seed), 9))
 	r := &run{t: t, rng: rng, sched: schedule{rng: rng, kinds: kinds}, lease: lease, dir: t.TempDir()}
 	r.tp = startTopology(t, topology)
-	r.admin = r.tp.admin
 	var err error
 	r.res, err = redisserver.StartServer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.res.Stop() })
-	info, err := r.admin.Do(context.Background(), r.admin.B().Info().Section("server").Build()).ToString()
+	info, err := r.tp.admin.Do(context.Background(), r.tp.admin.B().Info().Section("server").Build()).ToString()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,13 +249,10 @@ func (r *run) leaks() {
 func (r *run) list(addr string, args ...string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var out []string
-	r.node(addr, func(cl rueidis.Client) {
-		var err error
-		if out, err = cl.Do(ctx, cl.B().Arbitrary(args...).Build()).AsStrSlice(); err != nil {
-			r.t.Errorf("%s %v: %v", addr, args, err)
-		}
-	})
+	out, err := redisserver.List(ctx, addr, args...)
+	if err != nil {
+		r.t.Errorf("%s %v: %v", addr, args, err)
+	}
 	return out
 }
 
@@ -279,7 +272,7 @@ func (r *run) leftKeys() {
 		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"):
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"):
-			if ms, err := r.admin.Do(ctx, r.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms < 0 {
+			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms < 0 {
 				left = append(left, k)
 			}
 		default:

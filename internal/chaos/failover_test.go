@@ -126,16 +126,17 @@ func (r *run) cutReplica() {
 	if err := r.tp.settle(ctx); err != nil {
 		r.t.Errorf("before F16: %v", err)
 	}
-	var replica *redisserver.Server
+	var replicas []*redisserver.Server
 	for _, n := range r.tp.nodes() {
-		if role, _, err := redisserver.Role(ctx, n.Addr); err == nil && role == "slave" && (replica == nil || r.rng.IntN(2) == 0) {
-			replica = n
+		if role, _, err := redisserver.Role(ctx, n.Addr); err == nil && role == "slave" {
+			replicas = append(replicas, n)
 		}
 	}
-	if replica == nil {
+	if len(replicas) == 0 {
 		r.t.Errorf("F16: no replica")
 		return
 	}
+	replica := replicas[r.rng.IntN(len(replicas))]
 	f := Fault{Kind: "F16", Sub: r.tp.kind + " " + replica.Addr, W: -1, G: -1, Start: Now()}
 	if err := replica.Pause(); err != nil {
 		r.t.Errorf("F16: %v", err)

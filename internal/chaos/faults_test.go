@@ -7,10 +7,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -199,7 +198,7 @@ func lockKeys(res string) []string {
 func (r *run) del(keys ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.admin.Do(ctx, r.admin.B().Del().Key(keys...).Build()).Error(); err != nil {
+	if err := r.tp.admin.Do(ctx, r.tp.admin.B().Del().Key(keys...).Build()).Error(); err != nil {
 		r.t.Errorf("DEL %v: %v", keys, err)
 	}
 }
@@ -218,22 +217,9 @@ func (r *run) onMasters(args ...string) {
 func (r *run) on(addr string, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r.node(addr, func(cl rueidis.Client) {
-		if err := cl.Do(ctx, cl.B().Arbitrary(args...).Build()).Error(); err != nil {
-			r.t.Errorf("%s %v: %v", addr, args, err)
-		}
-	})
-}
-
-// node runs f with a client of the lock server at addr alone.
-func (r *run) node(addr string, f func(rueidis.Client)) {
-	cl, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		r.t.Error(err)
-		return
+	if err := redisserver.Run(ctx, addr, args...); err != nil {
+		r.t.Errorf("%s %v: %v", addr, args, err)
 	}
-	defer cl.Close()
-	f(cl)
 }
 
 // park asks a random goroutine of s's worker to stay in its critical section

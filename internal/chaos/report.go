@@ -31,7 +31,8 @@ type Report struct {
 	// another worker, or of any lock when none was parked.
 	TTR map[string]Dist `json:"ttr_ms"`
 	// Window is how long each fault kind lasted, from its injection to its
-	// healing (for a failover: until the new master served).
+	// healing (for a failover: until the new master serves and, after a
+	// killed master, that one is back as a replica in sync).
 	Window map[string]Dist `json:"window_ms"`
 	// Handoff is release to next acquisition while waiters waited, away from
 	// faults.

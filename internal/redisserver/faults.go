@@ -11,10 +11,19 @@ import (
 
 var errNotRunning = errors.New("redisserver: the server is not running")
 
-// Do sends one command to the server at addr on a short-lived connection and
-// returns its reply as text, for tests that drive a node directly.
-func Do(ctx context.Context, addr string, args ...string) (string, error) {
-	return nodeDo(ctx, addr, args...)
+// Run sends one command to the server at addr on a short-lived connection,
+// for tests that drive a node directly, and returns its error.
+func Run(ctx context.Context, addr string, args ...string) error {
+	_, err := withNode(ctx, addr, func(cl rueidis.Client) (string, error) {
+		return "", cl.Do(ctx, cl.B().Arbitrary(args...).Build()).Error()
+	})
+	return err
+}
+
+// List sends one command with an array reply to the server at addr on a
+// short-lived connection.
+func List(ctx context.Context, addr string, args ...string) ([]string, error) {
+	return nodeList(ctx, addr, args...)
 }
 
 // Role returns what the server at addr says it is ("master" or "slave") and,

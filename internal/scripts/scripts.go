@@ -50,13 +50,15 @@ var (
 	RWWriterLeave    = load("rw_writer_leave")
 )
 
-// load reads the script name.lua. With lib, the text of lib.lua comes
-// first: the local functions that a family of scripts shares.
-func load(name string, lib ...string) *Script {
-	s := &Script{Name: name}
-	for _, l := range lib {
-		s.lib = l
-		s.Source = read(l)
+// load reads the script name.lua.
+func load(name string) *Script { return loadWith(name, "") }
+
+// loadWith reads the script name.lua with the text of lib.lua (unless lib is
+// "") before it: the local functions that a family of scripts shares.
+func loadWith(name, lib string) *Script {
+	s := &Script{Name: name, lib: lib}
+	if lib != "" {
+		s.Source = read(lib)
 		s.libLines = strings.Count(s.Source, "\n")
 	}
 	s.Source += read(name)

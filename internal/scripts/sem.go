@@ -9,10 +9,10 @@ import (
 
 // The scripts of Semaphore. Its waiters' heartbeats use FairHeartbeat.
 var (
-	SemAcquire     = load("sem_acquire", "sem_lib")
-	SemRelease     = load("sem_release", "sem_lib")
-	SemRenew       = load("sem_renew", "sem_lib")
-	SemForceUnlock = load("sem_force_unlock", "sem_lib")
+	SemAcquire     = loadWith("sem_acquire", "sem_lib")
+	SemRelease     = loadWith("sem_release", "sem_lib")
+	SemRenew       = loadWith("sem_renew", "sem_lib")
+	SemForceUnlock = loadWith("sem_force_unlock", "sem_lib")
 )
 
 // A SemVersion is what a Semaphore call checks and writes: the version of

@@ -1,5 +1,5 @@
--- sem_lib: the functions the Semaphore scripts share. scripts.load puts this
--- text before each of them (sem_acquire, sem_release, sem_force_unlock,
+-- sem_lib: the functions the Semaphore scripts share. scripts.loadWith puts
+-- this text before each of them (sem_acquire, sem_release, sem_force_unlock,
 -- sem_renew), so it only defines local functions. The keys they take are
 -- those of sem_acquire's contract.
 
