@@ -25,33 +25,26 @@ type caller struct {
 	n      int  // holds (permits) to add
 	single bool // a Try call: one attempt that waits for nothing
 	call   holdCall
-	// value is what the acquire script passed on at the last success (a
-	// fencing token).
-	value int64
-	// check, if set, runs before each attempt (an upgrade is refused).
-	check func() error
-	// left, if set, runs when a waiting call gives up (a writer's claim).
-	left func(ctx context.Context)
+	value  int64                     // what the acquire script passed on at the last success (a fencing token)
+	check  func() error              // if set, runs before each attempt (an upgrade is refused)
+	left   func(ctx context.Context) // if set, runs when a waiting call gives up (a writer's claim)
 }
 
 // A holdCall is one acquiring call's part in hold identity, across its
 // attempts.
 type holdCall struct {
-	// field is the identity a first acquire of the call asks for, made on
-	// its first attempt and kept by its retries: a retry adopts what an
-	// earlier attempt of the same call took, and no other acquire does.
-	field string
-	// firstUnknown records a first-acquire attempt of unknown outcome.
+	// field is the identity the call's first acquire asks for, kept by its
+	// retries: a retry adopts what an earlier attempt of the call took, and
+	// no other acquire does. firstUnknown records an attempt of unknown outcome.
+	field        string
 	firstUnknown bool
-	// reentered is the field of the hold the call's latest re-entry attempt
-	// was for, base the count it expected, and reentryUnknown whether its
-	// outcome is unknown.
+	// reentered is the field of the hold the latest re-entry attempt was
+	// for, base the count it expected, reentryUnknown that its outcome is
+	// unknown.
 	reentered      string
 	base           int
 	reentryUnknown bool
-	// sent records that an attempt reached the script call: before that,
-	// a call that gives up has nothing in Redis to take back.
-	sent bool
+	sent           bool // an attempt reached Redis: a call that gives up may have something to take back
 }
 
 // uncertain reports whether an attempt of the call may have taken something
@@ -170,8 +163,8 @@ func (c *Client) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res at
 	case ended:
 		return attempt{}, true, err
 	}
-	acq.field, acq.count = h.field, h.count
-	a.call.reentered, a.call.base, a.call.reentryUnknown = h.field, h.count, false
+	acq.field, acq.count = h.term.Load().field, h.count
+	a.call.reentered, a.call.base, a.call.reentryUnknown = acq.field, h.count, false
 	return attempt{}, false, nil
 }
 
@@ -181,8 +174,7 @@ func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) atte
 	p := a.p
 	if acq.count == 0 {
 		t := newObservedTerm(p.cfg, p.primitive, p.name)
-		t.field = acq.field
-		h.field, h.ambiguous = acq.field, a.call.firstUnknown
+		t.field, t.ambiguous = acq.field, a.call.firstUnknown
 		h.setCount(a.n)
 		t.lease = p.newLease(t)
 		c.begin(h, t, sent)
@@ -201,30 +193,23 @@ func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) atte
 // ticket leaves the queue; what an attempt of unknown outcome may have taken
 // is given back (the hold its first acquire asked for is released, and its
 // latch left long enough to refuse a copy still on its way; a re-entry's
-// count is set back); a waiting writer's claim is taken back.
+// count is set back).
 func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
-	defer func() {
-		if a.left != nil {
-			a.left(ctx)
-		}
-	}()
 	p := a.p
 	r := release{Release: scripts.Release{Field: a.call.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
 	switch {
 	case !a.call.sent:
 		return // nothing reached Redis
-	case a.call.firstUnknown:
-		// The field is this call's alone: no other call of the owner needs
-		// to be waited for.
+	case a.call.firstUnknown: // the field is this call's alone: no need to wait for op
 	case a.call.reentryUnknown:
 		h := c.ref(p.key, true)
 		defer c.unref(h)
 		_ = h.op.Lock(context.Background())
 		defer h.op.Unlock()
-		if h.count == 0 || h.field != a.call.reentered {
+		if t := h.term.Load(); h.count == 0 || t.field != a.call.reentered {
 			r = release{} // the hold it re-entered has ended
 		} else {
-			r = release{h: h, Release: scripts.Release{Field: h.field, From: a.call.base + a.n, To: a.call.base}}
+			r = release{h: h, Release: scripts.Release{Field: t.field, From: a.call.base + a.n, To: a.call.base}}
 		}
 	case tk == nil:
 		return

@@ -27,10 +27,9 @@ type Client struct {
 	leases  *lease.Scheduler
 	notify  *notify.Registry
 
-	closeOnce sync.Once
-	closed    chan struct{}
-	// background runs the releases that outlive their caller's context.
-	background sync.WaitGroup
+	closeOnce  sync.Once
+	closed     chan struct{}
+	background sync.WaitGroup // runs the releases that outlive their caller's context
 
 	mu    sync.Mutex
 	holds map[holdKey]*hold
@@ -73,14 +72,13 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 }
 
 // Close stops the Client's renewal and subscriptions and waits until its
-// goroutines have exited. It does not close the rueidis client.
+// goroutines have exited, and releases still in progress (a few seconds at
+// most). It does not close the rueidis client. Close is idempotent.
 //
-// Locks still held are not released: a holder may still be inside its
-// critical section. Their holds end at once (Done is closed and Err wraps
-// ErrClosed) and Redis lets them expire within their lease. Waiting calls
-// return ErrClosed. Releases still in progress (an UnlockContext whose
-// context ended before Redis answered) are waited for, a few seconds at
-// most. Close is idempotent.
+// Locks still held are not released, as a holder may still be inside its
+// critical section: their holds end at once (Done is closed and Err wraps
+// ErrClosed) and they expire within their lease. Waiting calls return
+// ErrClosed.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
@@ -97,8 +95,8 @@ func (c *Client) isClosed() bool {
 	case <-c.closed:
 		return true
 	default:
-		return false
 	}
+	return false
 }
 
 // newUUID returns a random (version 4) UUID in its text form.

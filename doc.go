@@ -25,25 +25,22 @@
 // Then a second holder can enter while the first still believes it holds the
 // lock. redisync reports such a loss as soon as it knows ([Mutex.Done] is
 // closed and [Mutex.Err] wraps [ErrLockLost]), but a report cannot reach a
-// process that is paused, and a paused process cannot notice that it was
-// paused before its next write. Leases alone therefore do not give mutual
-// exclusion. Where correctness matters, the protected resource itself must
-// reject writes from a holder that has been superseded: take a
-// [FencedMutex], whose every acquisition gets a token greater than all
-// before it, send the token with every write, and have the resource keep the
-// highest token it has seen and refuse lower ones. [Fence] does that for a
-// value kept in Redis; in SQL the same check is a condition on the write:
+// paused process before its next write. Leases alone therefore do not give
+// mutual exclusion. Where correctness matters, the protected resource itself
+// must reject writes from a holder that has been superseded: take a
+// [FencedMutex], whose every acquisition gets a token greater than all before
+// it, send the token with every write, and have the resource keep the highest
+// token it has seen and refuse lower ones. [Fence] does that for a value kept
+// in Redis; in SQL the same check is a condition on the write:
 //
 //	UPDATE orders SET status = $3, fence = $1 WHERE id = $2 AND fence <= $1
 //
-// Tokens stay increasing across lease expiries, SCRIPT FLUSH, the loss of the
-// counter and a restart of a server without persistence, because the counter
-// is floored at the server's clock in microseconds. What stays unsafe: a
-// server clock that steps backwards (or a failover to a replica whose clock
-// lags the old primary's) combined with the loss of the counter, and a
+// Tokens stay increasing across lease expiries and the loss of the counter
+// (a restart without persistence), being floored at the server's clock. What
+// stays unsafe: a server clock that steps backwards (or a failover to a
+// replica whose clock lags) together with the loss of the counter, and a
 // resource that accepts a stale holder's write before the new holder's first
-// write reached it; a new holder that must exclude late writes at once can
-// write (or re-write) through the fence before it starts.
+// write reached it.
 //
 // # Leases
 //
@@ -51,8 +48,8 @@
 // ([DefaultWatchdogTimeout], 30 s) is renewed every third of the lease while
 // the process lives, so a crashed holder's lock expires within one lease.
 // [WithLease] sets a fixed lease instead: no renewal, and the lock expires
-// when the lease runs out. All lease arithmetic uses relative expiries set by
-// Redis and the local monotonic clock; the client's wall clock plays no part.
+// when the lease runs out. Lease arithmetic uses expiries set by Redis and the
+// local monotonic clock, never the client's wall clock.
 //
 // # Owners
 //

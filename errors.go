@@ -41,11 +41,11 @@ var (
 )
 
 // errSizeMismatch is wrapped by the error of an acquire through a Semaphore
-// handle whose size differs from the one recorded in Redis.
+// handle whose size differs from Redis's.
 var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
-// errRefused is returned by an acquire that found its own call's latch: only
-// a late copy of an attempt should ever see that.
+// errRefused is returned by an acquire that found its own call's latch (only
+// a late copy of an attempt should).
 var errRefused = errors.New("the acquire was refused: its call had been undone")
 
 // lockError wraps err with the name of the lock it is about.

@@ -16,17 +16,13 @@ import (
 // (see [WithOwner]), one owner per handle otherwise, held under a lease, and
 // [FairMutex.Done] and [FairMutex.Err] report a loss.
 //
-// A waiter's turn is fixed when it joins the queue, and [FairMutex.TryLock]
-// does not take a free lock while others are queued. Only the waiter whose
-// turn it is gets woken by a release. A waiter proves it is alive by a
-// heartbeat (see [WithHeartbeatTimeout]) renewed for it by the Client while it
-// waits: one whose process dies leaves the queue when its heartbeat lapses,
-// and a live one is never evicted however long it waits. A waiter that gives
-// up (its context ends) takes itself out of the queue.
-//
-// A re-entry by an owner that holds the lock does not queue. When Redis could
-// not be reached for longer than the heartbeat timeout, a waiter loses its
-// place and queues again at the end.
+// A waiter's turn is fixed when it joins the queue, [FairMutex.TryLock] does
+// not take a free lock while others are queued, and a release wakes only the
+// waiter whose turn it is. A waiter proves it is alive by a heartbeat (see
+// [WithHeartbeatTimeout]): one whose process dies leaves the queue when its
+// heartbeat lapses, a live one is never evicted, and one that gives up leaves
+// at once. A waiter cut off from Redis for longer than the heartbeat timeout
+// queues again at the end. A re-entry by the owner does not queue.
 //
 // Its data in Redis is redisync's own: a FairMutex excludes neither a Mutex
 // nor a Redisson RFairLock of the same name.
@@ -37,12 +33,8 @@ type FairMutex struct {
 	l layout.Fair // its keys and channel
 }
 
-// NewFairMutex returns a handle on the fair mutex called name. Creating a
-// handle touches neither Redis nor the network. The options override the
-// Client's for this handle.
-//
-// NewFairMutex panics if name is invalid (see [Client.NewMutex]) or if an
-// option is invalid.
+// NewFairMutex returns a handle on the fair mutex called name. Names, options
+// and panics are as for [Client.NewMutex].
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	fm := &FairMutex{l: layout.FairOf(name)}
 	c.initHandle(&fm.handle, name, opts)
@@ -56,7 +48,7 @@ func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 // failures, until it holds the lock. Lock panics if the Client is closed.
 func (fm *FairMutex) Lock() {
 	tk := fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg)
-	fm.locked(fm.c.acquire(context.Background(), fm.caller(fm.owner, false), tk, true), "Lock of")
+	fm.locked(fm.c.acquire(context.Background(), fm.call(context.Background(), waitFree, fm.proto), tk, true), "Lock of")
 }
 
 // TryLock tries to lock fm and reports whether it succeeded. It makes one
@@ -68,23 +60,18 @@ func (fm *FairMutex) TryLock() bool {
 }
 
 // LockContext locks fm in queue order, waiting until the caller's turn comes
-// and the lock is free, or until ctx is done. With an owner from [WithOwner]
-// in ctx it acquires for that owner, re-entering at once (without queueing) a
-// lock the owner already holds.
-//
-// When ctx ends first, LockContext returns ctx.Err() and leaves no lock, no
-// queue entry and no subscription behind. A Redis failure is returned,
-// wrapped; an attempt whose outcome is unknown is undone before LockContext
-// returns.
+// and the lock is free, or until ctx is done; an owner from [WithOwner] in ctx
+// re-enters a lock it holds at once. Otherwise it behaves like
+// [Mutex.LockContext], leaving no queue entry behind either.
 func (fm *FairMutex) LockContext(ctx context.Context) error {
-	return fm.c.acquire(ctx, fm.caller(ownerOf(ctx, fm.owner)), fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg), false)
+	return fm.c.acquire(ctx, fm.call(ctx, waitFree, fm.proto), fm.c.newTicket(fm.l.Alive, fm.l.Queue, &fm.cfg), false)
 }
 
 // TryLockContext makes one attempt to lock fm, for the owner in ctx if any,
 // and reports whether it succeeded. It does not queue: it fails while the lock
 // is held or others are queued for it, unless the owner re-enters.
 func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
-	return fm.c.tryOnce(ctx, fm.caller(ownerOf(ctx, fm.owner)))
+	return fm.c.tryOnce(ctx, fm.call(ctx, waitFree, fm.proto))
 }
 
 // Unlock unlocks fm and wakes the waiter whose turn is next. It never hands
@@ -92,16 +79,14 @@ func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
 // kept there too); otherwise it behaves as [Mutex.Unlock], panicking if fm is
 // not locked by its own owner in this process.
 func (fm *FairMutex) Unlock() {
-	fm.unlocked(fm.c.releaseHold(context.Background(), fm.proto(fm.owner), 1), "redisync: unlock of unlocked mutex")
+	fm.unlocked(fm.unlockIn(context.Background(), fm.proto), "redisync: unlock of unlocked mutex")
 }
 
 // UnlockContext releases one hold of fm by the owner in ctx (fm's own owner if
 // ctx has none); the lock is released, and the next waiter woken, when the
 // owner's last hold is. Its errors and its handling of ctx are those of
 // [Mutex.UnlockContext].
-func (fm *FairMutex) UnlockContext(ctx context.Context) error {
-	return fm.c.releaseHold(ctx, fm.proto(ownerIn(ctx, fm.owner)), 1)
-}
+func (fm *FairMutex) UnlockContext(ctx context.Context) error { return fm.unlockIn(ctx, fm.proto) }
 
 // ForceUnlock deletes the lock whoever holds it, wakes the waiter whose turn
 // is next, and reports whether it was locked. The queue is kept. The hold it
@@ -115,16 +100,6 @@ func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
 // through this Client.
 func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) { return fm.holdCount(ctx, fair) }
 
-// caller makes a call of owner; an explicit owner re-enters (without
-// queueing).
-func (fm *FairMutex) caller(owner uint64, explicit bool) *caller {
-	a := &caller{p: fm.proto(owner), n: 1, mode: waitFree}
-	if explicit {
-		a.mode = reenter
-	}
-	return a
-}
-
 // proto describes owner's hold on fm.
 func (fm *FairMutex) proto(owner uint64) *protocol { return fm.handle.proto(owner, fm.newProto) }
 
@@ -133,7 +108,7 @@ func (fm *FairMutex) newProto(owner uint64) *protocol {
 	p.queued = true
 	p.acquire, p.release = fm.runAcquire, fm.runRelease
 	// The lock hash has Mutex's shape, so Mutex's renewal serves it.
-	p.newLease = func(t *term) *lease.Lease { return fm.hashLease(t, []string{fm.l.Key}, scripts.MutexRenew) }
+	p.newLease = func(t *term) *lease.Lease { return fm.newLease(t, []string{fm.l.Key}, scripts.MutexRenew) }
 	return p
 }
 

@@ -5,24 +5,17 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/redis/rueidis"
-
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A Fence is a value in Redis guarded by fencing tokens: the resource side of
 // a [FencedMutex]. It remembers the highest token that has written to it and
-// rejects a write carrying a lower token, atomically in one script, so a
-// holder whose lease ran out while it was paused cannot overwrite the work
-// of the holder that came after it.
-//
-// A resource outside Redis needs the same check where it stores its data.
-// In SQL, keep the highest token in a column and make it part of the write:
-//
-//	UPDATE orders SET status = $3, fence = $1
-//	 WHERE id = $2 AND fence <= $1
-//
-// and treat "0 rows updated" as a stale token.
+// atomically rejects a write carrying a lower token, so a holder whose lease
+// ran out while it was paused cannot overwrite the work of the holder that
+// came after it. A resource outside Redis needs the same check where it
+// stores its data: in SQL, the condition of the package documentation's
+// example, treating "0 rows updated" as a stale token.
 type Fence struct {
 	c    *Client
 	name string
@@ -56,20 +49,9 @@ func (f *Fence) Set(ctx context.Context, token uint64, value string) error {
 // Get returns the value stored in f and the token that stored it; an empty
 // value and token 0 when nothing has been stored.
 func (f *Fence) Get(ctx context.Context) (value string, token uint64, err error) {
-	fields, err := f.c.rc.Do(ctx, f.c.rc.B().Hmget().Key(f.key).Field("value", "token").Build()).ToArray()
+	value, token, err = state.ReadFence(ctx, f.c.rc, f.key)
 	if err != nil {
 		return "", 0, fmt.Errorf("redisync: fence %q: %w", f.name, err)
 	}
-	value, err = fields[0].ToString()
-	if rueidis.IsRedisNil(err) {
-		return "", 0, nil
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("redisync: fence %q: %w", f.name, err)
-	}
-	tok, err := fields[1].AsUint64()
-	if err != nil {
-		return "", 0, fmt.Errorf("redisync: fence %q: %w", f.name, err)
-	}
-	return value, tok, nil
+	return value, token, nil
 }

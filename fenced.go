@@ -7,14 +7,11 @@ import (
 // A FencedMutex is a [Mutex] whose every acquisition is granted a fencing
 // token: a number greater than every token granted before for the same name,
 // by any client, across lease expiries, SCRIPT FLUSH, the loss of the counter
-// key and a restart of a Redis server without persistence.
-//
-// A lease can run out while its holder still runs (a long pause, a network
-// cut), and then two processes may believe they hold the lock. A token lets
-// the protected resource tell them apart: the resource remembers the highest
-// token it has seen and rejects writes carrying a lower one, so the stale
-// holder's writes fail. See [Fence] for such a resource in Redis, and the
-// package documentation for the same check in SQL.
+// key and a restart of a Redis server without persistence. The protected
+// resource keeps the highest token it has seen and rejects writes carrying a
+// lower one, so a holder whose lease ran out while it was paused cannot
+// overwrite its successor's work: see [Fence], and the package documentation
+// for the same check in SQL.
 //
 // A FencedMutex uses Redisson's RFencedLock layout (the RLock hash plus the
 // counter redisson_lock_token:{name}), so it excludes and is excluded by a
@@ -38,7 +35,7 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 // LockToken locks fm like [Mutex.LockContext] and returns the token granted to
 // this acquisition. Write it with every change to the protected resource.
 func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
-	a := fm.callerIn(ctx, waitFree)
+	a := fm.call(ctx, waitFree, fm.proto)
 	if err := fm.c.acquire(ctx, a, nil, false); err != nil {
 		return 0, err
 	}
@@ -48,7 +45,7 @@ func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
 // TryLockToken makes one attempt to lock fm, like [Mutex.TryLockContext], and
 // returns the token granted when it succeeded.
 func (fm *FencedMutex) TryLockToken(ctx context.Context) (uint64, bool, error) {
-	a := fm.callerIn(ctx, waitFree)
+	a := fm.call(ctx, waitFree, fm.proto)
 	ok, err := fm.c.tryOnce(ctx, a)
 	if !ok {
 		return 0, false, err
@@ -59,12 +56,10 @@ func (fm *FencedMutex) TryLockToken(ctx context.Context) (uint64, bool, error) {
 // Token returns the token of the latest acquisition of the hold that fm took
 // last, or 0 when that hold has ended (released or lost).
 func (fm *FencedMutex) Token() uint64 {
-	t := fm.cur.Load()
-	if t == nil {
-		return 0
+	if t := fm.cur.Load(); t != nil {
+		if ended, _ := t.result(); !ended {
+			return t.token.Load()
+		}
 	}
-	if ended, _ := t.result(); ended {
-		return 0
-	}
-	return t.token.Load()
+	return 0
 }

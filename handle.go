@@ -1,6 +1,7 @@
 package redisync
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -66,15 +67,15 @@ func (h *handle) protocol(kind holdKind, key string, owner uint64, prim Primitiv
 		primitive: prim, channel: channel, policy: policy}
 }
 
-// hashLease describes the lease of term t on the hash lock at keys[0] for
-// the scheduler; renew renews it (unless the lease is fixed) with the
-// term's field, the lease and, for an RWMutex, a read hold's timeout keys.
-func (h *handle) hashLease(t *term, keys []string, renew *scripts.Script, timeouts ...string) *lease.Lease {
+// newLease describes the lease of term t on the key keys[0] for the
+// scheduler; renew renews it (unless the lease is fixed) with the term's
+// field, the lease and the primitive's extra argument, if any.
+func (h *handle) newLease(t *term, keys []string, renew *scripts.Script, extra ...string) *lease.Lease {
 	l := &t.own
 	t.args[0], t.args[1] = t.field, h.leaseMS
 	args := t.args[:2]
-	if len(timeouts) > 0 {
-		t.args[2] = timeouts[0]
+	if len(extra) > 0 {
+		t.args[2] = extra[0]
 		args = t.args[:3]
 	}
 	*l = lease.Lease{Key: keys[0], Keys: keys, Args: args, TTL: h.cfg.leaseTTL(), Lost: t}
@@ -98,8 +99,25 @@ func (h *handle) proto(owner uint64, build func(owner uint64) *protocol) *protoc
 	return p
 }
 
-// locked turns the error of a Lock into a panic: only a closed Client (or
-// misuse) ends one. call names it: "Lock of", "RLock of RWMutex"...
+// call makes an acquiring call of the owner in ctx, described by proto: in
+// mode for the handle's own owner, a re-entering one for one from WithOwner.
+func (h *handle) call(ctx context.Context, mode holdMode, proto func(owner uint64) *protocol) *caller {
+	owner, explicit := ownerOf(ctx, h.owner)
+	if explicit {
+		mode = reenter
+	}
+	return &caller{p: proto(owner), mode: mode, n: 1}
+}
+
+// unlockIn releases one hold of the owner in ctx (the handle's own if it has
+// none), described by proto.
+func (h *handle) unlockIn(ctx context.Context, proto func(owner uint64) *protocol) error {
+	owner, _ := ownerOf(ctx, h.owner)
+	return h.c.releaseHold(ctx, proto(owner), 1)
+}
+
+// locked turns the error of a Lock (call: "Lock of"...) into a panic: only a
+// closed Client or misuse ends one.
 func (h *handle) locked(err error, call string) {
 	switch {
 	case errors.Is(err, ErrUpgrade):
@@ -118,8 +136,8 @@ func (h *handle) tried(ok bool, err error) bool {
 }
 
 // unlocked turns the error of an Unlock into a panic with misuse when the
-// handle held nothing, and logs a failure to reach Redis; a loss was
-// reported through Done and Err already.
+// handle held nothing, and logs a failure to reach Redis (not a loss, which
+// Done and Err report).
 func (h *handle) unlocked(err error, misuse string) {
 	switch {
 	case errors.Is(err, ErrNotHeld):

@@ -8,19 +8,12 @@ import (
 // The local handover layer: goroutines that share a Mutex handle (one owner)
 // pass its hold to each other without Redis, within bounds.
 
-// maxHandoffs and maxHandoffTime bound the handovers in a row between local
-// callers of one owner: a Lock that waits for its own handle's hold gets it
-// from the Unlock without a round trip to Redis, but after maxHandoffs such
-// handovers, or once maxHandoffTime has passed since the hold came from Redis
-// (its acquire's reply), the hold is released in Redis, so that other
-// processes get their chance.
-//
-// The count alone would let long critical sections keep the lock in one
-// process for 64 of them; the time bound, sync.Mutex's starvation threshold,
-// caps that. With short ones the count ends the run first: 64 handovers take
-// a few hundred microseconds, and each run saves a release and an acquire in
-// Redis (with 16, goroutines sharing a handle made a third as many locks per
-// second).
+// maxHandoffs and maxHandoffTime bound a run of handovers between local
+// callers of one owner, after which the hold is released in Redis so that
+// other processes get their chance. The time bound (sync.Mutex's starvation
+// threshold) stops long critical sections; with short ones the count ends a
+// run first, after a few hundred microseconds (a run of 16 gave a third of
+// the throughput).
 const maxHandoffs = 64
 
 // maxHandoffTime is a variable only so that tests can lengthen it.
@@ -35,9 +28,9 @@ type handoffWait struct {
 
 // handOver passes h's hold (h.op held, one hold left, not ended) straight to
 // a local caller of the same owner, or parks it for one on its way, instead
-// of releasing it in Redis, when the bounds allow; it reports whether it did.
-// Not once the lease's deadline has passed either (the process was paused):
-// the hold may be gone from Redis, and the release finds out.
+// of releasing it in Redis, when the bounds allow and the lease's deadline
+// has not passed (after a pause the hold may be gone from Redis, which the
+// release finds out); it reports whether it did.
 func (c *Client) handOver(h *hold, p *protocol, t *term) bool {
 	if h.count != 1 || !p.handoff || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime ||
 		!c.leases.Current(t.lease) {

@@ -34,12 +34,12 @@ const (
 // table keeps it while calls for it are in progress or while it is held, so
 // that every handle of the same name sees the same count for an owner.
 //
-// Each hold, from the owner's first acquire to its final release, has its own
-// identity in Redis (field): every script acts on that identity only, so a
-// command of an earlier hold that reaches Redis late (its caller gave up, or
-// its connection stalled while a later one overtook it) finds nothing of this
-// hold to change. The hold count is known here; the scripts set it in Redis by
-// compare-and-set, so a repeated or late call cannot inflate it.
+// Each hold, from the owner's first acquire to its final release (a term),
+// has its own identity in Redis (term.field): every script acts on that
+// identity only, so a command of an earlier hold that reaches Redis late (its
+// caller gave up, or its connection stalled while a later one overtook it)
+// finds nothing of this hold to change. The scripts set the count, known
+// here, by compare-and-set, so a repeated or late call cannot inflate it.
 type hold struct {
 	key  holdKey
 	refs int // guarded by Client.mu: calls in progress, plus one while held
@@ -49,32 +49,20 @@ type hold struct {
 	op    ctxlock.Mutex
 	count int
 	held  atomic.Int64 // count, for readers that do not wait for op (Semaphore.Held)
-	// field is the current hold's identity in Redis, and ambiguous records
-	// that an acquire attempt of it had an unknown outcome, so that a copy
-	// of that attempt may still arrive after the hold ends: its final
-	// release latches the field for longer (see tombstoneTTL).
-	field     string
-	ambiguous bool
 	// lost counts a Semaphore's permits of ended holds that Release may
 	// still give back; the record stays in the table while there are any.
 	lost int
 	free chan struct{} // closed when count returns to 0; see freeChan
-	// handoff queues the owner's local callers waiting for its own hold (the
-	// goroutines of a handle, as with sync.Mutex), for a direct handover on
-	// release; streak counts the handovers since the hold came from Redis.
-	handoff []chan struct{}
-	streak  int
-	// fromRedis is when the hold came from Redis (the acquire's reply): the
-	// start of the run of handovers.
+	// The local handover (handover.go): handoff queues the owner's local
+	// callers waiting for its hold; streak counts the handovers since the
+	// hold came from Redis at fromRedis (the acquire's reply); parked marks a
+	// hold released locally for a caller on its way (counted in arriving,
+	// without op: they are blocked on it), which the first of them takes.
+	handoff   []chan struct{}
+	streak    int
 	fromRedis time.Time
-	// parked marks a hold released locally for a caller that was on its way
-	// (counted in arriving) but not yet queued: the lock stays held in Redis
-	// and the first such caller to get op takes it.
-	parked bool
-	// arriving counts the waiting callers that want op to queue for a
-	// handover. It is written without op: they are blocked on it, often
-	// behind a round trip of the holder.
-	arriving atomic.Int32
+	parked    bool
+	arriving  atomic.Int32
 
 	// term is the current term while held, nil otherwise. It is written under
 	// op and read without it by Close and ForceUnlock, which end terms.
@@ -84,12 +72,16 @@ type hold struct {
 // A term is one continuous hold, from the first acquire to the final release
 // or the loss: what a handle's Done and Err report.
 type term struct {
-	field string    // the hold's identity in Redis
-	args  [3]string // the lease's Args, stored here to spare an allocation
-	lease *lease.Lease
-	own   lease.Lease   // what lease points to: one allocation for both
-	token atomic.Uint64 // a FencedMutex's latest token in this term
-	obs   *termObserver // reports the end; nil without an observer
+	field string // the hold's identity in Redis
+	// ambiguous records that an acquire attempt of the term had an unknown
+	// outcome: a copy of it may still arrive after the term ends, so the
+	// final release latches the field for longer (see tombstoneTTL).
+	ambiguous bool
+	args      [3]string // the lease's Args, stored here to spare an allocation
+	lease     *lease.Lease
+	own       lease.Lease   // what lease points to: one allocation for both
+	token     atomic.Uint64 // a FencedMutex's latest token in this term
+	obs       *termObserver // reports the end; nil without an observer
 
 	// cfg and name serve the loss report (LeaseLost).
 	cfg  *config
@@ -98,14 +90,11 @@ type term struct {
 	mu    sync.Mutex
 	ended bool
 	err   error
-	// done is made on the first call of Done, as most holds end without
-	// anyone asking: a hold costs one channel fewer.
-	done chan struct{}
+	done  chan struct{} // made on the first call of Done: most holds end without one
 }
 
-// LeaseLost is the term's loss report from the renewal scheduler. It runs
-// on the renewal goroutine and must not block, so it does not touch the hold
-// record; the owner's release clears that.
+// LeaseLost is the term's loss report from the renewal goroutine. It must not
+// block, so it leaves the hold record to the owner's release.
 func (t *term) LeaseLost(cause error) {
 	if errors.Is(cause, lease.ErrNotHeld) {
 		cause = ErrHoldGone
@@ -134,9 +123,13 @@ func (t *term) end(err error) bool {
 	if t.done != nil {
 		close(t.done)
 	}
+	var since time.Time
+	if t.obs != nil {
+		since = t.obs.since
+	}
 	t.mu.Unlock()
 	if t.obs != nil {
-		t.observeEnd(err) // outside t.mu: the observer may read Err
+		t.observeEnd(err, since) // outside t.mu: the observer may read Err
 	}
 	return true
 }
@@ -197,17 +190,6 @@ func (h *hold) setCount(n int) {
 	h.held.Store(int64(n))
 }
 
-// held returns the count of key's current hold without waiting for calls in
-// flight: 0 when there is none.
-func (c *Client) held(key holdKey) int64 {
-	h := c.ref(key, false)
-	if h == nil {
-		return 0
-	}
-	defer c.unref(h)
-	return h.held.Load()
-}
-
 // termOf returns the term of h's current hold, nil when there is none (or no
 // record).
 func termOf(h *hold) *term {
@@ -217,18 +199,18 @@ func termOf(h *hold) *term {
 	return h.term.Load()
 }
 
-// heldField returns the identity in Redis of the current hold of key, or ""
-// when there is none.
-func (c *Client) heldField(key holdKey) string {
+// current returns the count and the identity in Redis of key's current hold
+// without waiting for calls in flight: 0 and "" when there is none.
+func (c *Client) current(key holdKey) (count int64, field string) {
 	h := c.ref(key, false)
 	if h == nil {
-		return ""
+		return 0, ""
 	}
 	defer c.unref(h)
 	if t := h.term.Load(); t != nil {
-		return t.field
+		field = t.field
 	}
-	return ""
+	return h.held.Load(), field
 }
 
 // unref counts a caller (or the end of a hold) out of h and drops the record
@@ -270,7 +252,6 @@ func (c *Client) finish(h *hold) {
 func (c *Client) clear(h *hold) {
 	h.setCount(0)
 	h.handoff, h.streak, h.parked = nil, 0, false
-	h.field, h.ambiguous = "", false
 	h.term.Store(nil)
 	if h.free != nil {
 		close(h.free)
@@ -298,8 +279,7 @@ func (c *Client) lose(t *term, cause error) {
 }
 
 // freeChan returns a channel closed when the owner's current hold ends (h.op
-// held, h.count > 0). It is made when a caller first needs it: most holds
-// end with nobody of the same owner waiting.
+// held, h.count > 0), made when first needed: most holds end without one.
 func (h *hold) freeChan() chan struct{} {
 	if h.free == nil {
 		h.free = make(chan struct{})
@@ -330,10 +310,10 @@ var lastHold atomic.Uint64
 
 // newField returns the identity of a new hold of owner, ending in suffix: a
 // field no other hold has had. (The owner-field mutant gives every hold of
-// an owner the same one, as redisync once did.)
+// an owner the same one, "<client-uuid>:<owner>".)
 func (c *Client) newField(owner uint64, suffix string) string {
 	if mutant.On("owner-field") {
-		return c.field(owner) + suffix
+		return c.id + ":" + strconv.FormatUint(owner, 10) + suffix
 	}
 	var buf [64]byte
 	b := append(buf[:0], c.id...)

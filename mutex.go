@@ -15,12 +15,10 @@ import (
 // getLock(name) excludes, and is excluded by, a Go service using NewMutex(name).
 //
 // Without an owner in the context, a Mutex behaves like [sync.Mutex]: it is
-// one owner, Lock waits while it is held (by another goroutine using the same
-// handle, by another handle, or by another process), and any goroutine may
-// Unlock it.
-//
-// A Mutex is held under a lease (see [WithWatchdogTimeout] and [WithLease])
-// and can be lost; [Mutex.Done] and [Mutex.Err] report a loss.
+// one owner, Lock waits while it is held (through this handle or another, in
+// any process), and any goroutine may Unlock it. It is held under a lease
+// (see [WithWatchdogTimeout] and [WithLease]) and can be lost: [Mutex.Done]
+// and [Mutex.Err] report a loss.
 //
 // A Mutex must not be copied after first use.
 type Mutex struct {
@@ -54,7 +52,7 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 // retries with backoff, logging persistent failures, until it holds the lock.
 // Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
-	m.locked(m.c.acquire(context.Background(), m.caller(m.owner, waitHandoff), nil, true), "Lock of")
+	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
 }
 
 // TryLock tries to lock m and reports whether it succeeded. It makes one
@@ -73,35 +71,29 @@ func (m *Mutex) TryLock() bool {
 // subscription behind. A Redis failure is returned, wrapped; an attempt whose
 // outcome is unknown is undone before LockContext returns.
 func (m *Mutex) LockContext(ctx context.Context) error {
-	return m.c.acquire(ctx, m.callerIn(ctx, waitHandoff), nil, false)
+	return m.c.acquire(ctx, m.call(ctx, waitHandoff, m.proto), nil, false)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and
 // reports whether it succeeded. Like [Mutex.TryLock], it does not wait.
 func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
-	return m.c.tryOnce(ctx, m.callerIn(ctx, waitFree))
+	return m.c.tryOnce(ctx, m.call(ctx, waitFree, m.proto))
 }
 
 // Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a
 // goroutine: one goroutine may lock it and another unlock it.
 //
-// When other goroutines wait in Lock or LockContext on the same handle (the
-// same owner), Unlock hands the hold to the longest-waiting of them directly,
-// without a round trip to Redis, where the lock stays held; when one is only
-// on its way (its Lock is just starting to wait), Unlock leaves the hold held
-// for the first Lock of the handle to take. After 64 such handovers in a row,
-// or once 1 ms has passed since the hold came from Redis, it releases the
-// lock in Redis instead, so that waiters in other processes get their turn;
-// so it does too when the lease has run out unnoticed (the process was
-// paused), since the lock may be gone.
-// (A FencedMutex never hands over: each acquisition takes a token from Redis.)
+// When other goroutines wait in Lock or LockContext on the same handle,
+// Unlock may hand them the lock within this process for a short run (at most
+// 64 handovers and 1 ms) before it releases the lock in Redis for other
+// processes. A FencedMutex never does: each acquisition takes a token.
 //
 // It is a run-time error, and Unlock panics, if m is not locked by its own
 // owner in this process. If the hold was lost, or Redis cannot be reached,
 // Unlock does not panic: the loss was reported through Done and Err, and a
 // failure is logged; a lock that could not be released expires with its lease.
 func (m *Mutex) Unlock() {
-	m.unlocked(m.c.releaseHold(context.Background(), m.proto(m.owner), 1), "redisync: unlock of unlocked mutex")
+	m.unlocked(m.unlockIn(context.Background(), m.proto), "redisync: unlock of unlocked mutex")
 }
 
 // UnlockContext releases one hold of m by the owner in ctx (m's own owner if
@@ -111,15 +103,12 @@ func (m *Mutex) Unlock() {
 // even when Redis cannot be reached; the error then says so and the lock
 // expires with its lease.
 //
-// The release is sent even when ctx has ended. When ctx ends while another
-// call of the owner keeps UnlockContext waiting, it returns ctx.Err() and the
-// hold is unchanged (call it again). When ctx ends before Redis has answered
-// (or had ended already), it returns ctx.Err() and the release is finished in
-// the background, for up to 3 s: Done is closed, and Err says how it went,
-// once Redis answers. The lock is never left held because a context ended.
-func (m *Mutex) UnlockContext(ctx context.Context) error {
-	return m.c.releaseHold(ctx, m.proto(ownerIn(ctx, m.owner)), 1)
-}
+// When ctx ends while another call of the owner keeps UnlockContext waiting,
+// it returns ctx.Err() and the hold is unchanged (call it again). When ctx
+// ends before Redis has answered (or had ended already), it returns ctx.Err()
+// and the release is finished in the background, for up to 3 s; Done and Err
+// then report its outcome. The lock is never left held because a context ended.
+func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx, m.proto) }
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports
 // whether it was locked. The hold it deleted, if it was taken through this
@@ -138,29 +127,6 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 // through this Client.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.holdCount(ctx, exclusive) }
 
-// primitive names m's sort in events.
-func (m *Mutex) primitive() Primitive {
-	if m.fenced {
-		return PrimitiveFencedMutex
-	}
-	return PrimitiveMutex
-}
-
-// caller makes a call of owner in mode.
-func (m *Mutex) caller(owner uint64, mode holdMode) *caller {
-	return &caller{p: m.proto(owner), mode: mode, n: 1}
-}
-
-// callerIn makes a call of the owner in ctx: in mode for m's own owner, a
-// re-entering one for an owner from WithOwner.
-func (m *Mutex) callerIn(ctx context.Context, mode holdMode) *caller {
-	owner, explicit := ownerOf(ctx, m.owner)
-	if explicit {
-		mode = reenter
-	}
-	return m.caller(owner, mode)
-}
-
 // proto describes owner's hold on m.
 func (m *Mutex) proto(owner uint64) *protocol {
 	if p := m.self.Load(); p != nil && owner == m.owner {
@@ -170,10 +136,14 @@ func (m *Mutex) proto(owner uint64) *protocol {
 }
 
 func (m *Mutex) newProto(owner uint64) *protocol {
-	p := m.protocol(exclusive, m.name, owner, m.primitive(), m.keys.Channel(), notify.Redisson)
-	p.handoff = !m.fenced // every FencedMutex acquisition takes a token from Redis
+	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), notify.Redisson)
+	if m.fenced {
+		p.primitive = PrimitiveFencedMutex
+	} else {
+		p.handoff = true // every FencedMutex acquisition takes a token from Redis
+	}
 	p.acquire, p.release = m.runAcquire, m.runRelease
-	p.newLease = func(t *term) *lease.Lease { return m.hashLease(t, m.keys[:1], scripts.MutexRenew) }
+	p.newLease = func(t *term) *lease.Lease { return m.newLease(t, m.keys[:1], scripts.MutexRenew) }
 	return p
 }
 

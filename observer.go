@@ -17,17 +17,14 @@ import (
 // metrics and spans.
 //
 // Observe is called synchronously, from the goroutine that takes or releases
-// the lock, from the Client's renewal goroutine, or from the connection's
-// reading goroutine (a Subscribed event), sometimes while the hold's
-// bookkeeping is locked. It must be quick, must not block, and must not call
-// the Client or its handles. Events of different goroutines may be observed
-// concurrently.
+// the lock or from the Client's own goroutines, sometimes while the hold's
+// bookkeeping is locked: it must be quick, must not block, must not call the
+// Client or its handles, and may be called concurrently.
 //
-// ctx is the context of the call an event belongs to: the context given to
-// LockContext, Acquire and the like (context.Background for Lock and TryLock)
-// for EventAcquireAttempt, EventWakeup, EventAcquired and EventAcquireFailed,
-// so that an observer can relate a wait to the caller's trace. The other
-// events happen apart from any call and come with context.Background.
+// For EventAcquireAttempt, EventWakeup, EventAcquired and EventAcquireFailed,
+// ctx is the context given to the call (LockContext, Acquire...), so that an
+// observer can relate a wait to the caller's trace; other events come with
+// context.Background.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }
@@ -41,15 +38,13 @@ func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
 // An EventKind says what an [Event] reports.
 type EventKind uint8
 
-// The kinds of [Event]. Each hold, from its first acquisition to its end,
-// gives one [EventAcquired] without Reentrant, then possibly re-entries
-// ([EventAcquired] with Reentrant), then exactly one [EventReleased] or
-// [EventLost]. A waiting call (Lock, LockContext, Acquire...) gives one
-// [EventAcquireAttempt], [EventWakeup]s while it waits, and then
-// [EventAcquired] or [EventAcquireFailed]; a FairMutex or Semaphore call that
-// has to wait also gives one [EventQueued] once its place in the queue is
-// confirmed. A single attempt (TryLock...) gives
-// [EventAcquired] when it succeeds and nothing otherwise.
+// The kinds of [Event]. Each hold gives one [EventAcquired] without
+// Reentrant, possibly re-entries (with Reentrant), then exactly one
+// [EventReleased] or [EventLost]. A waiting call (Lock, LockContext,
+// Acquire...) gives one [EventAcquireAttempt], [EventWakeup]s while it waits
+// (a FairMutex or Semaphore call also one [EventQueued]), then [EventAcquired]
+// or [EventAcquireFailed]. A single attempt (TryLock...) gives [EventAcquired]
+// when it succeeds and nothing otherwise.
 const (
 	// EventAcquireAttempt: a waiting call begins.
 	EventAcquireAttempt EventKind = iota + 1
@@ -73,11 +68,10 @@ const (
 	// EventWakeup: a waiting call was woken to try again. Source says by what.
 	EventWakeup
 	// EventRenewalBatch: the renewal goroutine sent one round of lease
-	// renewals (held locks and the heartbeats of queued waiters). Batch is
-	// the number of leases in it, Failures how many of them could not be
-	// renewed because a call failed (they are retried until their lease runs
-	// out; Cause is one such failure), Duration the round trip. Primitive and
-	// Name are empty.
+	// renewals (held locks and queued waiters' heartbeats). Batch is their
+	// number, Failures how many failed (they are retried until their lease
+	// runs out; Cause is one such failure), Duration the round trip.
+	// Primitive and Name are empty.
 	EventRenewalBatch
 	// EventSubscribed: the Client's subscription of a channel was confirmed by
 	// Redis; Resubscribed is set when it was established again (after a
@@ -85,10 +79,9 @@ const (
 	// Primitive is empty.
 	EventSubscribed
 	// EventQueued: a waiting call of a FairMutex or a Semaphore found the lock
-	// taken and Redis confirmed its place in the queue. From then on nobody
-	// queued behind it is served before it, unless it gives up or its
-	// heartbeat lapses. Given at most once per waiting call, before any
-	// [EventWakeup] of that call.
+	// taken and Redis confirmed its place in the queue: nobody queued behind
+	// it is served before it, unless it gives up or its heartbeat lapses.
+	// Given at most once per call, before its first [EventWakeup].
 	EventQueued
 )
 
@@ -151,33 +144,22 @@ func (p Primitive) String() string { return string(p) }
 // fields are set depends on Kind (see the [EventKind] constants); the others
 // are zero.
 type Event struct {
-	Kind EventKind // what happened
-	// Primitive is the sort of lock: one of the Primitive constants
-	// ("Mutex", "RWMutex.read"...), empty for the Client's own events.
-	Primitive Primitive
-	// Name is the lock's name as given to its constructor (for
-	// EventSubscribed, the channel).
-	Name string
-	// Wait is how long the call waited (EventAcquired, EventAcquireFailed).
-	Wait time.Duration
-	// Hold is how long the hold lasted, from the sending of its first
-	// acquire (EventReleased, EventLost).
-	Hold time.Duration
-	// Duration is the round trip of a renewal batch (EventRenewalBatch).
-	Duration time.Duration
+	Kind      EventKind     // what happened
+	Primitive Primitive     // the sort of lock; empty for the Client's own events
+	Name      string        // the lock's name as given to its constructor; for EventSubscribed, the channel
+	Wait      time.Duration // how long the call waited (EventAcquired, EventAcquireFailed)
+	Hold      time.Duration // how long the hold lasted since its first acquire was sent (EventReleased, EventLost)
+	Duration  time.Duration // the round trip of a renewal batch (EventRenewalBatch)
 	// Reentrant marks an acquisition by an owner that already held the lock
 	// (EventAcquired): a re-entry, a further read hold, or more permits of a
 	// Semaphore handle. It does not start a new hold.
 	Reentrant bool
 	// LocalHandoff marks an acquisition handed over by an Unlock of the same
-	// owner in this process, without Redis (EventAcquired): goroutines of one
-	// Mutex handle pass the hold along (see [Mutex.Unlock]). The hold they
-	// pass ends with an EventReleased; the hold in Redis goes on.
+	// handle in this process, without Redis (EventAcquired; see
+	// [Mutex.Unlock]). The hold passed on ends with an EventReleased.
 	LocalHandoff bool
-	// Source is what woke the waiter (EventWakeup).
-	Source WakeSource
-	// Resubscribed marks a subscription established again (EventSubscribed).
-	Resubscribed bool
+	Source       WakeSource // what woke the waiter (EventWakeup)
+	Resubscribed bool       // the subscription was established again (EventSubscribed)
 	// Batch is the number of leases in a renewal batch, and Failures the
 	// number that could not be renewed (EventRenewalBatch).
 	Batch, Failures int
@@ -204,23 +186,27 @@ func newObservedTerm(cfg *config, primitive Primitive, name string) *term {
 	return t
 }
 
-// observeEnd reports the end of term t (with err, as in term.end).
-func (t *term) observeEnd(err error) {
+// observeEnd reports the end of term t (with err, as in term.end) for a hold
+// that began at since.
+func (t *term) observeEnd(err error, since time.Time) {
 	kind := EventReleased
 	if errors.Is(err, ErrLockLost) {
 		kind = EventLost
 	}
 	t.obs.o.Observe(context.Background(), Event{Kind: kind, Primitive: t.obs.primitive, Name: t.obs.name,
-		Hold: time.Since(t.obs.since), Cause: err})
+		Hold: time.Since(since), Cause: err})
 }
 
 // observeHandoff reports the end of the hold of term t that a release hands
 // to another local caller: the hold continues in Redis, so the term goes on,
-// and the next hold's time counts from now.
+// and the next hold's time counts from now. (t.mu guards the start, which the
+// term's end, on another goroutine, may read meanwhile.)
 func (t *term) observeHandoff() {
-	t.obs.o.Observe(context.Background(), Event{Kind: EventReleased, Primitive: t.obs.primitive, Name: t.obs.name,
-		Hold: time.Since(t.obs.since)})
+	t.mu.Lock()
+	since := t.obs.since
 	t.obs.since = time.Now()
+	t.mu.Unlock()
+	t.observeEnd(nil, since)
 }
 
 // observe reports e, an event of p's lock, to p's observer, if it has one.

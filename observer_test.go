@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -421,4 +422,43 @@ func TestEventKindString(t *testing.T) {
 	assert.Equal(t, "PubSub", redisync.WakePubSub.String())
 	assert.Equal(t, "Resubscribe", redisync.WakeResubscribe.String())
 	assert.Equal(t, "WakeSource(9)", redisync.WakeSource(9).String())
+}
+
+// TestObserverHandoffWhileForceUnlocked runs local handovers between the
+// goroutines of one observed handle while ForceUnlock ends its holds from
+// another goroutine: the end of a term and a handover both report a hold's
+// length, and the race detector checks that they do not race on its start.
+func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	var handoffs, losses atomic.Int64
+	obs := redisync.ObserverFunc(func(_ context.Context, e redisync.Event) {
+		switch {
+		case e.Kind == redisync.EventAcquired && e.LocalHandoff:
+			handoffs.Add(1)
+		case e.Kind == redisync.EventLost && errors.Is(e.Cause, redisync.ErrForceUnlocked):
+			losses.Add(1)
+		}
+	})
+	m := c.NewMutex(t.Name(), redisync.WithObserver(obs))
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if m.LockContext(ctx) == nil {
+					_ = m.UnlockContext(context.Background())
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			_, _ = m.ForceUnlock(context.Background())
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Wait()
+	assert.Positive(t, handoffs.Load(), "handovers happened")
+	assert.Positive(t, losses.Load(), "ForceUnlock ended holds")
 }

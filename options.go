@@ -55,29 +55,27 @@ func WithWatchdogTimeout(d time.Duration) Option {
 			cfg.err = fmt.Errorf("redisync: watchdog timeout %v is below 3ms", d)
 			return
 		}
-		cfg.watchdog, cfg.lease = d.Round(time.Millisecond), 0
-		if cfg.watchdog < d {
-			cfg.watchdog += time.Millisecond
-		}
+		cfg.watchdog, cfg.lease = ceilMS(d), 0
 	}
+}
+
+// ceilMS rounds d up to a whole millisecond, the unit of Redis expiries.
+func ceilMS(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 // WithLease selects a fixed lease d: a lock is not renewed and expires d after
 // it was acquired unless it is released first, as with Redisson's
 // lock(leaseTime). d is rounded up to a whole millisecond and must be positive.
-// An RWMutex read hold is still checked every few seconds (a loss is then
-// reported, and the lock kept for the hold's lease against a Redisson
-// reader's watchdog), but never extended.
+// An RWMutex read hold is still checked every few seconds (to report a loss,
+// and keep the lock against a Redisson reader's watchdog), never extended.
 func WithLease(d time.Duration) Option {
 	return func(cfg *config) {
 		if d <= 0 {
 			cfg.err = fmt.Errorf("redisync: lease %v is not positive", d)
 			return
 		}
-		cfg.lease = d.Round(time.Millisecond)
-		if cfg.lease < d {
-			cfg.lease += time.Millisecond
-		}
+		cfg.lease = ceilMS(d)
 	}
 }
 
@@ -95,10 +93,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // DefaultHeartbeatTimeout is how long a waiter queued for a [FairMutex] or a
 // [Semaphore] keeps its place without proving that it is alive. A live waiter
-// proves it every DefaultHeartbeatTimeout/3 and is never evicted, however long
-// it waits; a waiter that crashed is removed from the queue, and the waiters
-// behind it move up, at most this long after its last heartbeat. Change it with
-// [WithHeartbeatTimeout].
+// proves it every DefaultHeartbeatTimeout/3 and is never evicted; a crashed
+// one leaves the queue at most this long after its last heartbeat. Change it
+// with [WithHeartbeatTimeout].
 const DefaultHeartbeatTimeout = 5 * time.Second
 
 // WithHeartbeatTimeout sets the heartbeat timeout d of queued waiters (see
@@ -112,10 +109,7 @@ func WithHeartbeatTimeout(d time.Duration) Option {
 			cfg.err = fmt.Errorf("redisync: heartbeat timeout %v is below 3ms", d)
 			return
 		}
-		cfg.heartbeat = d.Round(time.Millisecond)
-		if cfg.heartbeat < d {
-			cfg.heartbeat += time.Millisecond
-		}
+		cfg.heartbeat = ceilMS(d)
 	}
 }
 

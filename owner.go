@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"strconv"
 	"sync/atomic"
 )
 
@@ -30,16 +29,4 @@ func ownerOf(ctx context.Context, def uint64) (owner uint64, explicit bool) {
 		return id, true
 	}
 	return def, false
-}
-
-// field returns the Redis hash field of owner in this client:
-// "<client-uuid>:<owner>", as Redisson writes "<uuid>:<thread-id>".
-func (c *Client) field(owner uint64) string {
-	return c.id + ":" + strconv.FormatUint(owner, 10)
-}
-
-// ownerIn returns the owner carried by ctx, or def when there is none.
-func ownerIn(ctx context.Context, def uint64) uint64 {
-	owner, _ := ownerOf(ctx, def)
-	return owner
 }

@@ -11,24 +11,18 @@ import (
 )
 
 // A protocol is one sort of hold on one lock, for one owner: how the engine
-// takes it in Redis, leaves it, renews it and wakes its waiters. Each
-// primitive describes its holds this way (its file holds its protocol next to
-// its API); the engine — the hold table, the waiting loop, the release and
-// undo paths, the local handover — is shared.
+// (the hold table, the waiting loop, the release and undo paths, the local
+// handover) takes it in Redis, leaves it, renews it and wakes its waiters.
+// Each primitive's file holds its protocol next to its API.
 type protocol struct {
-	key  holdKey
-	name string // the lock's name, for errors, logs and events
-	cfg  *config
-	// primitive names the lock's sort in events (Event.Primitive).
-	primitive Primitive
-	// channel is where waiters of the lock wait, policy how its messages
-	// wake them.
-	channel string
-	policy  notify.Policy
-	// wakeAll makes a release wake every waiter of this process, not one.
-	wakeAll bool
-	// suffix ends the fields of new holds (a write hold's ":write").
-	suffix string
+	key       holdKey
+	name      string // the lock's name, for errors, logs and events
+	cfg       *config
+	primitive Primitive     // the lock's sort in events
+	channel   string        // where the lock's waiters wait
+	policy    notify.Policy // how the channel's messages wake them
+	wakeAll   bool          // a release wakes every waiter of this process, not one
+	suffix    string        // ends the fields of new holds (a write hold's ":write")
 	// handoff lets a release hand the hold straight to a local caller of the
 	// same owner (see handOver). Never for a hold whose every acquisition
 	// Redis must see (a FencedMutex's token) or whose order it keeps.
@@ -40,8 +34,7 @@ type protocol struct {
 	// loss starts a new hold (the lost permits wait for Release).
 	permits bool
 
-	// cur is the handle's latest term, for its Done and Err.
-	cur *atomic.Pointer[term]
+	cur *atomic.Pointer[term] // the handle's latest term, for its Done and Err
 
 	acquire  func(ctx context.Context, a acquisition) (scripts.Reply, error)
 	release  func(ctx context.Context, r release) (scripts.Released, error)
@@ -78,16 +71,13 @@ type release struct {
 }
 
 // Release retries and latches. A release whose reply is lost is sent again
-// for up to releaseBudget; the final release of a hold leaves a latch named by
-// the hold's identity, which outlives that window so that the repeat still
-// finds it and answers as the first attempt did.
-//
-// A hold one of whose acquire attempts had an unknown outcome, and the undo of
-// a call that gave up after one, leave the latch for tombstoneTTL instead: a
-// copy of that attempt may still be on its way (rueidis writes a command whose
-// caller gave up, and a stalled connection delivers it late), and the latch
-// makes it take nothing. A copy later than that can take a lock for nobody,
-// which then expires with its lease.
+// for up to releaseBudget; a hold's final release leaves a latch named by the
+// hold's identity for longer, so that a repeat answers as the first did. After
+// an acquire attempt of unknown outcome the latch lasts tombstoneTTL: a copy
+// of the attempt may still be on its way (rueidis writes a command whose
+// caller gave up; a stalled connection delivers it late), and the latch makes
+// it take nothing. A copy later than that takes a lock for nobody, which
+// expires with its lease.
 const (
 	releaseBudget = 3 * time.Second
 	latchTTL      = "5000"  // milliseconds

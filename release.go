@@ -10,8 +10,7 @@ import (
 // releaseHold leaves n holds (permits) of p's owner. It returns an error
 // wrapping ErrNotHeld when the owner holds fewer here, and ctx.Err() when ctx
 // ends while another call of the owner keeps it waiting (the hold is then
-// unchanged) or before Redis confirmed the release (which then goes on; see
-// settle).
+// unchanged) or before Redis confirmed the release (which then goes on).
 func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	h := c.ref(p.key, false)
 	if h == nil {
@@ -46,60 +45,38 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	}
 	if h.count > n {
 		h.setCount(h.count - n)
-		r := release{h: h, Release: scripts.Release{Field: h.field, From: h.count + n, To: h.count}}
-		rep, err, finished := c.settle(ctx, p, r)
-		if !finished {
-			c.settleLater(p, r, func(rep scripts.Released, err error) { c.afterRelease(p, t, rep, err, false) })
-			return err
-		}
-		if lost := c.afterRelease(p, t, rep, err, false); lost != nil {
-			err = lost
-		}
-		return err
+		return c.settle(ctx, p, t, release{h: h, Release: scripts.Release{Field: t.field, From: h.count + n, To: h.count}}, false)
 	}
 	if !c.leases.Remove(t.lease) && !mutant.On("unlock-any") {
 		// The scheduler has just found it lost; its report is on the way.
 		// The release below still frees what may be left of it in Redis.
 		t.lost(ErrLeaseExpired)
 	}
-	r := release{h: h, Release: scripts.Release{Field: h.field, From: n, To: 0, Latch: latchTTL}}
-	if h.ambiguous {
+	r := release{h: h, Release: scripts.Release{Field: t.field, From: n, To: 0, Latch: latchTTL}}
+	if t.ambiguous {
 		r.Latch = tombstoneTTL
 	}
-	rep, err, finished := c.settle(ctx, p, r)
 	c.finish(h)
-	if !finished {
-		c.settleLater(p, r, func(rep scripts.Released, err error) { c.afterRelease(p, t, rep, err, true) })
-		return err
-	}
-	return c.afterRelease(p, t, rep, err, true)
+	return c.settle(ctx, p, t, r, true)
 }
 
-// settle runs release r of p, repeating it after a lost reply, and returns
-// its outcome; it gives up after releaseBudget. When ctx ends before Redis
-// has answered (or had ended already), settle does not wait: it reports
-// finished false, and the caller finishes the release with settleLater.
-func (c *Client) settle(ctx context.Context, p *protocol, r release) (rep scripts.Released, err error, finished bool) {
-	if ctx.Err() != nil {
-		return rep, ctx.Err(), false
+// settle runs release r of term t (final: the hold's last) for up to
+// releaseBudget and files its outcome (see afterRelease). When ctx ends
+// before Redis has answered (or had ended already), settle returns ctx.Err()
+// and finishes the release in the background, detached from ctx: a repeat is
+// harmless, as a release acts on one hold's identity. Close waits for it.
+func (c *Client) settle(ctx context.Context, p *protocol, t *term, r release, final bool) error {
+	if ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, releaseBudget)
+		rep, err := p.release(rctx, r)
+		cancel()
+		if err == nil || ctx.Err() == nil {
+			if err != nil {
+				err = lockError(p.name, err)
+			}
+			return c.afterRelease(p, t, rep, err, final)
+		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, releaseBudget)
-	rep, err = p.release(rctx, r)
-	cancel()
-	if err != nil && ctx.Err() != nil {
-		return rep, ctx.Err(), false
-	}
-	if err != nil {
-		err = lockError(p.name, err)
-	}
-	return rep, err, true
-}
-
-// settleLater finishes a release whose caller's context ended first, in the
-// background: it sends the release again, detached from that context (a
-// repeat is harmless: a release acts on one hold's identity), and calls done
-// with the outcome. Close waits for it.
-func (c *Client) settleLater(p *protocol, r release, done func(scripts.Released, error)) {
 	c.background.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
 		defer cancel()
@@ -108,14 +85,15 @@ func (c *Client) settleLater(p *protocol, r release, done func(scripts.Released,
 			err = lockError(p.name, err)
 			p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
 		}
-		done(rep, err)
+		c.afterRelease(p, t, rep, err, final)
 	})
+	return ctx.Err()
 }
 
 // afterRelease files the outcome of a release of term t: a hold found gone
 // (or, for a Semaphore, changed by someone else) is lost; a final release
 // ends the term (with err when Redis could not confirm it). It wakes the
-// lock's local waiters, and returns the term's end, nil while it lasts.
+// lock's local waiters, and returns the term's end if it ended, else err.
 func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err error, final bool) error {
 	switch {
 	case rep.Status < 0 && err == nil:
@@ -124,8 +102,10 @@ func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err er
 		t.end(err)
 	}
 	c.wake(p, rep.Woken, final)
-	_, end := t.result()
-	return end
+	if _, end := t.result(); end != nil {
+		return end
+	}
+	return err
 }
 
 // wake wakes this process's waiters of p's lock after a release: those the

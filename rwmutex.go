@@ -17,22 +17,18 @@ import (
 // layout, so it excludes and is excluded by a Java service's
 // getReadWriteLock(name).
 //
-// As with [sync.RWMutex], once a writer waits, new readers wait behind it, so
-// a stream of readers cannot starve a writer (the waiting writer keeps a claim
-// in Redis, renewed while it waits; Redisson's readers do not see it), and the
-// readers waiting when the writer unlocks go in together.
-//
-// Each read hold has its own lease, renewed while its process lives: a
-// crashed reader holds the writers back for at most its own lease.
+// As with [sync.RWMutex], once a writer waits, new readers wait behind it
+// (Redisson's readers excepted), so readers cannot starve a writer, and the
+// readers waiting when the writer unlocks go in together. Each read hold has
+// its own lease: a crashed reader holds writers back for at most that long.
 //
 // A handle is one owner, as for [Mutex]: its reads are counted together, a
 // second Lock waits for the first Unlock, RLock waits while the handle holds
 // the write lock, and Lock while the handle's reads are held is an upgrade,
-// which would deadlock and panics instead. Give a
-// writer that works alongside readers its own handle (handles are cheap), or
-// give each party its own owner with [WithOwner]. With an explicit owner both
-// sides re-enter, and an owner holding the write lock may take the read lock
-// (a downgrade: after Unlock it keeps a read hold).
+// which would deadlock and panics instead. Give a writer that works alongside
+// readers its own handle, or give each party its own owner with [WithOwner]:
+// then both sides re-enter, and an owner holding the write lock may take the
+// read lock (a downgrade: after Unlock it keeps a read hold).
 //
 // An RWMutex must not be copied after first use.
 type RWMutex struct {
@@ -52,48 +48,37 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 // writing, Lock blocks until the lock is available; Redis failures are
 // retried. Lock panics if the handle's own reads are held (an upgrade) or
 // if the Client is closed.
-func (rw *RWMutex) Lock() {
-	rw.locked(rw.lock(context.Background(), rw.owner, false, true, true), "Lock of RWMutex")
-}
+func (rw *RWMutex) Lock() { rw.locked(rw.lock(context.Background(), true, true), "Lock of RWMutex") }
 
 // RLock locks rw for reading. It blocks while a writer holds the lock or
 // waits for it, the handle's own writer included (as with [sync.RWMutex]: only
 // an owner from [WithOwner] may read under its own write lock). Redis failures
 // are retried; RLock panics if the Client is closed.
-func (rw *RWMutex) RLock() {
-	rw.locked(rw.lock(context.Background(), rw.owner, false, false, true), "RLock of RWMutex")
-}
+func (rw *RWMutex) RLock() { rw.locked(rw.lock(context.Background(), false, true), "RLock of RWMutex") }
 
 // LockContext locks rw for writing, waiting until the lock is available or
 // ctx is done, for the owner in ctx if any. It returns an error wrapping
 // ErrUpgrade if that owner holds the read lock. Otherwise it behaves like
 // [Mutex.LockContext].
-func (rw *RWMutex) LockContext(ctx context.Context) error {
-	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.lock(ctx, owner, explicit, true, false)
-}
+func (rw *RWMutex) LockContext(ctx context.Context) error { return rw.lock(ctx, true, false) }
 
 // RLockContext locks rw for reading, waiting until the lock is available or
 // ctx is done, for the owner in ctx if any. Otherwise it behaves like
 // [Mutex.LockContext].
-func (rw *RWMutex) RLockContext(ctx context.Context) error {
-	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.lock(ctx, owner, explicit, false, false)
-}
+func (rw *RWMutex) RLockContext(ctx context.Context) error { return rw.lock(ctx, false, false) }
 
-// lock is the waiter loop of both sides; forever is set for Lock and RLock.
-func (rw *RWMutex) lock(ctx context.Context, owner uint64, explicit, write, forever bool) error {
+// lock locks a side of rw for the owner in ctx; forever is set for Lock and RLock.
+func (rw *RWMutex) lock(ctx context.Context, write, forever bool) error {
+	owner, explicit := ownerOf(ctx, rw.owner)
 	return rw.c.acquire(ctx, rw.caller(owner, explicit, write, write), nil, forever)
 }
 
 // TryLock tries to lock rw for writing and reports whether it succeeded,
-// with one attempt that does not wait (see [Mutex.TryLock]). A Redis failure
-// counts as not acquired.
+// like [Mutex.TryLock].
 func (rw *RWMutex) TryLock() bool { return rw.tried(rw.try(context.Background(), true)) }
 
 // TryRLock tries to lock rw for reading and reports whether it succeeded,
-// with one attempt that does not wait (see [Mutex.TryLock]). A Redis failure
-// counts as not acquired.
+// like [Mutex.TryLock].
 func (rw *RWMutex) TryRLock() bool { return rw.tried(rw.try(context.Background(), false)) }
 
 // TryLockContext makes one attempt to lock rw for writing, for the owner in
@@ -113,32 +98,30 @@ func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
 // if the handle does not hold the write lock. As with [Mutex.Unlock], a lost
 // hold or a failure to reach Redis is not a panic.
 func (rw *RWMutex) Unlock() {
-	rw.unlocked(rw.c.releaseHold(context.Background(), rw.proto(rw.owner, true, false, false), 1),
-		"redisync: Unlock of unlocked RWMutex")
+	rw.unlocked(rw.unlock(context.Background(), true), "redisync: Unlock of unlocked RWMutex")
 }
 
 // RUnlock undoes a single RLock call; it does not affect other simultaneous
 // readers. It is a run-time error, and RUnlock panics, if the handle does not
 // hold the read lock.
 func (rw *RWMutex) RUnlock() {
-	rw.unlocked(rw.c.releaseHold(context.Background(), rw.proto(rw.owner, false, false, false), 1),
-		"redisync: RUnlock of unlocked RWMutex")
+	rw.unlocked(rw.unlock(context.Background(), false), "redisync: RUnlock of unlocked RWMutex")
 }
 
 // UnlockContext releases one write hold of the owner in ctx (the handle's own
 // owner if ctx has none), with the errors and the handling of ctx of
 // [Mutex.UnlockContext].
-func (rw *RWMutex) UnlockContext(ctx context.Context) error {
-	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.releaseHold(ctx, rw.proto(owner, true, explicit, false), 1)
-}
+func (rw *RWMutex) UnlockContext(ctx context.Context) error { return rw.unlock(ctx, true) }
 
 // RUnlockContext releases one read hold of the owner in ctx (the handle's own
 // owner if ctx has none), with the errors and the handling of ctx of
 // [Mutex.UnlockContext].
-func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
+func (rw *RWMutex) RUnlockContext(ctx context.Context) error { return rw.unlock(ctx, false) }
+
+// unlock releases one hold of a side of rw by the owner in ctx.
+func (rw *RWMutex) unlock(ctx context.Context, write bool) error {
 	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.releaseHold(ctx, rw.proto(owner, false, explicit, false), 1)
+	return rw.c.releaseHold(ctx, rw.proto(owner, write, explicit, false), 1)
 }
 
 // RLocker returns a [sync.Locker] that implements Lock and Unlock by calling
@@ -194,14 +177,6 @@ func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *caller {
 	return a
 }
 
-// rwPrimitive names a side of an RWMutex in events.
-func rwPrimitive(write bool) Primitive {
-	if write {
-		return PrimitiveRWWrite
-	}
-	return PrimitiveRWRead
-}
-
 // leave takes back a waiting writer's claim (its id is the field its call
 // asked for), so that the readers it held back do not wait for the claim to
 // lapse.
@@ -220,20 +195,17 @@ func (rw *RWMutex) leave(ctx context.Context, id string) {
 
 // holdsRead reports whether owner holds rw's read lock through this Client.
 func (rw *RWMutex) holdsRead(owner uint64) bool {
-	return rw.c.heldField(holdKey{kind: shared, name: rw.name, owner: owner}) != ""
+	_, field := rw.c.current(holdKey{kind: shared, name: rw.name, owner: owner})
+	return field != ""
 }
 
 // proto describes owner's read or write hold on rw; a writer that waits
 // claims its turn when it finds the lock taken.
 func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
-	kind := shared
-	if write {
-		kind = exclusive
-	}
-	op := rw.protocol(kind, rw.name, owner, rwPrimitive(write), rw.l.Channel, notify.All)
+	op := rw.protocol(shared, rw.name, owner, PrimitiveRWRead, rw.l.Channel, notify.All)
 	op.wakeAll = true
 	if write {
-		op.suffix = layout.WriteSuffix
+		op.key.kind, op.primitive, op.suffix = exclusive, PrimitiveRWWrite, layout.WriteSuffix
 		op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, waits)
 			return claimWait(r, err)
@@ -241,13 +213,13 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 		op.release = func(ctx context.Context, r release) (scripts.Released, error) {
 			return rw.c.scripts.ReleaseWrite(ctx, &rw.l, &r.Release)
 		}
-		op.newLease = func(t *term) *lease.Lease { return rw.hashLease(t, []string{rw.name}, scripts.RWRenew, "") }
+		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, []string{rw.name}, scripts.RWRenew, "") }
 		return op
 	}
 	op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		writer := ""
 		if explicit {
-			writer = rw.c.heldField(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
+			_, writer = rw.c.current(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
 		}
 		// An owner re-entering must not wait behind a writer waiting for it.
 		r, err := rw.c.scripts.AcquireRead(ctx, &rw.l, a.hold(rw.leaseMS), writer, explicit && a.count > 0)
@@ -260,12 +232,10 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	return op
 }
 
-// readRenewEvery bounds the time between the renewals of a read hold. A
-// Redisson reader's watchdog sets the lock's expiry to its own lease (30 s by
-// default) even when that shortens ours; when that reader dies, the lock would
-// expire under a Go reader with a longer lease. A renewal restores the expiry
-// from the Go reader's own lease, so it must come within the Java reader's
-// lease. A variable only so that tests can shorten it.
+// readRenewEvery bounds the time between the renewals of a read hold: a
+// Redisson reader's watchdog may shorten the lock's expiry to its own lease,
+// and a renewal must restore ours within that lease, in case the Java reader
+// dies. A variable only so that tests can shorten it.
 var readRenewEvery = 5 * time.Second
 
 // readLease describes the lease of term t, a new read hold, for the
@@ -273,7 +243,7 @@ var readRenewEvery = 5 * time.Second
 // renewals restore the lock's expiry from its timeout keys, and find a hold
 // gone (reporting the loss) instead of waiting for the deadline.
 func (rw *RWMutex) readLease(t *term) *lease.Lease {
-	l := rw.hashLease(t, []string{rw.name}, scripts.RWRenew, rw.l.Timeouts(t.field))
+	l := rw.newLease(t, []string{rw.name}, scripts.RWRenew, rw.l.Timeouts(t.field))
 	l.Every = readRenewEvery
 	if l.Renew == nil {
 		l.Renew, l.Fixed = scripts.RWRenew, true

@@ -22,14 +22,12 @@ import (
 // processes, so a large request is not starved by a stream of small ones.
 //
 // Permits are held under a lease per handle (see [WithWatchdogTimeout] and
-// [WithLease]): the permits of a holder that crashes come back when its lease
-// lapses, and waiters are woken then. [Semaphore.Done] and [Semaphore.Err]
-// report the loss of a handle's permits. Queued waiters prove they are alive
-// by heartbeat, as a [FairMutex]'s do (see [WithHeartbeatTimeout]).
-//
-// The size is recorded in Redis by the first use of the name and stays there
-// (delete the key redisync_sem_size:{name} to change it); a handle made with
-// another size fails to acquire. Its data in Redis is redisync's own.
+// [WithLease]): a crashed holder's permits come back, and waiters are woken,
+// when its lease lapses; [Semaphore.Done] and [Semaphore.Err] report the loss
+// of a handle's permits. Queued waiters prove they are alive by heartbeat, as
+// a [FairMutex]'s do. The size is recorded in Redis by the first use of the
+// name (delete redisync_sem_size:{name} to change it); a handle made with
+// another size fails to acquire.
 //
 // A handle is one holder: the permits acquired through it, by any goroutine,
 // are counted together and released through it. A Semaphore must not be
@@ -40,9 +38,8 @@ type Semaphore struct {
 	sizeArg string
 	l       layout.Sem // its keys and channel
 
-	// mu guards what Redis was last seen to confirm of the handle's entry:
-	// the term's holder id (field), its permits and version; pending
-	// records a call since then whose outcome is unknown.
+	// mu guards what Redis last confirmed of the handle's entry (holder id,
+	// permits, version); pending records a call of unknown outcome since.
 	mu      sync.Mutex
 	field   string
 	permits int
@@ -51,12 +48,8 @@ type Semaphore struct {
 }
 
 // NewSemaphore returns a handle on the semaphore called name, with the given
-// maximum combined weight for concurrent access. Creating a handle touches
-// neither Redis nor the network. The options override the Client's for this
-// handle.
-//
-// NewSemaphore panics if size is negative, if name is invalid (see
-// [Client.NewMutex]), or if an option is invalid.
+// maximum combined weight for concurrent access. Names, options and panics
+// are as for [Client.NewMutex]; it also panics if size is negative.
 func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphore {
 	if size < 0 {
 		panic("redisync: semaphore size < 0")
@@ -69,22 +62,20 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 
 // Acquire acquires the semaphore with a weight of n, blocking until resources
 // are available or ctx is done. On success, returns nil. On failure, returns
-// ctx.Err() and leaves the semaphore unchanged: no permits taken, no queue
-// entry, no subscription.
+// ctx.Err() and leaves the semaphore unchanged (no permits, no queue entry).
 //
-// Waiters are served in the order they called. A request for more than the
-// size waits until ctx is done without holding up others, as with
-// [golang.org/x/sync/semaphore.Weighted]; a request for 0 succeeds at once.
-// A Redis failure is returned, wrapped, as is the error of a handle whose size
-// differs from the size recorded in Redis. Acquire panics if n is negative.
+// Waiters are served in the order they called. As with
+// [golang.org/x/sync/semaphore.Weighted], a request for more than the size
+// waits until ctx is done without holding up others, and one for 0 succeeds
+// at once. A Redis failure is returned, wrapped, as is the error of a handle
+// whose size differs from the one recorded in Redis. Acquire panics if n is
+// negative.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if n < 0 {
 		panic("redisync: semaphore: n < 0")
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err() // ctx ended before the call: fail even if permits are free
-	default:
+	if err := ctx.Err(); err != nil {
+		return err // ctx ended before the call: fail even if permits are free
 	}
 	if n > s.size {
 		<-ctx.Done()
@@ -99,10 +90,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 
 // TryAcquire acquires the semaphore with a weight of n without blocking. On
 // success, returns true. On failure, returns false and leaves the semaphore
-// unchanged. It fails when fewer than n permits are free or others are
-// queued, and while another call through the same handle waits for Redis; a
-// Redis failure, or a size that differs from the one recorded in Redis,
-// counts as a failure and is logged. TryAcquire panics if n is negative.
+// unchanged. It fails when fewer than n permits are free, others are queued,
+// or another call through the handle waits for Redis; a Redis failure or a
+// size mismatch counts as a failure and is logged. It panics if n < 0.
 func (s *Semaphore) TryAcquire(n int64) bool {
 	if n < 0 {
 		panic("redisync: semaphore: n < 0")
@@ -137,7 +127,10 @@ func (s *Semaphore) Release(n int64) {
 
 // Held returns the number of permits this handle holds, as this process
 // knows it; it does not touch Redis.
-func (s *Semaphore) Held() int64 { return s.c.held(s.proto().key) }
+func (s *Semaphore) Held() int64 {
+	n, _ := s.c.current(s.proto().key)
+	return n
+}
 
 // ForceUnlock takes every permit back from the semaphore's holders, whoever
 // they are, wakes the queued requests that fit now, and reports whether any
@@ -150,11 +143,8 @@ func (s *Semaphore) ForceUnlock(ctx context.Context) (bool, error) {
 
 // IsLocked reports whether any permit is held (by a holder whose lease runs).
 func (s *Semaphore) IsLocked(ctx context.Context) (bool, error) {
-	st, err := state.ReadSem(ctx, s.c.rc, s.l)
-	if err != nil {
-		return false, lockError(s.name, err)
-	}
-	return st.Taken > 0, nil
+	ttl, err := s.TTL(ctx)
+	return ttl > 0, err
 }
 
 // TTL returns how long the permits of the longest-lasting holder last unless
@@ -176,14 +166,14 @@ func (s *Semaphore) proto() *protocol { return s.handle.proto(s.owner, s.newProt
 func (s *Semaphore) newProto(owner uint64) *protocol {
 	p := s.protocol(semaphore, s.l.Holders, owner, PrimitiveSemaphore, s.l.Channel, notify.Tagged)
 	p.queued, p.permits = true, true
-	p.acquire, p.release, p.newLease = s.runAcquire, s.runRelease, s.newLease
+	p.acquire, p.release, p.newLease = s.runAcquire, s.runRelease, s.termLease
 	return p
 }
 
 // lastVersion numbers the changes that Semaphore handles make to their
-// entries in Redis: a call writes a version greater than any sent before, and
-// applies only over one its handle has seen confirmed or sent since, so that
-// a call arriving after a later one of the same term changes nothing.
+// entries in Redis: a call writes a version greater than any before, and
+// applies only over the one its handle last saw confirmed, so that a call
+// arriving after a later one of the same term changes nothing.
 var lastVersion atomic.Uint64
 
 // runAcquire runs sem_acquire for a: the holder a.field goes to a.count+a.n
@@ -249,15 +239,12 @@ func (s *Semaphore) versions(field string) scripts.SemVersion {
 	return v
 }
 
-// newLease describes the lease of term t for the scheduler; its renewal
+// termLease describes the lease of term t for the scheduler; its renewal
 // checks the entry Redis was last seen to confirm.
-func (s *Semaphore) newLease(t *term) *lease.Lease {
-	l := &t.own
-	*l = lease.Lease{Key: s.l.Leases, Keys: []string{s.l.Leases, s.l.Holders}, Args: s.renewArgs(), TTL: s.cfg.leaseTTL(), Lost: t}
-	if s.cfg.lease == 0 {
-		l.Renew = scripts.SemRenew
-	}
-	return l
+func (s *Semaphore) termLease(t *term) *lease.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newLease(t, []string{s.l.Leases, s.l.Holders}, scripts.SemRenew, layout.SemEntry(int64(s.permits), s.version))
 }
 
 // renewArgs (s.mu held) returns the renewal's ARGV: the holder, the lease

@@ -15,21 +15,17 @@ import (
 // An attempt is the outcome of one try to acquire.
 type attempt struct {
 	acquired bool
-	// wait is how long the lock stays taken unless released: the holder's
-	// remaining lease (for a queued waiter, the deadline that concerns it).
-	// A negative value means unknown.
+	// wait is how long the lock stays taken unless released (the holder's
+	// remaining lease, or a queued waiter's deadline); negative if unknown.
 	wait time.Duration
-	// free, when set, means the caller's own owner holds the lock in this
-	// process and does not re-enter; it is closed when that hold is released.
-	free <-chan struct{}
-	// handoff, when set with free, is the caller's place in the queue of the
-	// owner's callers to which a release hands the hold directly.
+	// free, when set, is closed when the hold of the caller's own owner, who
+	// does not re-enter, is released; handoff, when set too, is the caller's
+	// place in the owner's local handover queue.
+	free    <-chan struct{}
 	handoff *handoffWait
-	// reentered marks an acquisition by an owner that already held: it
-	// joined the current term instead of starting one.
-	reentered bool
-	// localHandoff marks a hold handed over by a local release (no Redis).
-	localHandoff bool
+	// reentered marks an acquisition joining the owner's current term, and
+	// localHandoff one handed over by a local release (no Redis).
+	reentered, localHandoff bool
 }
 
 // pollInterval bounds a wait when the holder's lease is unknown.
@@ -41,23 +37,19 @@ const transientBudget = time.Second
 
 // acquire is the waiter loop of every primitive, for the call a, queued in
 // Redis with tk when the lock queues its waiters (tk is nil otherwise). It
-// tries; when the lock is taken it joins the lock's channel (once, confirmed
-// before the next try, so a release between the try and the subscription is
-// not missed) and waits for the first of a wake-up, the wait bound the try
-// gave (the holder's remaining lease; for a queued waiter not at the head,
-// the heartbeat deadline of the waiter ahead), the loss of the ticket's
-// heartbeat, a handover from the owner's own release, or the end of ctx; then
-// it tries again. A lost message therefore costs at most one lease, never a
-// hang.
+// tries; when the lock is taken it joins the lock's channel (confirmed before
+// the next try, so a release in between is not missed) and waits for a
+// wake-up, the bound the try gave (the holder's remaining lease, or the
+// heartbeat deadline of the waiter ahead), a lapsed heartbeat, a handover from
+// the owner's own release, or the end of ctx; then it tries again. A lost
+// message costs at most one lease, never a hang.
 //
-// A verdict (ErrLockLost, ErrClosed, ErrUpgrade, a Semaphore's size
-// mismatch) is returned at once. With forever set, failures are logged and
-// retried with backoff until the lock is held (Lock). Otherwise an error
-// reply from Redis is returned at once and transport failures are retried
-// for up to transientBudget (LockContext). When ctx ends, acquire returns
-// ctx.Err() unwrapped. Whatever it returns, it leaves no subscription and no
-// heartbeat behind and, when it fails, no queue entry and no hold: see
-// giveUp.
+// A verdict (see verdict) is returned at once. With forever set (Lock),
+// failures are logged and retried with backoff; otherwise an error reply is
+// returned at once and transport failures are retried for transientBudget.
+// When ctx ends, acquire returns ctx.Err() unwrapped. It leaves no
+// subscription and no heartbeat behind and, when it fails, no queue entry and
+// no hold (see giveUp).
 func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
 	l := &waitLoop{a: a, tk: tk, forever: forever}
 	if a.p.cfg.observer != nil {
@@ -178,9 +170,10 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 	}
 	if err != nil {
 		c.giveUp(ctx, l.a, l.tk)
-		if p.cfg.observer != nil {
-			p.observe(ctx, Event{Kind: EventAcquireFailed, Wait: time.Since(l.start), Cause: err})
+		if l.a.left != nil {
+			l.a.left(ctx) // a waiting writer's claim
 		}
+		p.observe(ctx, Event{Kind: EventAcquireFailed, Wait: time.Since(l.start), Cause: err})
 	}
 }
 
@@ -201,9 +194,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 	select {
 	case <-handedOver:
 		l.queued = nil
-		if p.cfg.observer != nil {
-			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
-		}
+		p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
 		return true, nil
 	case <-f.wake:
 		l.queued = nil // a release that closes free hands nothing over
@@ -211,9 +202,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 			p.observe(ctx, wakeEvent(l.w, f.src, true))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
-		if p.cfg.observer != nil {
-			p.observe(ctx, wakeEvent(l.w, WakeLocal, true))
-		}
+		p.observe(ctx, wakeEvent(l.w, WakeLocal, true))
 	case <-l.timer.C:
 		if observe {
 			p.observe(ctx, wakeEvent(l.w, f.src, false))
@@ -260,13 +249,11 @@ func waitBound(pttl time.Duration) time.Duration {
 	return pttl + time.Millisecond
 }
 
-// waitMS converts a wait bound in milliseconds from a script, capped at an
-// hour so that a far deadline (written outside redisync) cannot overflow.
+// waitMS converts a wait bound in milliseconds from a script (negative if
+// unknown), bounded so that a deadline written outside redisync cannot
+// overflow.
 func waitMS(ms int64) time.Duration {
-	if ms < 0 {
-		return time.Duration(ms)
-	}
-	return time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond
+	return time.Duration(min(max(ms, -1), int64(time.Hour/time.Millisecond))) * time.Millisecond
 }
 
 // lastWaiter numbers the waiting calls of the process.

@@ -121,3 +121,25 @@ func ReadSem(ctx context.Context, rc rueidis.Client, l layout.Sem) (Sem, error) 
 	})
 	return s, nil
 }
+
+// ReadFence returns the value stored in the fence record at key and the token
+// that stored it: "" and 0 when nothing has been stored.
+func ReadFence(ctx context.Context, rc rueidis.Client, key string) (value string, token uint64, err error) {
+	fields, err := rc.Do(ctx, rc.B().Hmget().Key(key).Field("value", "token").Build()).ToArray()
+	if err == nil && len(fields) != 2 {
+		err = fmt.Errorf("unexpected reply %v", fields)
+	}
+	if err == nil {
+		value, err = fields[0].ToString()
+	}
+	if rueidis.IsRedisNil(err) {
+		return "", 0, nil
+	}
+	if err == nil {
+		token, err = fields[1].AsUint64()
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("read the fence %q: %w", key, err)
+	}
+	return value, token, nil
+}

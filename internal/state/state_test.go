@@ -72,3 +72,25 @@ func TestReadSem(t *testing.T) {
 	_, err = state.ReadSem(ctx, rc, l)
 	assert.ErrorContains(t, err, `holder "d:1" has "x"`, "a corrupted entry is an error, not a guess")
 }
+
+// ReadFence reads nothing as "" and 0, a record as stored, and a token that is
+// not a number as an error naming the fence.
+func TestReadFence(t *testing.T) {
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	defer rc.Close()
+	ctx := context.Background()
+	key := t.Name()
+	value, token, err := state.ReadFence(ctx, rc, key)
+	require.NoError(t, err)
+	assert.Empty(t, value)
+	assert.Zero(t, token)
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(key).FieldValue().FieldValue("value", "v").FieldValue("token", "7").Build()).Error())
+	value, token, err = state.ReadFence(ctx, rc, key)
+	require.NoError(t, err)
+	assert.Equal(t, "v", value)
+	assert.EqualValues(t, 7, token)
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(key).FieldValue().FieldValue("token", "x").Build()).Error())
+	_, _, err = state.ReadFence(ctx, rc, key)
+	assert.ErrorContains(t, err, key)
+}
