@@ -89,11 +89,14 @@ var eventKindNames = [...]string{"", "AcquireAttempt", "Acquired", "AcquireFaile
 	"Wakeup", "RenewalBatch", "Subscribed", "Queued"}
 
 // String returns the kind's name without the Event prefix ("Acquired").
-func (k EventKind) String() string {
-	if int(k) < len(eventKindNames) && k != 0 {
-		return eventKindNames[k]
+func (k EventKind) String() string { return enumName(k, eventKindNames[:], "EventKind") }
+
+// enumName returns the name of v in names, or "typ(v)" when it has none.
+func enumName[T ~uint8](v T, names []string, typ string) string {
+	if int(v) < len(names) && v != 0 {
+		return names[v]
 	}
-	return "EventKind(" + strconv.Itoa(int(k)) + ")"
+	return typ + "(" + strconv.Itoa(int(v)) + ")"
 }
 
 // A WakeSource says what woke a waiting call ([EventWakeup]).
@@ -117,12 +120,7 @@ const (
 var wakeSourceNames = [...]string{"", "PubSub", "Local", "Timeout", "Resubscribe"}
 
 // String returns the source's name without the Wake prefix ("PubSub").
-func (s WakeSource) String() string {
-	if int(s) < len(wakeSourceNames) && s != 0 {
-		return wakeSourceNames[s]
-	}
-	return "WakeSource(" + strconv.Itoa(int(s)) + ")"
-}
+func (s WakeSource) String() string { return enumName(s, wakeSourceNames[:], "WakeSource") }
 
 // A Primitive names the sort of lock an [Event] is about.
 type Primitive string
