@@ -85,13 +85,34 @@ func TestFields(t *testing.T) {
 func TestLayoutsShareSlot(t *testing.T) {
 	for _, name := range []string{"order:42", "{user}:lock"} {
 		slot := Slot(name)
-		rw, sem, fair, mu := RWOf(name), SemOf(name), FairOf(name), MutexOf(name)
+		rw, sem, fair, mu, once := RWOf(name), SemOf(name), FairOf(name), MutexOf(name), OnceOf(name)
 		keys := append(sem.Keys(), rw.Channel, rw.Writers, rw.Timeouts("u:1")+":1", fair.Key, fair.Queue, fair.Alive,
-			fair.Channel, fair.Latch, mu.Channel, mu.Latch+":u:1", mu.Token, mu.Fence)
+			fair.Channel, fair.Latch, mu.Channel, mu.Latch+":u:1", mu.Token, mu.Fence,
+			once.Claim, once.Done, once.Channel, once.Latch+":u:1")
 		for _, k := range keys {
 			if Slot(k) != slot {
 				t.Errorf("%q: slot %d, the lock's %d", k, Slot(k), slot)
 			}
+		}
+	}
+}
+
+// A WaitGroup's channel is Redisson's, braced whatever the name: names whose
+// channel would land in another slot than the counter are refused.
+func TestLatchLayout(t *testing.T) {
+	l := LatchOf("jobs")
+	if l.Key != "jobs" || l.Channel != "redisson_countdownlatch__channel__{jobs}" {
+		t.Errorf("LatchOf(jobs) = %+v", l)
+	}
+	for _, name := range []string{"jobs", "batch:7", "a.b-c"} {
+		if err := CheckLatch(name); err != nil {
+			t.Errorf("CheckLatch(%q) = %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "{batch}:7", "a}b", "x{y}"} {
+		if err := CheckLatch(name); err == nil {
+			t.Errorf("CheckLatch(%q) accepted a name whose channel lands in slot %d, its key in %d",
+				name, Slot(LatchOf(name).Channel), Slot(name))
 		}
 	}
 }

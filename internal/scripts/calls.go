@@ -24,6 +24,7 @@ const (
 	Gone                    // a re-entry found its hold gone (lost)
 	Refused                 // a first acquire found its call's latch: a late copy
 	Mismatch                // a Semaphore's handle has another size than Redis
+	Complete                // nothing to hold: what the call waits for has happened (a Once's function succeeded)
 )
 
 // A Reply is an acquire script's outcome and its value: for Acquired a value
@@ -76,7 +77,7 @@ func (r *Runner) argv(a *[7]string, rel *Release) []string {
 }
 
 // lockReply decodes the reply of an acquire script that answers nil when it
-// acquired, -3 gone, -4 refused, and otherwise how long to wait.
+// acquired, -3 gone, -4 refused, -5 complete, and otherwise how long to wait.
 func lockReply(n int64, err error) (Reply, error) {
 	switch {
 	case rueidis.IsRedisNil(err):
@@ -87,6 +88,8 @@ func lockReply(n int64, err error) (Reply, error) {
 		return Reply{Outcome: Gone}, nil
 	case n == -4:
 		return Reply{Outcome: Refused}, nil
+	case n == -5:
+		return Reply{Outcome: Complete}, nil
 	}
 	return Reply{Outcome: Busy, Value: n}, nil
 }

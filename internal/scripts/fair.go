@@ -11,7 +11,7 @@ import (
 // heartbeats (the Semaphore's too).
 var (
 	FairAcquire     = load("fair_acquire")
-	FairRelease     = load("fair_release")
+	FairRelease     = loadWith("fair_release", "hold_lib")
 	FairForceUnlock = load("fair_force_unlock")
 	FairHeartbeat   = load("fair_heartbeat")
 )

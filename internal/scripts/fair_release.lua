@@ -56,11 +56,8 @@ local function wakeHead()
 end
 
 if redis.call('hexists', lock, field) == 0 then
-	if redis.call('exists', latch) == 1 then
+	if releasedBefore(latch, ARGV[6], ARGV[5]) then
 		return {1, ''}
-	end
-	if ARGV[6] == '1' then
-		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	if wasHead or id == '' then
 		return {-1, wakeHead()}

@@ -30,12 +30,4 @@ end
 if expect > 0 then
 	return -3
 end
-if redis.call('exists', KEYS[1]) == 1 then
-	return redis.call('pttl', KEYS[1])
-end
-if redis.call('exists', KEYS[2] .. ':' .. ARGV[2]) == 1 then
-	return -4
-end
-redis.call('hset', KEYS[1], ARGV[2], 1)
-redis.call('pexpire', KEYS[1], ARGV[1])
-return nil
+return takeFree(KEYS[1], ARGV[2], KEYS[2] .. ':' .. ARGV[2], ARGV[1])

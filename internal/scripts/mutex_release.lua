@@ -20,12 +20,8 @@
 -- hold's first acquire takes nothing (mutex_acquire). A count above zero is
 -- compare-and-set, as in mutex_acquire.
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-	local latch = KEYS[3] .. ':' .. ARGV[1]
-	if redis.call('exists', latch) == 1 then
+	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
 		return 1
-	end
-	if ARGV[6] == '1' then
-		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	return nil
 end

@@ -24,12 +24,8 @@
 -- final release latches the field, as mutex_release does.
 local cur = redis.call('hget', KEYS[1], ARGV[1])
 if not cur then
-	local latch = KEYS[3] .. ':' .. ARGV[1]
-	if redis.call('exists', latch) == 1 then
+	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
 		return 1
-	end
-	if ARGV[6] == '1' then
-		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	return nil
 end

@@ -20,12 +20,8 @@
 -- becomes a read lock that other readers may join). The final release
 -- latches the field, as mutex_release does.
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-	local latch = KEYS[3] .. ':' .. ARGV[1]
-	if redis.call('exists', latch) == 1 then
+	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
 		return 1
-	end
-	if ARGV[6] == '1' then
-		redis.call('set', latch, '1', 'px', ARGV[5])
 	end
 	return nil
 end

@@ -36,16 +36,16 @@ type Script struct {
 
 // The scripts. Their contracts are in the header of each .lua file.
 var (
-	MutexAcquire     = load("mutex_acquire")
-	MutexRelease     = load("mutex_release")
+	MutexAcquire     = loadWith("mutex_acquire", "hold_lib")
+	MutexRelease     = loadWith("mutex_release", "hold_lib")
 	MutexRenew       = load("mutex_renew")
 	MutexForceUnlock = load("mutex_force_unlock")
 	FencedAcquire    = load("fenced_acquire")
 	FenceSet         = load("fence_set")
 	RWReadLock       = load("rw_rlock")
-	RWReadUnlock     = load("rw_runlock")
+	RWReadUnlock     = loadWith("rw_runlock", "hold_lib")
 	RWWriteLock      = load("rw_lock")
-	RWWriteUnlock    = load("rw_unlock")
+	RWWriteUnlock    = loadWith("rw_unlock", "hold_lib")
 	RWRenew          = load("rw_renew")
 	RWWriterLeave    = load("rw_writer_leave")
 )
@@ -215,13 +215,14 @@ func (call Call) explain(err error) error {
 	if n < 1 || n > len(lines) {
 		return err
 	}
-	file, line := call.Script.Name, n
+	text := strings.TrimSpace(lines[n-1])
+	where := call.Script.Name + ".lua"
 	if n <= call.Script.libLines {
-		file = call.Script.lib
+		where += ", in " + call.Script.lib + ".lua" // the script's library
 	} else {
-		line -= call.Script.libLines
+		n -= call.Script.libLines
 	}
-	return fmt.Errorf("%s.lua line %d `%s`: %w", file, line, strings.TrimSpace(lines[n-1]), err)
+	return fmt.Errorf("%s line %d `%s`: %w", where, n, text, err)
 }
 
 func isNoScript(err error) bool {

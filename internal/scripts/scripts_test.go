@@ -205,8 +205,8 @@ func TestErrorNamesScriptLine(t *testing.T) {
 }
 
 // In a script that opens with a library (the Semaphore's, sem_lib), an error
-// is named by the file and line it comes from: the library's or the
-// script's own.
+// is named by the script and the file and line it comes from: the library's
+// or the script's own.
 func TestErrorNamesLibraryLine(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
@@ -216,7 +216,7 @@ func TestErrorNamesLibraryLine(t *testing.T) {
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(l.Holders).Value("a string").Build()).Error())
 	_, err := r.AcquireSem(ctx, &l, "2", hold, 1, scripts.SemVersion{Write: 1})
 	require.Error(t, err)
-	assert.Regexp(t, "^sem_lib.lua line [0-9]+ `.*redis.call\\('hkeys', holders\\).*`: WRONGTYPE", err.Error())
+	assert.Regexp(t, "^sem_acquire.lua, in sem_lib.lua line [0-9]+ `.*redis.call\\('hkeys', holders\\).*`: WRONGTYPE", err.Error())
 
 	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(l.Holders, l.Size).Build()).Error()) // the failed call had recorded the size
 	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(l.Size).FieldValue().FieldValue("f", "v").Build()).Error())
