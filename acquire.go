@@ -25,9 +25,13 @@ type caller struct {
 	n      int  // holds (permits) to add
 	single bool // a Try call: one attempt that waits for nothing
 	call   holdCall
-	value  int64                     // what the acquire script passed on at the last success (a fencing token)
-	check  func() error              // if set, runs before each attempt (an upgrade is refused)
-	left   func(ctx context.Context) // if set, runs when a waiting call gives up (a writer's claim)
+	value  int64 // what the acquire script passed on at the last success (a fencing token)
+	term   *term // the term of the last success
+	// complete records that what the call waits for has happened with
+	// nothing to hold: a Once's function succeeded, a WaitGroup reached zero.
+	complete bool
+	check    func() error              // if set, runs before each attempt (an upgrade is refused)
+	left     func(ctx context.Context) // if set, runs when a waiting call gives up (a writer's claim)
 }
 
 // A holdCall is one acquiring call's part in hold identity, across its
@@ -59,8 +63,9 @@ func (c *Client) try(ctx context.Context, a *caller, tk *ticket) (attempt, error
 		}
 	}
 	res, t, value, err := c.tryHold(ctx, a, tk)
+	a.complete = res.complete
 	if t != nil {
-		a.value = value
+		a.value, a.term = value, t
 		t.token.Store(uint64(value))
 		a.p.cur.Store(t) // the handle's Done and Err
 	}
@@ -116,6 +121,8 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		return attempt{}, nil, 0, err
 	case r.Outcome == scripts.Refused:
 		return attempt{}, nil, 0, lockError(p.name, errRefused)
+	case r.Outcome == scripts.Complete:
+		return attempt{complete: true}, nil, 0, nil
 	case r.Outcome == scripts.Busy:
 		if tk != nil {
 			tk.Queued(sent)
@@ -198,8 +205,8 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 	p := a.p
 	r := release{Release: scripts.Release{Field: a.call.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
 	switch {
-	case !a.call.sent:
-		return // nothing reached Redis
+	case !a.call.sent, p.waitOnly:
+		return // nothing reached Redis, or nothing can be held
 	case a.call.firstUnknown: // the field is this call's alone: no need to wait for op
 	case a.call.reentryUnknown:
 		h := c.ref(p.key, true)

@@ -8,13 +8,16 @@
 //   - [FairMutex], served in strict arrival order across processes;
 //   - [FencedMutex], whose every acquisition gets a fencing token, and
 //     [Fence], the resource side that rejects stale tokens;
-//   - [Semaphore], weighted and leased permits, like x/sync's Weighted.
+//   - [Semaphore], weighted and leased permits, like x/sync's Weighted;
+//   - [Once], a function run once across processes, like [sync.Once];
+//   - [WaitGroup], a counter processes wait on, like [sync.WaitGroup], in
+//     Redisson's RCountDownLatch layout.
 //
 // One [Client] per process shares a script registry, one renewal scheduler and
 // one multiplexed subscriber across every handle; handles are cheap. Mutex,
-// FencedMutex and RWMutex use Redisson's data layouts (RLock, RFencedLock,
-// RReadWriteLock), so Go and Java services exclude each other on the same
-// names. [WithObserver] reports what the locks do (see the redisyncotel
+// FencedMutex, RWMutex and WaitGroup use Redisson's data layouts (RLock,
+// RFencedLock, RReadWriteLock, RCountDownLatch), so Go and Java services
+// exclude, and wait for, each other on the same names. [WithObserver] reports what the locks do (see the redisyncotel
 // module for OpenTelemetry).
 //
 // # Safety model

@@ -25,6 +25,9 @@ var (
 	// token is lower than one the resource has already accepted: the
 	// writer's lock was lost and someone else has held it since.
 	ErrStaleToken = errors.New("redisync: stale fencing token")
+	// ErrNegativeCounter is returned by [WaitGroup.Add] when the change would
+	// take the counter below zero; the counter is left as it was.
+	ErrNegativeCounter = errors.New("redisync: negative WaitGroup counter")
 )
 
 // The causes of a loss. An error wrapping [ErrLockLost] also wraps one of

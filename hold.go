@@ -90,6 +90,7 @@ type term struct {
 	mu    sync.Mutex
 	ended bool
 	err   error
+	onEnd func()        // see whenEnded
 	done  chan struct{} // made on the first call of Done: most holds end without one
 }
 
@@ -127,11 +128,29 @@ func (t *term) end(err error) bool {
 	if t.obs != nil {
 		since = t.obs.since
 	}
+	onEnd := t.onEnd
 	t.mu.Unlock()
+	if onEnd != nil {
+		onEnd()
+	}
 	if t.obs != nil {
 		t.observeEnd(err, since) // outside t.mu: the observer may read Err
 	}
 	return true
+}
+
+// whenEnded arranges for f to run once t ends, or at once if it has ended:
+// a Once cancels its function's context with it when its claim is lost.
+func (t *term) whenEnded(f func()) {
+	t.mu.Lock()
+	ended := t.ended
+	if !ended {
+		t.onEnd = f
+	}
+	t.mu.Unlock()
+	if ended {
+		f()
+	}
 }
 
 // doneChan is a handle's Done for its latest term t: t's done channel, or a

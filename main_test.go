@@ -158,6 +158,9 @@ func runChild(name string) int {
 	if os.Getenv(childHandover) != "" {
 		return runHandoverChild(c, rc, name)
 	}
+	if os.Getenv(childOnce) != "" {
+		return runOnceChild(c, name)
+	}
 	if kind := os.Getenv(childKind); kind != "" {
 		return runQueuedChild(c, kind, name) // FairMutex and Semaphore children
 	}

@@ -41,9 +41,10 @@ type EventKind uint8
 // The kinds of [Event]. Each hold gives one [EventAcquired] without
 // Reentrant, possibly re-entries (with Reentrant), then exactly one
 // [EventReleased] or [EventLost]. A waiting call (Lock, LockContext,
-// Acquire...) gives one [EventAcquireAttempt], [EventWakeup]s while it waits
-// (a FairMutex or Semaphore call also one [EventQueued]), then [EventAcquired]
-// or [EventAcquireFailed]. A single attempt (TryLock...) gives [EventAcquired]
+// Acquire, Once.Do, WaitGroup.Wait...) gives one [EventAcquireAttempt],
+// [EventWakeup]s while it waits (a FairMutex or Semaphore call also one
+// [EventQueued]), then [EventAcquired], [EventAcquireFailed] or
+// [EventCompleted]. A single attempt (TryLock...) gives [EventAcquired]
 // when it succeeds and nothing otherwise.
 const (
 	// EventAcquireAttempt: a waiting call begins.
@@ -83,10 +84,14 @@ const (
 	// it is served before it, unless it gives up or its heartbeat lapses.
 	// Given at most once per call, before its first [EventWakeup].
 	EventQueued
+	// EventCompleted: a waiting call ended without taking a hold because
+	// what it waited for had happened: a Once's function had succeeded, a
+	// WaitGroup's counter was zero. Wait is the time it waited.
+	EventCompleted
 )
 
 var eventKindNames = [...]string{"", "AcquireAttempt", "Acquired", "AcquireFailed", "Released", "Lost",
-	"Wakeup", "RenewalBatch", "Subscribed", "Queued"}
+	"Wakeup", "RenewalBatch", "Subscribed", "Queued", "Completed"}
 
 // String returns the kind's name without the Event prefix ("Acquired").
 func (k EventKind) String() string { return enumName(k, eventKindNames[:], "EventKind") }
@@ -133,6 +138,8 @@ const (
 	PrimitiveRWWrite     Primitive = "RWMutex.write"
 	PrimitiveFairMutex   Primitive = "FairMutex"
 	PrimitiveSemaphore   Primitive = "Semaphore"
+	PrimitiveOnce        Primitive = "Once"
+	PrimitiveWaitGroup   Primitive = "WaitGroup"
 )
 
 // String returns p's name.

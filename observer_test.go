@@ -462,3 +462,26 @@ func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
 	assert.Positive(t, handoffs.Load(), "handovers happened")
 	assert.Positive(t, losses.Load(), "ForceUnlock ended holds")
 }
+
+// A Once's run is a hold of its claim; a Do that finds the function done,
+// and a WaitGroup's Wait at zero, end with EventCompleted.
+func TestObserverOnceAndWaitGroup(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	rec := &recorder{}
+	ctx := context.Background()
+	name := "once:" + t.Name()
+	o := c.NewOnce(name, redisync.WithObserver(rec))
+	require.NoError(t, o.Do(ctx, func(context.Context) error { return nil }))
+	require.NoError(t, o.Do(ctx, func(context.Context) error { return nil }))
+	assert.Equal(t, []redisync.EventKind{
+		redisync.EventAcquireAttempt, redisync.EventAcquired, redisync.EventReleased,
+		redisync.EventAcquireAttempt, redisync.EventCompleted,
+	}, rec.kinds(name))
+	assert.Equal(t, redisync.PrimitiveOnce, rec.of(name, redisync.EventCompleted)[0].Primitive)
+
+	wgName := "wg:" + t.Name()
+	require.NoError(t, c.NewWaitGroup(wgName, redisync.WithObserver(rec)).Wait(ctx))
+	assert.Equal(t, []redisync.EventKind{redisync.EventAcquireAttempt, redisync.EventCompleted}, rec.kinds(wgName))
+	assert.Equal(t, redisync.PrimitiveWaitGroup, rec.of(wgName, redisync.EventCompleted)[0].Primitive)
+	assert.Equal(t, "Completed", redisync.EventCompleted.String())
+}

@@ -30,6 +30,10 @@ type protocol struct {
 	// queued marks a lock whose waiters queue in Redis with a ticket
 	// (FairMutex, Semaphore): a release names the waiters it wakes.
 	queued bool
+	// waitOnly marks a wait for a condition that takes no hold (WaitGroup.Wait):
+	// its acquire answers Complete or Busy, and a call that gives up has
+	// nothing to give back.
+	waitOnly bool
 	// permits marks a Semaphore: holds are permits, a new acquire after a
 	// loss starts a new hold (the lost permits wait for Release).
 	permits bool

@@ -24,8 +24,9 @@ type attempt struct {
 	free    <-chan struct{}
 	handoff *handoffWait
 	// reentered marks an acquisition joining the owner's current term, and
-	// localHandoff one handed over by a local release (no Redis).
-	reentered, localHandoff bool
+	// localHandoff one handed over by a local release (no Redis); complete
+	// an answer that the call's goal is reached without a hold.
+	reentered, localHandoff, complete bool
 }
 
 // pollInterval bounds a wait when the holder's lease is unknown.
@@ -128,6 +129,11 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		}
 		d := min(time.Duration(l.failures)*20*time.Millisecond, time.Second)
 		l.sleep(d/2 + rand.N(d))
+	case res.complete:
+		if p.cfg.observer != nil {
+			p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(l.start)})
+		}
+		return f, true, nil
 	case res.acquired:
 		if p.cfg.observer != nil {
 			p.observe(ctx, acquiredEvent(l.start, res))

@@ -87,7 +87,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithTracerProvider turns on a span per waiting call (Lock, LockContext,
 // Acquire...), named "redisync.lock.wait", child of the span in the call's
-// context, from the start of the wait to the acquisition or failure. Without
+// context, from the start of the wait to the acquisition, failure or (Once,
+// WaitGroup) completion. Without
 // it, no spans are made.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tracers = tp }
@@ -186,6 +187,9 @@ func (o *Observer) Observe(ctx context.Context, e redisync.Event) {
 			o.wait.Record(ctx, e.Wait.Seconds(), o.lockAttrs(e))
 			o.span(ctx, e, "")
 		}
+	case redisync.EventCompleted: // a wait that ended without a hold (Once done, WaitGroup at zero)
+		o.wait.Record(ctx, e.Wait.Seconds(), o.lockAttrs(e))
+		o.span(ctx, e, "")
 	case redisync.EventAcquireFailed:
 		errType := waitErrorType(e.Cause)
 		o.wait.Record(ctx, e.Wait.Seconds(), o.lockAttrs(e, ErrorTypeKey.String(errType)))
