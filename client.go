@@ -35,14 +35,12 @@ type Client struct {
 	holds map[holdKey]*hold
 }
 
-// New returns a Client that works through rc. The options set the defaults of
-// every handle. On Redis Cluster (rc.Mode() is cluster) the primitives use
-// sharded Pub/Sub (Redis 7.0 or later).
-//
-// rc should have client-side caching disabled (DisableCache) unless it is
-// used for that elsewhere; AlwaysPipelining lowers latency under load, and a
-// MaxFlushDelay of about 20 µs lowers the CPU that many concurrent calls
-// cost (rueidis never delays a lone caller's). Close the Client before rc.
+// New returns a Client that works through rc, with the options as the
+// defaults of every handle. On Redis Cluster the primitives use sharded
+// Pub/Sub (Redis 7.0 or later). rc should have client-side caching disabled
+// (DisableCache) unless it is used elsewhere; AlwaysPipelining lowers latency
+// under load, and a MaxFlushDelay of about 20 µs the CPU of many concurrent
+// calls. Close the Client before rc.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
 		return nil, errors.New("redisync: nil rueidis client")

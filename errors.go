@@ -43,12 +43,10 @@ var (
 	ErrForceUnlocked = errors.New("force-unlocked")
 )
 
-// errSizeMismatch is wrapped by the error of an acquire through a Semaphore
-// handle whose size differs from Redis's.
+// errSizeMismatch: a Semaphore handle's size differs from the one in Redis.
 var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
-// errRefused is returned by an acquire that found its own call's latch (only
-// a late copy of an attempt should).
+// errRefused: an acquire found its own call's latch (a late copy of an attempt).
 var errRefused = errors.New("the acquire was refused: its call had been undone")
 
 // lockError wraps err with the name of the lock it is about.

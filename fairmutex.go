@@ -68,24 +68,21 @@ func (fm *FairMutex) LockContext(ctx context.Context) error {
 }
 
 // TryLockContext makes one attempt to lock fm, for the owner in ctx if any,
-// and reports whether it succeeded. It does not queue: it fails while the lock
-// is held or others are queued for it, unless the owner re-enters.
+// without queueing: it fails while the lock is held or others are queued,
+// unless the owner re-enters.
 func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
 	return fm.c.tryOnce(ctx, fm.call(ctx, waitFree, fm.proto))
 }
 
-// Unlock unlocks fm and wakes the waiter whose turn is next. It never hands
-// the lock to another goroutine of the handle without Redis (their turns are
-// kept there too); otherwise it behaves as [Mutex.Unlock], panicking if fm is
-// not locked by its own owner in this process.
+// Unlock unlocks fm and wakes the waiter whose turn is next. Unlike
+// [Mutex.Unlock] it never hands the lock over within the process (turns are
+// kept in Redis); otherwise it behaves the same, panics included.
 func (fm *FairMutex) Unlock() {
 	fm.unlocked(fm.unlockIn(context.Background(), fm.proto), "redisync: unlock of unlocked mutex")
 }
 
-// UnlockContext releases one hold of fm by the owner in ctx (fm's own owner if
-// ctx has none); the lock is released, and the next waiter woken, when the
-// owner's last hold is. Its errors and its handling of ctx are those of
-// [Mutex.UnlockContext].
+// UnlockContext releases one hold of fm by the owner in ctx, waking the next
+// waiter with the last, as [Mutex.UnlockContext] does.
 func (fm *FairMutex) UnlockContext(ctx context.Context) error { return fm.unlockIn(ctx, fm.proto) }
 
 // ForceUnlock deletes the lock whoever holds it, wakes the waiter whose turn

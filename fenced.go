@@ -32,8 +32,8 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 	return fm
 }
 
-// LockToken locks fm like [Mutex.LockContext] and returns the token granted to
-// this acquisition. Write it with every change to the protected resource.
+// LockToken locks fm like [Mutex.LockContext] and returns the token granted,
+// to write with every change to the protected resource.
 func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
 	a := fm.call(ctx, waitFree, fm.proto)
 	if err := fm.c.acquire(ctx, a, nil, false); err != nil {

@@ -47,17 +47,15 @@ func (c *Client) initHandle(h *handle, name string, opts []Option) {
 func (h *handle) Name() string { return h.name }
 
 // Done returns a channel that is closed when the hold taken by the latest
-// successful acquisition through the handle ends, by release or by loss (for
-// a Semaphore: once all its permits are released or lost). If the handle has
-// never acquired, Done returns a closed channel.
+// acquisition through the handle ends, by release or loss (a Semaphore's:
+// once all its permits are); a closed one if the handle never acquired.
 func (h *handle) Done() <-chan struct{} { return h.cur.Load().doneChan() }
 
 // Err returns nil while the hold taken by the latest acquisition through the
-// handle lasts, and after it was released cleanly. After a loss it returns an
-// error wrapping ErrLockLost and its cause ([ErrLeaseExpired], [ErrHoldGone]
-// or [ErrForceUnlocked]), or one wrapping ErrClosed if the Client was closed
-// while it was held; after a release that Redis could not confirm, that
-// release's error.
+// handle lasts or after its clean release; after a loss, an error wrapping
+// ErrLockLost and its cause ([ErrLeaseExpired], [ErrHoldGone] or
+// [ErrForceUnlocked]), or ErrClosed if the Client was closed while it was
+// held; after a release that Redis could not confirm, that release's error.
 func (h *handle) Err() error { return h.cur.Load().errOrNil() }
 
 // protocol returns the start of a protocol: a hold of kind on the lock key

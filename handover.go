@@ -76,8 +76,7 @@ func (c *Client) unpark(h *hold) (*term, bool) {
 }
 
 // abandonHandoff takes a caller that gives up out of its owner's handover
-// queue. If the hold was handed to it meanwhile, it releases it: it passes to
-// the next local caller, or back to Redis.
+// queue, releasing the hold if it was handed to it meanwhile.
 func (c *Client) abandonHandoff(ctx context.Context, hw *handoffWait) {
 	_ = hw.h.op.Lock(context.Background())
 	for i, ch := range hw.h.handoff {

@@ -12,8 +12,7 @@ import (
 	"github.com/go-redisync/redisync/internal/mutant"
 )
 
-// holdKey names one owner's hold on one lock of a Client. kind separates
-// holds of different sorts on the same name (a read and a write hold).
+// holdKey names one owner's hold of one sort on one lock of a Client.
 type holdKey struct {
 	kind  holdKind
 	name  string
@@ -30,16 +29,14 @@ const (
 	semaphore                 // Semaphore (name: its holders key; owner: the handle)
 )
 
-// A hold is the local record of one owner's hold on one lock. The Client's
-// table keeps it while calls for it are in progress or while it is held, so
-// that every handle of the same name sees the same count for an owner.
+// A hold is the local record of one owner's hold on one lock, kept in the
+// Client's table while calls for it are in progress or while it is held.
 //
-// Each hold, from the owner's first acquire to its final release (a term),
-// has its own identity in Redis (term.field): every script acts on that
-// identity only, so a command of an earlier hold that reaches Redis late (its
-// caller gave up, or its connection stalled while a later one overtook it)
-// finds nothing of this hold to change. The scripts set the count, known
-// here, by compare-and-set, so a repeated or late call cannot inflate it.
+// Each hold, from the first acquire to the final release (a term), has its
+// own identity in Redis (term.field), on which alone the scripts act: a late
+// command of an earlier hold (its caller gave up, or its connection stalled
+// while another overtook it) finds nothing of this one to change. The count
+// is set by compare-and-set, so a repeated or late call cannot inflate it.
 type hold struct {
 	key  holdKey
 	refs int // guarded by Client.mu: calls in progress, plus one while held

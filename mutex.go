@@ -28,13 +28,11 @@ type Mutex struct {
 	fenced bool
 }
 
-// NewMutex returns a handle on the mutex called name. Creating a handle
-// touches neither Redis nor the network. The options override the Client's
-// for this handle.
-//
-// NewMutex panics if name is empty, if its keys could not share one Redis
-// Cluster slot (a "{" without a non-empty hash tag "{...}", or a "}" with no
-// hash tag before it), or if an option is invalid.
+// NewMutex returns a handle on the mutex called name, without touching Redis.
+// The options override the Client's for this handle. NewMutex panics if name
+// is empty, if its keys could not share one Redis Cluster slot (a "{" without
+// a non-empty hash tag "{...}", or a "}" with no hash tag before it), or if an
+// option is invalid.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := new(Mutex)
 	c.initMutex(m, name, opts)
@@ -48,17 +46,15 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 }
 
 // Lock locks m. If the lock is already in use, the calling goroutine blocks
-// until the mutex is available. Redis failures do not end the wait: Lock
-// retries with backoff, logging persistent failures, until it holds the lock.
-// Lock panics if the Client is closed.
+// until the mutex is available. Redis failures are retried with backoff, and
+// persistent ones logged. Lock panics if the Client is closed.
 func (m *Mutex) Lock() {
 	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
 }
 
-// TryLock tries to lock m and reports whether it succeeded. It makes one
-// attempt and does not wait, neither for the lock nor for another call
-// through the same owner that is waiting for Redis (it then fails); a Redis
-// failure counts as not acquired.
+// TryLock tries to lock m and reports whether it succeeded, with one attempt
+// that waits neither for the lock nor for another call of the same owner (it
+// then fails); a Redis failure counts as not acquired.
 func (m *Mutex) TryLock() bool {
 	return m.tried(m.TryLockContext(context.Background()))
 }
@@ -97,17 +93,16 @@ func (m *Mutex) Unlock() {
 }
 
 // UnlockContext releases one hold of m by the owner in ctx (m's own owner if
-// ctx has none); the lock is released when the owner's last hold is. It
-// returns an error wrapping ErrNotHeld if the owner holds no lock through this
-// Client, and one wrapping ErrLockLost if the hold had been lost. The hold ends
-// even when Redis cannot be reached; the error then says so and the lock
-// expires with its lease.
+// ctx has none); the lock is released with the owner's last hold. It returns
+// an error wrapping ErrNotHeld if the owner holds no lock through this Client,
+// and one wrapping ErrLockLost if the hold had been lost. The hold ends even
+// when Redis cannot be reached (the error says so; the lock expires with its
+// lease).
 //
 // When ctx ends while another call of the owner keeps UnlockContext waiting,
-// it returns ctx.Err() and the hold is unchanged (call it again). When ctx
-// ends before Redis has answered (or had ended already), it returns ctx.Err()
-// and the release is finished in the background, for up to 3 s; Done and Err
-// then report its outcome. The lock is never left held because a context ended.
+// it returns ctx.Err() and the hold is unchanged. When ctx ends before Redis
+// has answered, it returns ctx.Err() and the release is finished in the
+// background, for up to 3 s, and reported by Done and Err.
 func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx, m.proto) }
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports

@@ -11,9 +11,8 @@ import (
 )
 
 // An Observer receives the events of the locks of a [Client] or of one
-// handle: waits, acquisitions, releases, losses, wake-ups, renewal batches and
-// subscriptions. Set one with [WithObserver]; package
-// github.com/go-redisync/redisync/redisyncotel turns events into OpenTelemetry
+// handle (see [EventKind]). Set one with [WithObserver]; the module
+// github.com/go-redisync/redisync/redisyncotel turns them into OpenTelemetry
 // metrics and spans.
 //
 // Observe is called synchronously, from the goroutine that takes or releases
@@ -222,8 +221,7 @@ func (p *protocol) observe(ctx context.Context, e Event) {
 	}
 }
 
-// acquiredEvent is the event of a successful attempt res of a call that
-// began at start (zero for a single attempt).
+// acquiredEvent is the event of the successful attempt res of a call begun at start.
 func acquiredEvent(start time.Time, res attempt) Event {
 	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff}
 	if !start.IsZero() {

@@ -45,10 +45,10 @@ func (cfg *config) leaseTTL() time.Duration {
 	return cfg.watchdog
 }
 
-// WithWatchdogTimeout selects watchdog mode with lease d: a held lock is
-// renewed every d/3 and expires d after its holder stops renewing it. The
-// default is [DefaultWatchdogTimeout]. d is rounded up to a whole millisecond
-// and must be at least 3 ms.
+// WithWatchdogTimeout selects watchdog mode with lease d (the default is
+// [DefaultWatchdogTimeout]): a held lock is renewed every d/3 and expires d
+// after its holder stops. d is rounded up to a whole millisecond and must be
+// at least 3 ms.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(cfg *config) {
 		if d < 3*time.Millisecond {
@@ -99,10 +99,9 @@ func WithLogger(l *slog.Logger) Option {
 const DefaultHeartbeatTimeout = 5 * time.Second
 
 // WithHeartbeatTimeout sets the heartbeat timeout d of queued waiters (see
-// [DefaultHeartbeatTimeout]): a waiter's heartbeat is renewed every d/3, and a
-// waiter whose process died leaves the queue d after its last heartbeat. A
-// shorter timeout moves a queue past a crashed waiter sooner and costs more
-// renewals. d is rounded up to a whole millisecond and must be at least 3 ms.
+// [DefaultHeartbeatTimeout]): shorter, a queue moves past a crashed waiter
+// sooner, at the cost of more renewals. d is rounded up to a whole
+// millisecond and must be at least 3 ms.
 func WithHeartbeatTimeout(d time.Duration) Option {
 	return func(cfg *config) {
 		if d < 3*time.Millisecond {
@@ -113,13 +112,11 @@ func WithHeartbeatTimeout(d time.Duration) Option {
 	}
 }
 
-// WithObserver sets the observer of the locks' events. Given to [New], it is
-// the Client's observer: it receives the events of every handle that sets no
-// observer of its own, and the events of the machinery the handles share
-// ([EventRenewalBatch], [EventSubscribed]). Given to a handle constructor, it
-// receives that handle's events instead; nil then silences the handle.
-//
-// Without an observer, no event is built: the cost is a nil check.
+// WithObserver sets the observer of the locks' events. Given to [New], it
+// receives the events of every handle without an observer of its own, and
+// those of the shared machinery ([EventRenewalBatch], [EventSubscribed]).
+// Given to a handle constructor, it receives that handle's events; nil then
+// silences the handle. Without an observer, no event is built.
 func WithObserver(o Observer) Option {
 	return func(cfg *config) { cfg.observer = o }
 }

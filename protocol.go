@@ -52,8 +52,7 @@ type acquisition struct {
 	count int    // holds (permits) before: 0 for a first acquire
 	n     int    // holds (permits) to add
 	tk    *ticket
-	// queueOnly asks to queue (or keep the place) and never take: the
-	// owner holds the lock through another call.
+	// queueOnly: queue (or keep the place), never take; the owner holds.
 	queueOnly bool
 }
 

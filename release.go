@@ -108,9 +108,8 @@ func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err er
 	return err
 }
 
-// wake wakes this process's waiters of p's lock after a release: those the
-// release named, for a queued lock; else, when released is set, one (or
-// all, for a lock whose release lets every reader in).
+// wake wakes this process's waiters of p's lock after a release: those it
+// named (a queued lock), else, when released is set, one (or all: wakeAll).
 func (c *Client) wake(p *protocol, woken []string, released bool) {
 	switch {
 	case p.queued:

@@ -44,26 +44,23 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	return rw
 }
 
-// Lock locks rw for writing. If the lock is already locked for reading or
-// writing, Lock blocks until the lock is available; Redis failures are
-// retried. Lock panics if the handle's own reads are held (an upgrade) or
-// if the Client is closed.
+// Lock locks rw for writing, blocking until the lock is available; Redis
+// failures are retried. Lock panics if the handle's own reads are held (an
+// upgrade) or if the Client is closed.
 func (rw *RWMutex) Lock() { rw.locked(rw.lock(context.Background(), true, true), "Lock of RWMutex") }
 
-// RLock locks rw for reading. It blocks while a writer holds the lock or
-// waits for it, the handle's own writer included (as with [sync.RWMutex]: only
-// an owner from [WithOwner] may read under its own write lock). Redis failures
-// are retried; RLock panics if the Client is closed.
+// RLock locks rw for reading, blocking while a writer holds or waits for the
+// lock, the handle's own included (only an owner from [WithOwner] may read
+// under its own write lock). Redis failures are retried; RLock panics if the
+// Client is closed.
 func (rw *RWMutex) RLock() { rw.locked(rw.lock(context.Background(), false, true), "RLock of RWMutex") }
 
-// LockContext locks rw for writing, waiting until the lock is available or
-// ctx is done, for the owner in ctx if any. It returns an error wrapping
-// ErrUpgrade if that owner holds the read lock. Otherwise it behaves like
-// [Mutex.LockContext].
+// LockContext locks rw for writing for the owner in ctx, like
+// [Mutex.LockContext]; it returns an error wrapping ErrUpgrade if that owner
+// holds the read lock.
 func (rw *RWMutex) LockContext(ctx context.Context) error { return rw.lock(ctx, true, false) }
 
-// RLockContext locks rw for reading, waiting until the lock is available or
-// ctx is done, for the owner in ctx if any. Otherwise it behaves like
+// RLockContext locks rw for reading for the owner in ctx, like
 // [Mutex.LockContext].
 func (rw *RWMutex) RLockContext(ctx context.Context) error { return rw.lock(ctx, false, false) }
 

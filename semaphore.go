@@ -111,10 +111,9 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 }
 
 // Release releases the semaphore with a weight of n, waking the waiters whose
-// requests fit now. It panics with "redisync: semaphore released more than
-// held" if this handle holds fewer than n permits (permits lost with an
-// expired lease still count as held until released). A Redis failure does not
-// panic: it is logged, and the permits come back when their lease lapses.
+// requests fit now. It panics if this handle holds fewer than n permits (lost
+// ones count until released). A Redis failure is logged, not a panic: the
+// permits come back when their lease lapses.
 func (s *Semaphore) Release(n int64) {
 	if n < 0 {
 		panic("redisync: semaphore: n < 0")
@@ -125,18 +124,17 @@ func (s *Semaphore) Release(n int64) {
 	s.unlocked(s.c.releaseHold(context.Background(), s.proto(), int(n)), "redisync: semaphore released more than held")
 }
 
-// Held returns the number of permits this handle holds, as this process
-// knows it; it does not touch Redis.
+// Held returns the number of permits this handle holds, as this process knows
+// it, without touching Redis.
 func (s *Semaphore) Held() int64 {
 	n, _ := s.c.current(s.proto().key)
 	return n
 }
 
-// ForceUnlock takes every permit back from the semaphore's holders, whoever
-// they are, wakes the queued requests that fit now, and reports whether any
-// permit was held. The size and the queue are kept. Permits it took from
-// handles of this Client end as lost (see [Semaphore.Done]); Release them as
-// usual.
+// ForceUnlock takes every permit back from the semaphore's holders, wakes the
+// queued requests that fit now, and reports whether any permit was held; the
+// size and the queue are kept. Permits it took from handles of this Client
+// end as lost (see [Semaphore.Done]); Release them as usual.
 func (s *Semaphore) ForceUnlock(ctx context.Context) (bool, error) {
 	return s.forceUnlocked(s.c.scripts.ForceUnlockSem(ctx, &s.l))
 }

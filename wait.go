@@ -66,7 +66,7 @@ func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever boo
 		if res.handoff != nil {
 			l.queued = res.handoff // from now on, giving up must leave the queue
 		}
-		if ctx.Err() != nil && !res.acquired {
+		if ctx.Err() != nil && !res.acquired && !res.complete {
 			return ctx.Err()
 		}
 		f, done, err := c.plan(ctx, l, res, tryErr)
@@ -130,14 +130,10 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		d := min(time.Duration(l.failures)*20*time.Millisecond, time.Second)
 		l.sleep(d/2 + rand.N(d))
 	case res.complete:
-		if p.cfg.observer != nil {
-			p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(l.start)})
-		}
+		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(l.start)})
 		return f, true, nil
 	case res.acquired:
-		if p.cfg.observer != nil {
-			p.observe(ctx, acquiredEvent(l.start, res))
-		}
+		p.observe(ctx, acquiredEvent(l.start, res)) // cheap without an observer: no start
 		return f, true, nil
 	case res.free != nil && !p.queued:
 		f = waitFor{wake: res.free, src: WakeLocal}
@@ -231,7 +227,7 @@ func (c *Client) tryOnce(ctx context.Context, a *caller) (bool, error) {
 	}
 	a.single = true
 	res, err := c.try(ctx, a, nil)
-	if a.p.cfg.observer != nil && res.acquired {
+	if res.acquired {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
 	}
 	if err != nil && a.call.uncertain() {
@@ -265,8 +261,7 @@ func waitMS(ms int64) time.Duration {
 // lastWaiter numbers the waiting calls of the process.
 var lastWaiter atomic.Uint64
 
-// A ticket is one waiting call's place in a queue kept in Redis, kept by a
-// heartbeat while the call waits.
+// A ticket is a waiting call's place in a queue in Redis, kept by a heartbeat.
 type ticket = lease.Heartbeat
 
 // newTicket returns a ticket for a queue whose heartbeat and queue keys are
