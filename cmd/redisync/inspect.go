@@ -104,6 +104,10 @@ func headline(info *lockInfo) string {
 		return "a fenced resource's record; no lock is stored under this name"
 	case info.Kind == "Semaphore":
 		return semHeadline(info) + queued(info)
+	case info.Kind == "Once":
+		return onceHeadline(info)
+	case info.Kind == "WaitGroup":
+		return waitGroupHeadline(info)
 	case info.Kind == "FairMutex" && !info.Locked:
 		return "not locked" + queued(info)
 	case info.Kind == "FairMutex":

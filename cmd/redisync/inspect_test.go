@@ -147,18 +147,7 @@ func TestWatch(t *testing.T) {
 	if keyspace {
 		want = 2 // acquire and release
 	}
-	cmd := exec.Command(bin, "watch", "--redis", serverURL(), "--count", strconv.Itoa(want), "--duration", "20s", "watch:*")
-	cmd.Env = cleanEnv()
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	for lines.Scan() && !strings.HasPrefix(lines.Text(), "# watching") {
-		t.Log(lines.Text())
-	}
+	cmd, lines, stderr := startWatch(t, "--count", strconv.Itoa(want), "--duration", "20s", "watch:*")
 
 	m := c.NewMutex("watch:one")
 	other := c.NewMutex("elsewhere") // does not match the pattern

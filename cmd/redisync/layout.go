@@ -17,7 +17,7 @@ import (
 // fields a primitive does not have stay empty and are left out of the JSON.
 type lockInfo struct {
 	Name   string `json:"name"`
-	Kind   string `json:"kind"` // "Mutex"; later "RWMutex", "FencedMutex", "FairMutex", "Semaphore"
+	Kind   string `json:"kind"` // "Mutex", "RWMutex", "FencedMutex", "FairMutex", "Semaphore", "Once", "WaitGroup"
 	Key    string `json:"key"`  // the Redis key that identified the layout
 	Locked bool   `json:"locked"`
 	// TTLMillis is the lock key's remaining lease in milliseconds; -1 when
@@ -43,6 +43,11 @@ type lockInfo struct {
 	Waiters []waiterInfo `json:"waiters,omitempty"`
 	// Permits is a Semaphore's size and permits taken (layout_sem.go).
 	Permits *permitInfo `json:"permits,omitempty"`
+	// Done tells whether a Once's function has succeeded; its Holders are
+	// the caller running it (layout_once.go).
+	Done *bool `json:"done,omitempty"`
+	// Count is a WaitGroup's counter (layout_once.go).
+	Count *int64 `json:"count,omitempty"`
 	// Also names the other primitives stored under the same name (a Mutex,
 	// a FairMutex and a Semaphore of one name are different locks with
 	// different keys); --kind chooses one of them.
@@ -94,20 +99,25 @@ type detector struct {
 // layouts are tried in order; within a group the first that recognises the
 // data wins, so more specific layouts come first:
 //
+//   - WaitGroup (layout_once.go): the string at NAME, an integer counter
+//     (Redisson's RCountDownLatch).
 //   - RWMutex (layout_rw.go): the hash at NAME with a field "mode".
 //   - FencedMutex (layout_fenced.go): a Mutex hash plus the token counter;
 //     the counter outlives the hold, so also when NAME is absent.
 //   - Mutex: the hash at NAME alone.
 //   - FairMutex (layout_fair.go): redisync_fair...:{NAME} (holder, queue in order).
 //   - Semaphore (layout_sem.go): redisync_sem...:{NAME} (size, permits per holder).
+//   - Once (layout_once.go): redisync_once...:{NAME} (the claim, the completion).
 //   - Fence (layout_fenced.go): only a Fence record under the name; only
 //     when no lock is found, since a lock's own data says more.
 var detectors = []detector{
+	{kind: "WaitGroup", group: "name", detect: detectWaitGroup},
 	{kind: "RWMutex", group: "name", detect: detectRWMutex},
 	{kind: "FencedMutex", group: "name", detect: detectFencedMutex},
 	{kind: "Mutex", group: "name", detect: detectMutex},
 	{kind: "FairMutex", group: "fair", detect: detectFairMutex},
 	{kind: "Semaphore", group: "sem", detect: detectSemaphore},
+	{kind: "Once", group: "once", detect: detectOnce},
 	{kind: "Fence", group: "fence", detect: detectFence},
 }
 
@@ -140,7 +150,7 @@ func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInf
 	}
 	if len(found) == 0 {
 		if keyType == "none" {
-			return nil, fmt.Errorf("%w named %q: key %q does not exist, nor a FairMutex's or Semaphore's keys (a Mutex that nobody holds has no key)", errNotFound, name, name)
+			return nil, fmt.Errorf("%w named %q: key %q does not exist, nor a FairMutex's, Semaphore's or Once's keys (a Mutex that nobody holds, or a WaitGroup at zero, has no key)", errNotFound, name, name)
 		}
 		return nil, foreignKeyError(ctx, rc, name, keyType)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -233,4 +234,24 @@ func TestGlobMatcher(t *testing.T) {
 	require.False(t, match("order:42:ax"))
 	require.Equal(t, "x", nameFromAux("{x}"))
 	require.Equal(t, "{t}:a", nameFromAux("{t}:a"))
+}
+
+// startWatch starts "redisync watch" on the test server with args and
+// returns once it is watching: the command, its output lines after the
+// "# watching" line, and its standard error.
+func startWatch(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"watch", "--redis", serverURL()}, args...)...)
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && !strings.HasPrefix(lines.Text(), "# watching") {
+		t.Log(lines.Text())
+	}
+	return cmd, lines, stderr
 }

@@ -77,13 +77,44 @@ func globMatcher(pattern string) (func(string) bool, error) {
 	return re.MatchString, nil
 }
 
-// lockChannels are the Pub/Sub channel prefixes whose messages watch
-// reports, with the primitive and a describer of the messages, which
-// returns the event and a detail.
-var lockChannels = []struct {
-	prefix   string
+// A lockChannel is a primitive's Pub/Sub channel, by its prefix, with a
+// describer of its messages, which returns the event and a detail.
+type lockChannel struct {
+	prefix string
+	// braced marks Redisson's RCountDownLatch form, prefix + "__{" + name +
+	// "}" whatever the name, instead of auxName(prefix, name).
+	braced   bool
 	describe func(message string) (event, detail string)
-}{
+}
+
+// channel returns the channel of the lock called name.
+func (lc lockChannel) channel(name string) string {
+	if lc.braced {
+		return layout.LatchOf(name).Channel
+	}
+	return auxName(lc.prefix, name)
+}
+
+// pattern returns the PSUBSCRIBE pattern of every lock's channel.
+func (lc lockChannel) pattern() string {
+	if lc.braced {
+		return lc.prefix + "__{*"
+	}
+	return lc.prefix + ":*"
+}
+
+// name returns the lock name of channel, if it is one of lc's.
+func (lc lockChannel) name(channel string) (string, bool) {
+	if lc.braced {
+		rest, ok := strings.CutPrefix(channel, lc.prefix+"__{")
+		return strings.TrimSuffix(rest, "}"), ok
+	}
+	rest, ok := strings.CutPrefix(channel, lc.prefix+":")
+	return nameFromAux(rest), ok
+}
+
+// lockChannels are the channels whose messages watch reports.
+var lockChannels = []lockChannel{
 	{prefix: mutexChannelPrefix, describe: func(msg string) (string, string) {
 		if msg == "0" {
 			return "release", ""
@@ -115,5 +146,20 @@ var lockChannels = []struct {
 	// request fits now; a release that frees room for several sends several.
 	{prefix: layout.SemChannelPrefix, describe: func(msg string) (string, string) {
 		return "wake", "Semaphore: waiter " + msg + "'s request fits now"
+	}},
+	// A Once's claim ended: "1" its function succeeded (the waiters return),
+	// "0" it did not (the next waiter runs it).
+	{prefix: layout.OnceChannelPrefix, describe: func(msg string) (string, string) {
+		if msg == "1" {
+			return "done", "Once: the function succeeded; the waiters return"
+		}
+		return "release", "Once: the function did not complete; the next caller runs it"
+	}},
+	// A WaitGroup's (RCountDownLatch's) counter reached zero.
+	{prefix: layout.LatchChannelPrefix, braced: true, describe: func(msg string) (string, string) {
+		if msg == "0" {
+			return "zero", "WaitGroup: the counter reached zero; Wait returns"
+		}
+		return fmt.Sprintf("message %q", msg), "WaitGroup"
 	}},
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -247,18 +245,7 @@ func TestWatchFairMutexTurn(t *testing.T) {
 	c, rc := newLibClient(t)
 	other, _ := newLibClient(t)
 	ctx := context.Background()
-	cmd := exec.Command(bin, "watch", "--redis", serverURL(), "--duration", "30s", "watchfair:*")
-	cmd.Env = cleanEnv()
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	for lines.Scan() && !strings.HasPrefix(lines.Text(), "# watching") {
-		t.Log(lines.Text())
-	}
+	_, lines, stderr := startWatch(t, "--duration", "30s", "watchfair:*")
 	const name = "watchfair:one"
 	holder := c.NewFairMutex(name)
 	require.NoError(t, holder.LockContext(ctx))

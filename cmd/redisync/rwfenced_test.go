@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -260,18 +258,7 @@ func requireLost(t *testing.T, done <-chan struct{}, errOf func() error) {
 func TestWatchRWMutex(t *testing.T) {
 	c, _ := newLibClient(t)
 	ctx := context.Background()
-	cmd := exec.Command(bin, "watch", "--redis", serverURL(), "--count", "1", "--duration", "20s", "watchrw:*")
-	cmd.Env = cleanEnv()
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	for lines.Scan() && !strings.HasPrefix(lines.Text(), "# watching") {
-		t.Log(lines.Text())
-	}
+	cmd, lines, stderr := startWatch(t, "--count", "1", "--duration", "20s", "watchrw:*")
 	rw := c.NewRWMutex("watchrw:one")
 	require.NoError(t, rw.LockContext(ctx))
 	require.NoError(t, rw.UnlockContext(ctx)) // a write release: message "1"

@@ -69,6 +69,11 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	case "Semaphore":
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewSemaphore(name, 0).ForceUnlock(ctx) }
 		after = "every holder lost its permits; the size and the queue are kept, and the queued requests that fit were woken"
+	case "Once":
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewOnce(name).ForceUnlock(ctx) }
+		after = "the caller running the function lost its claim (its function's context is cancelled); a waiting caller runs the function again"
+	case "WaitGroup":
+		return fmt.Errorf("a WaitGroup holds no lock to take away: change its counter with Add (count %d)", *info.Count)
 	default:
 		return fmt.Errorf("force unlock of a %s is not supported", info.Kind)
 	}

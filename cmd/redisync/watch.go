@@ -89,10 +89,10 @@ func watchPlan(ctx context.Context, rc rueidis.Client, db int, pattern string, l
 	for _, lc := range lockChannels {
 		if cluster {
 			if literal {
-				channels = append(channels, auxName(lc.prefix, pattern))
+				channels = append(channels, lc.channel(pattern))
 			}
 		} else {
-			channels = append(channels, lc.prefix+":*")
+			channels = append(channels, lc.pattern())
 		}
 	}
 	switch {
@@ -212,9 +212,9 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 		return
 	}
 	for _, lc := range lockChannels {
-		if rest, ok := strings.CutPrefix(msg.Channel, lc.prefix+":"); ok {
+		if name, ok := lc.name(msg.Channel); ok {
 			event, detail := lc.describe(msg.Message)
-			w.emit(event, nameFromAux(rest), detail)
+			w.emit(event, name, detail)
 			return
 		}
 	}
@@ -227,11 +227,14 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 //
 // A FairMutex's lock hash redisync_fair:{NAME} is reported under NAME, and
 // its deletion as a release: a FairMutex publishes only when a waiter is
-// queued, so its channel alone misses releases.
+// queued, so its channel alone misses releases. So is a Once's claim
+// redisync_once:{NAME}.
 func (w *watcher) keyspace(key, event string) {
 	name, kind := key, ""
 	if rest, ok := strings.CutPrefix(key, layout.FairLockPrefix+":"); ok {
 		name, kind = nameFromAux(rest), "FairMutex"
+	} else if rest, ok := strings.CutPrefix(key, layout.OncePrefix+":"); ok {
+		name, kind = nameFromAux(rest), "Once" // its claim
 	} else if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
 		return // an RWMutex's read hold timeouts are reported through its hash
 	}
@@ -257,7 +260,7 @@ func (w *watcher) keyspace(key, event string) {
 		w.mu.Lock()
 		delete(w.known, key) // a lock's release arrives on its channel
 		w.mu.Unlock()
-		if kind != "" {
+		if kind == "FairMutex" { // a Once's claim's end comes on its channel
 			w.emit("release", name, kind)
 		}
 	}

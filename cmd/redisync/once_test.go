@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+)
+
+// inspect shows a Once's runner while its function runs, and then that it is
+// done; unlock --force takes the claim away, cancelling the function.
+func TestInspectAndUnlockOnce(t *testing.T) {
+	c, _ := newLibClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const name = "inspect:once"
+	o := c.NewOnce(name)
+	running := make(chan struct{})
+	var cause error
+	ran := waitFor(func() error {
+		return o.Do(ctx, func(fctx context.Context) error {
+			close(running)
+			<-fctx.Done()
+			cause = context.Cause(fctx)
+			return errors.New("interrupted")
+		})
+	})
+	<-running
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Once "inspect:once": not done; its function is running, claim [0-9.]+s left\n`, r.stdout)
+	require.Regexp(t, `(?m)^  CLIENT +OWNER +HOLDS +TTL$`, r.stdout)
+
+	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `unlocked "inspect:once"`)
+	require.Contains(t, r.stdout, "a waiting caller runs the function again")
+	require.EqualError(t, <-ran, "interrupted")
+	require.ErrorIs(t, cause, redisync.ErrLockLost, "the function's context ended with the claim")
+
+	require.NoError(t, o.Do(ctx, func(context.Context) error { return nil }))
+	r = runCmd(t, "", nil, "inspect", "--json", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	var info lockInfo
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
+	require.Equal(t, "Once", info.Kind)
+	require.False(t, info.Locked)
+	require.NotNil(t, info.Done)
+	require.True(t, *info.Done)
+}
+
+// inspect reads a WaitGroup's counter (a Redisson RCountDownLatch); unlock
+// refuses it, naming Add.
+func TestInspectWaitGroup(t *testing.T) {
+	c, _ := newLibClient(t)
+	ctx := context.Background()
+	const name = "inspect:wg"
+	wg := c.NewWaitGroup(name)
+	require.NoError(t, wg.Add(ctx, 3))
+	defer func() { _ = wg.Add(ctx, -3) }()
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^WaitGroup "inspect:wg": count 3: Wait blocks until Done brings it to zero \(channel redisson_countdownlatch__channel__\{inspect:wg\}\)\n`, r.stdout)
+	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "change its counter with Add")
+}
+
+// watch reports a Once's success and a WaitGroup reaching zero.
+func TestWatchOnceAndWaitGroup(t *testing.T) {
+	c, _ := newLibClient(t)
+	ctx := context.Background()
+	_, lines, stderr := startWatch(t, "--duration", "30s", "watchsync:*")
+	require.NoError(t, c.NewOnce("watchsync:once").Do(ctx, func(context.Context) error { return nil }))
+	wg := c.NewWaitGroup("watchsync:wg")
+	require.NoError(t, wg.Add(ctx, 1))
+	require.NoError(t, wg.Done(ctx))
+
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  done     watchsync:once  \(Once: the function succeeded; the waiters return\)$`),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  zero     watchsync:wg  \(WaitGroup: the counter reached zero; Wait returns\)$`),
+	}
+	var seen []string
+	for lines.Scan() && len(want) > 0 {
+		seen = append(seen, lines.Text())
+		if want[0].MatchString(lines.Text()) {
+			want = want[1:]
+		}
+	}
+	require.Empty(t, want, "saw %q; stderr %s", seen, stderr.String())
+}
