@@ -84,10 +84,7 @@ func BenchmarkMutex(b *testing.B) {
 			h.Unlock()
 			handoffs = append(handoffs, (<-acquired).Sub(released))
 		}
-		slices.Sort(handoffs)
-		pct := func(p int) float64 { return float64(handoffs[len(handoffs)*p/100].Microseconds()) }
-		b.ReportMetric(pct(50), "p50-µs")
-		b.ReportMetric(pct(99), "p99-µs")
+		reportLatencies(b, handoffs)
 	})
 }
 
@@ -138,4 +135,12 @@ func BenchmarkMutexSharedHandle(b *testing.B) {
 			m.Unlock()
 		}
 	})
+}
+
+// reportLatencies reports the median and the 99th percentile of lags, in µs.
+func reportLatencies(b *testing.B, lags []time.Duration) {
+	slices.Sort(lags)
+	pct := func(p int) float64 { return float64(lags[len(lags)*p/100].Microseconds()) }
+	b.ReportMetric(pct(50), "p50-µs")
+	b.ReportMetric(pct(99), "p99-µs")
 }

@@ -2,7 +2,6 @@ package redisync_test
 
 import (
 	"context"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,9 +70,6 @@ func BenchmarkFairMutex(b *testing.B) {
 			h.Unlock()
 			handoffs = append(handoffs, (<-acquired).Sub(released))
 		}
-		slices.Sort(handoffs)
-		pct := func(p int) float64 { return float64(handoffs[len(handoffs)*p/100].Microseconds()) }
-		b.ReportMetric(pct(50), "p50-µs")
-		b.ReportMetric(pct(99), "p99-µs")
+		reportLatencies(b, handoffs)
 	})
 }
