@@ -15,10 +15,12 @@ const (
 	I4 = "I4" // FIFO for FairMutex
 	I5 = "I5" // a holder that lost its lease is told in time
 	I6 = "I6" // no leaks
+	I7 = "I7" // a Once's function completes once (until a Reset)
+	I8 = "I8" // a WaitGroup's Wait never returns while the counter is above zero
 )
 
 // Invariants lists them in order.
-var Invariants = []string{I1, I2, I3, I4, I5, I6}
+var Invariants = []string{I1, I2, I3, I4, I5, I6, I7, I8}
 
 // A Violation is one breach of an invariant. Expected ones are allowed by the
 // fault that caused them (I1 under F2, F3, F5 and F9's deletions).
@@ -42,6 +44,8 @@ func Check(h *History) []Violation {
 	out = append(out, m.checkFIFO()...)
 	out = append(out, m.checkTold()...)
 	out = append(out, m.checkLeaks()...)
+	out = append(out, m.checkOnce()...)
+	out = append(out, m.checkWaitGroup()...)
 	return out
 }
 

@@ -18,6 +18,8 @@ var testResources = map[string]Resource{
 	"sem":  {Name: "sem", Primitive: "Semaphore", Shared: 2},
 	"fair": {Name: "fair", Primitive: "FairMutex", FIFO: true},
 	"fm":   {Name: "fm", Primitive: "FencedMutex", Fenced: true},
+	"once": {Name: "once", Primitive: "Once"},
+	"wg":   {Name: "wg", Primitive: "WaitGroup"},
 }
 
 // cycle returns the events of one waiting lock cycle of worker w's goroutine

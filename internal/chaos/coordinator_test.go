@@ -257,8 +257,8 @@ func (r *run) list(addr string, args ...string) []string {
 }
 
 // leftKeys records the keys left on the lock server once the release latches
-// have expired, other than token counters and Semaphore sizes (durable by
-// design) and the long-lived latches of holds whose acquire had an unknown
+// have expired, other than token counters, Semaphore sizes, Once completions
+// and WaitGroup counters (durable by design) and the long-lived latches of holds whose acquire had an unknown
 // outcome, which must expire by themselves (one with no expiry is a leak).
 func (r *run) leftKeys() {
 	time.Sleep(5500 * time.Millisecond) // release latches live 5 s
@@ -269,9 +269,13 @@ func (r *run) leftKeys() {
 	}
 	for _, k := range all {
 		switch {
-		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"):
+		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"),
+			strings.HasPrefix(k, layout.OnceDonePrefix+":"):
+		case strings.HasPrefix(k, waitGroupName+":"):
+			// A WaitGroup's counter has no lease: a worker killed in a round
+			// leaves it up, by design (as Redisson's RCountDownLatch).
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
-			strings.HasPrefix(k, layout.SemLatchPrefix+":"):
+			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"):
 			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms < 0 {
 				left = append(left, k)
 			}

@@ -22,6 +22,11 @@ const (
 	Parked        Kind = "parked"   // the holder waits in its critical section for a fault
 	Leak          Kind = "leak"     // a leak found at the end (R says of what, N how many)
 	Quiet         Kind = "quiet"    // the worker stopped and waited out its lingers
+	// A Once's and a WaitGroup's own events.
+	Completed Kind = "ok"    // a Once's function returned nil (inside its hold, before Exit)
+	Finished  Kind = "done"  // a waiting call returned nil without a hold: the Once was done, the WaitGroup at zero
+	Reset     Kind = "reset" // a Once's Reset returned (T0 its call)
+	Add       Kind = "add"   // a WaitGroup's Add returned (T0 its call, N the delta; Err when it failed)
 )
 
 // Modes of a hold.

@@ -189,6 +189,9 @@ func lockKeys(res string) []string {
 		return []string{layout.Aux(layout.FairLockPrefix, res)}
 	case "Semaphore":
 		return []string{layout.Aux(layout.SemHoldersPrefix, res), layout.Aux(layout.SemLeasesPrefix, res)}
+	case "Once":
+		l := layout.OnceOf(res)
+		return []string{l.Claim, l.Done}
 	}
 	return []string{res}
 }

@@ -36,6 +36,9 @@ type wait struct {
 	Ret    int64 // never when it did not return
 	OK     bool
 	hold   *hold
+	// Finished marks a call that returned nil without a hold (a Once found
+	// done, a WaitGroup's Wait at zero).
+	Finished bool
 }
 
 // A hold is one acquisition, from the acquire's return to the release's.
@@ -54,6 +57,18 @@ type hold struct {
 	RelErr string
 	// Killed is set when the worker died holding; Rel is never then.
 	Killed int64
+	// Completed is when a Once's function returned nil in this hold, 0 if
+	// it did not.
+	Completed int64
+}
+
+// A call is a call of a Once's Reset or a WaitGroup's Add (N its delta).
+type call struct {
+	W, G  int
+	R     string
+	N     int64
+	T0, T int64
+	Err   string
 }
 
 // A write is one call of a Fence's Set.
@@ -71,6 +86,8 @@ type model struct {
 	waits  []*wait
 	holds  []*hold
 	writes []write
+	resets []call             // a Once's Resets
+	adds   []call             // a WaitGroup's Adds (Done is Add -1)
 	kills  map[int]int64      // worker -> when it was killed
 	slots  map[[2]int][]*hold // (worker, goroutine) -> its holds in order
 }
@@ -109,6 +126,22 @@ func build(h *History) *model {
 			}
 		case Handover:
 			handed[s] = true
+		case Finished:
+			if w := waiting[s]; w != nil {
+				delete(waiting, s)
+				w.Ret, w.Finished = e.T, true
+			}
+		case Completed:
+			if hd := holding[s]; hd != nil {
+				hd.Completed = e.T
+			}
+		case Reset, Add:
+			c := call{W: e.W, G: e.G, R: e.R, N: e.N, T0: e.T0, T: e.T, Err: e.Err}
+			if e.K == Reset {
+				m.resets = append(m.resets, c)
+			} else {
+				m.adds = append(m.adds, c)
+			}
 		case Acquired, AcquireFailed:
 			w := waiting[s]
 			handover := handed[s]

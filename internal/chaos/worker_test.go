@@ -53,7 +53,12 @@ var slots = []struct {
 	{"chaos-rw", Shared}, {"chaos-rw", Exclusive},
 	{"chaos-fair", Exclusive}, {"chaos-fenced", Exclusive}, {"chaos-sem", Shared},
 	{"chaos-shared", Exclusive}, {"chaos-shared", Exclusive},
+	{"chaos-once", Exclusive},
 }
+
+// The WaitGroups that every worker's waitGroup goroutine shares are named
+// waitGroupName + ":<epoch>"; its goroutines' numbers come after the slots'.
+const waitGroupName = "chaos-wg"
 
 // resources describes the locks of slots.
 var resources = map[string]Resource{
@@ -63,6 +68,8 @@ var resources = map[string]Resource{
 	"chaos-fenced": {Name: "chaos-fenced", Primitive: string(redisync.PrimitiveFencedMutex), Fenced: true},
 	"chaos-sem":    {Name: "chaos-sem", Primitive: string(redisync.PrimitiveSemaphore), Shared: semSize},
 	"chaos-shared": {Name: "chaos-shared", Primitive: string(redisync.PrimitiveMutex)},
+	"chaos-once":   {Name: "chaos-once", Primitive: string(redisync.PrimitiveOnce)},
+	waitGroupName:  {Name: waitGroupName, Primitive: string(redisync.PrimitiveWaitGroup)},
 }
 
 const (
@@ -99,6 +106,7 @@ type worker struct {
 	// renewals counts renewal rounds with leases in them, once counting is on.
 	counting atomic.Bool
 	renewals atomic.Int64
+	client   *redisync.Client // the lock servers' (see driveWaitGroup)
 }
 
 // A slot is one goroutine's lock and its parking state.
@@ -112,6 +120,7 @@ type slot struct {
 	unlock func(ctx context.Context) error
 	done   func() <-chan struct{}
 	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
+	once   *redisync.Once                                // a Once's slot runs its function instead
 }
 
 type slotKey struct{}
@@ -184,6 +193,7 @@ func runWorker(raw string) int {
 	for _, s := range w.slots {
 		wg.Go(func() { w.drive(s) })
 	}
+	wg.Go(func() { w.driveWaitGroup(len(w.slots)) })
 	for cmd := range commands {
 		verb, arg, _ := strings.Cut(cmd, " ")
 		g, _ := strconv.Atoi(arg)
@@ -290,6 +300,9 @@ func (w *worker) connect() (func(), error) {
 			s.write = func(ctx context.Context, tok uint64) error {
 				return fence.Set(ctx, tok, strconv.Itoa(w.cfg.ID))
 			}
+		case sl.res == "chaos-once":
+			s.once = c.NewOnce(sl.res)
+			s.done = s.once.Done
 		case sl.res == "chaos-sem":
 			sem := c.NewSemaphore(sl.res, semSize)
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, 1) }
@@ -298,6 +311,7 @@ func (w *worker) connect() (func(), error) {
 		}
 		w.slots = append(w.slots, s)
 	}
+	w.client = c
 	return func() {
 		_ = c.Close()
 		_ = rc.Close()
@@ -310,6 +324,10 @@ func (w *worker) connect() (func(), error) {
 // short critical section (or, when parked, until the coordinator says),
 // write to the fence with the token if fenced, release.
 func (w *worker) drive(s *slot) {
+	if s.once != nil {
+		w.driveOnce(s)
+		return
+	}
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(s.g)))
 	base := context.WithValue(context.Background(), slotKey{}, s)
 	for !w.stop.Load() {

@@ -18,4 +18,8 @@
 //	owner-field     every hold of an owner has the same field in Redis, so an
 //	                acquire takes over the entry of the owner's previous hold
 //	                and a late release of that hold ends the new one (I1)
+//	once-rerun      a Once's claim ignores that its function has succeeded, so
+//	                the function runs again (I7)
+//	wg-early        a WaitGroup's counter is taken for zero, deleted and
+//	                announced, when it reaches one (I8)
 package mutant

@@ -29,6 +29,8 @@ var mutants = []struct {
 	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
 	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[4] .. ':' .. ARGV[2]) == 1 then", "if false then"},
 	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then", "if false then"},
+	{"once-rerun", &OnceClaim, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
+	{"wg-early", &WGAdd, "if after == 0 then", "if after <= 1 then"},
 }
 
 func init() {
