@@ -93,8 +93,15 @@ var FaultNames = map[string]string{
 // Cluster's manual failover waits for the replica and pauses the master's
 // writes meanwhile: it loses nothing.
 func (f Fault) breaksLeases() bool {
+	return f.Kind == "F2" || f.Kind == "F5" || f.losesData()
+}
+
+// losesData reports whether f may make Redis forget what it recorded: a
+// restart without persistence (F3), a DEL or FLUSHDB (F9), a failover that
+// lost acknowledged writes (F15, and a Sentinel's F13).
+func (f Fault) losesData() bool {
 	switch f.Kind {
-	case "F2", "F3", "F5", "F15":
+	case "F3", "F15":
 		return true
 	case "F9":
 		return f.Sub != "pubsub"

@@ -6,21 +6,6 @@ import (
 	"sort"
 )
 
-// losesData reports whether f may make Redis forget what it recorded: a
-// restart without persistence (F3), a DEL or FLUSHDB (F9), a failover that
-// lost acknowledged writes (F15, and a Sentinel's F13).
-func (f Fault) losesData() bool {
-	switch f.Kind {
-	case "F3", "F15":
-		return true
-	case "F9":
-		return f.Sub != "pubsub"
-	case "F13":
-		return f.Sub == "sentinel"
-	}
-	return false
-}
-
 // lostDataIn returns the kind of a fault that may have made Redis forget the
 // data of resource r during [from, to], "" when there is none.
 func (m *model) lostDataIn(r string, from, to int64) string {
