@@ -37,7 +37,7 @@ type Client struct {
 
 // New returns a Client that works through rc, with the options as the
 // defaults of every handle. On Redis Cluster the primitives use sharded
-// Pub/Sub (Redis 7.0 or later). rc should have client-side caching disabled
+// Pub/Sub (Redis 7.0 or later) unless [WithShardedPubSub] says otherwise. rc should have client-side caching disabled
 // (DisableCache) unless it is used elsewhere; AlwaysPipelining lowers latency
 // under load, and a MaxFlushDelay of about 20 µs the CPU of many concurrent
 // calls. Close the Client before rc.
@@ -50,11 +50,12 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	cluster := rc.Mode() == rueidis.ClientModeCluster
+	sharded := cluster && !cfg.classicPubSub
 	c := &Client{
 		rc:      rc,
 		id:      newUUID(),
 		cfg:     cfg,
-		scripts: scripts.NewRunner(rc),
+		scripts: scripts.NewRunner(rc, sharded),
 		closed:  make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
 	}
@@ -65,7 +66,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		notifyOpts = append(notifyOpts, notify.OnSubscribe(c.observeSubscribed))
 	}
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
-	c.notify = notify.New(rc, cluster, cfg.logger, notifyOpts...)
+	c.notify = notify.New(rc, sharded, cfg.logger, notifyOpts...)
 	return c, nil
 }
 

@@ -309,7 +309,7 @@ func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redisserver.Target) 
 	waitQueued(t, rc, name, 2)
 	time.Sleep(50 * time.Millisecond) // subscribed
 	leave := time.Now()
-	reply, err := scripts.NewRunner(rc).Exec(ctx, scripts.Call{
+	reply, err := scripts.NewRunner(rc, rc.Mode() == rueidis.ClientModeCluster).Exec(ctx, scripts.Call{
 		Script: scripts.FairRelease,
 		Keys: []string{layout.Aux(layout.FairLockPrefix, name), queue, alive,
 			layout.Aux(layout.FairChannelPrefix, name), layout.Aux(layout.FairLatchPrefix, name)},

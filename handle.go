@@ -39,6 +39,9 @@ func (c *Client) initHandle(h *handle, name string, opts []Option) {
 	if cfg.err != nil {
 		panic(cfg.err.Error())
 	}
+	if cfg.classicPubSub != c.cfg.classicPubSub {
+		panic("redisync: WithShardedPubSub applies to a Client (New), not to one handle")
+	}
 	h.c, h.cfg, h.name, h.key, h.owner = c, cfg, name, name, lastOwner.Add(1)
 	h.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
 }

@@ -57,26 +57,22 @@ const (
 	// wrapping ErrClosed, or a Redis failure. Wait is the time it waited.
 	EventAcquireFailed
 	// EventReleased: a hold ended without a loss. Hold is its length. Cause
-	// is nil for a clean release; otherwise the release could not be
-	// confirmed by Redis (the lock expires with its lease), or the Client was
-	// closed while holding (Cause wraps ErrClosed).
+	// is nil for a clean release, else why Redis did not confirm it (the lock
+	// expires with its lease) or ErrClosed (the Client was closed).
 	EventReleased
-	// EventLost: a hold was lost. Cause wraps ErrLockLost and says why (the
-	// lease ran out, Redis no longer had the hold, it was force-unlocked).
-	// Hold is how long it lasted until the loss was noticed.
+	// EventLost: a hold was lost. Cause wraps ErrLockLost and says why; Hold
+	// is how long it lasted until the loss was noticed.
 	EventLost
 	// EventWakeup: a waiting call was woken to try again. Source says by what.
 	EventWakeup
-	// EventRenewalBatch: the renewal goroutine sent one round of lease
-	// renewals (held locks and queued waiters' heartbeats). Batch is their
-	// number, Failures how many failed (they are retried until their lease
-	// runs out; Cause is one such failure), Duration the round trip.
+	// EventRenewalBatch: one round of lease renewals (held locks, queued
+	// waiters' heartbeats) was sent: Batch of them, Failures failed (retried
+	// until their lease runs out; Cause is one), Duration the round trip.
 	// Primitive and Name are empty.
 	EventRenewalBatch
-	// EventSubscribed: the Client's subscription of a channel was confirmed by
-	// Redis; Resubscribed is set when it was established again (after a
-	// reconnect), which wakes the channel's waiters. Name is the channel and
-	// Primitive is empty.
+	// EventSubscribed: Redis confirmed the Client's subscription of a
+	// channel (Name; Primitive is empty), again after a reconnect when
+	// Resubscribed is set, which wakes the channel's waiters.
 	EventSubscribed
 	// EventQueued: a waiting call of a FairMutex or a Semaphore found the lock
 	// taken and Redis confirmed its place in the queue: nobody queued behind
@@ -108,17 +104,10 @@ type WakeSource uint8
 
 // The sources of a wake-up.
 const (
-	// WakePubSub: a message on the lock's channel (a release anywhere).
-	WakePubSub WakeSource = iota + 1
-	// WakeLocal: a release, or a waiter giving up its turn, in this process,
-	// without waiting for the Pub/Sub round trip.
-	WakeLocal
-	// WakeTimeout: the wait's bound ran out (the holder's remaining lease, or
-	// the queue position's deadline) without a message.
-	WakeTimeout
-	// WakeResubscribe: the channel's subscription was established again, and
-	// messages may have been missed meanwhile.
-	WakeResubscribe
+	WakePubSub      WakeSource = iota + 1 // a message on the lock's channel (a release anywhere)
+	WakeLocal                             // a release, or a waiter giving up its turn, in this process
+	WakeTimeout                           // the wait's bound (a lease, a queue deadline) ran out
+	WakeResubscribe                       // the subscription was established again: messages may be lost
 )
 
 var wakeSourceNames = [...]string{"", "PubSub", "Local", "Timeout", "Resubscribe"}

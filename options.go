@@ -18,12 +18,13 @@ const DefaultWatchdogTimeout = 30 * time.Second
 type Option func(*config)
 
 type config struct {
-	watchdog  time.Duration // lease in watchdog mode
-	lease     time.Duration // fixed lease; 0 selects watchdog mode
-	heartbeat time.Duration // a queued waiter's liveness timeout (FairMutex, Semaphore)
-	logger    *slog.Logger
-	observer  Observer // nil: no events (see WithObserver)
-	err       error
+	watchdog      time.Duration // lease in watchdog mode
+	lease         time.Duration // fixed lease; 0 selects watchdog mode
+	heartbeat     time.Duration // a queued waiter's liveness timeout (FairMutex, Semaphore)
+	logger        *slog.Logger
+	observer      Observer // nil: no events (see WithObserver)
+	classicPubSub bool     // PUBLISH/SUBSCRIBE on a cluster (Client-wide)
+	err           error
 }
 
 func defaultConfig() config {
@@ -119,4 +120,13 @@ func WithHeartbeatTimeout(d time.Duration) Option {
 // silences the handle. Without an observer, no event is built.
 func WithObserver(o Observer) Option {
 	return func(cfg *config) { cfg.observer = o }
+}
+
+// WithShardedPubSub chooses sharded Pub/Sub on Redis Cluster (the default) or
+// classic PUBLISH/SUBSCRIBE (on false), which Java services whose Redisson has
+// no sharded subscriptions (before 3.22, or shardedSubscriptionMode off) need
+// to wake, and be woken by, the same locks. It applies to a whole Client: a
+// handle constructor given another value than the Client's panics.
+func WithShardedPubSub(on bool) Option {
+	return func(cfg *config) { cfg.classicPubSub = !on }
 }

@@ -23,16 +23,14 @@ type protocol struct {
 	policy    notify.Policy // how the channel's messages wake them
 	wakeAll   bool          // a release wakes every waiter of this process, not one
 	suffix    string        // ends the fields of new holds (a write hold's ":write")
-	// handoff lets a release hand the hold straight to a local caller of the
-	// same owner (see handOver). Never for a hold whose every acquisition
-	// Redis must see (a FencedMutex's token) or whose order it keeps.
+	// handoff lets a release hand the hold to a local caller of the same
+	// owner (handOver); never when Redis must see every acquisition.
 	handoff bool
 	// queued marks a lock whose waiters queue in Redis with a ticket
 	// (FairMutex, Semaphore): a release names the waiters it wakes.
 	queued bool
-	// waitOnly marks a wait for a condition that takes no hold (WaitGroup.Wait):
-	// its acquire answers Complete or Busy, and a call that gives up has
-	// nothing to give back.
+	// waitOnly marks a wait that takes no hold (WaitGroup.Wait): its acquire
+	// answers Complete or Busy, and giving up has nothing to give back.
 	waitOnly bool
 	// permits marks a Semaphore: holds are permits, a new acquire after a
 	// loss starts a new hold (the lost permits wait for Release).

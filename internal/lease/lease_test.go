@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rc, err := target.NewClient()
 	require.NoError(t, err)
-	f := &fixture{rc: rc, runner: scripts.NewRunner(rc)}
+	f := &fixture{rc: rc, runner: scripts.NewRunner(rc, rc.Mode() == rueidis.ClientModeCluster)}
 	f.sched = lease.New(f.runner, false, slog.Default())
 	t.Cleanup(func() {
 		f.sched.Close()

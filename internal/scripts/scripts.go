@@ -92,11 +92,11 @@ type Runner struct {
 	publish string // "publish", or "spublish" on a cluster
 }
 
-// NewRunner returns a Runner that sends its calls through rc. On a cluster
-// the scripts publish with SPUBLISH (sharded Pub/Sub).
-func NewRunner(rc rueidis.Client) *Runner {
+// NewRunner returns a Runner that sends its calls through rc. With sharded
+// set (on a cluster) the scripts publish with SPUBLISH, else with PUBLISH.
+func NewRunner(rc rueidis.Client, sharded bool) *Runner {
 	r := &Runner{rc: rc, publish: "publish"}
-	if rc.Mode() == rueidis.ClientModeCluster {
+	if sharded {
 		r.publish = "spublish"
 	}
 	return r

@@ -29,7 +29,7 @@ func newRunner(t *testing.T) (*scripts.Runner, rueidis.Client) {
 	rc, err := target.NewClient()
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
-	return scripts.NewRunner(rc), rc
+	return scripts.NewRunner(rc, rc.Mode() == rueidis.ClientModeCluster), rc
 }
 
 // acquire runs mutex_acquire for the hold field, which has count holds.
