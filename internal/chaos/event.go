@@ -23,10 +23,11 @@ const (
 	Leak          Kind = "leak"     // a leak found at the end (R says of what, N how many)
 	Quiet         Kind = "quiet"    // the worker stopped and waited out its lingers
 	// A Once's and a WaitGroup's own events.
-	Completed Kind = "ok"    // a Once's function returned nil (inside its hold, before Exit)
-	Finished  Kind = "done"  // a waiting call returned nil without a hold: the Once was done, the WaitGroup at zero
-	Reset     Kind = "reset" // a Once's Reset returned (T0 its call)
-	Add       Kind = "add"   // a WaitGroup's Add returned (T0 its call, N the delta; Err when it failed)
+	Completed Kind = "ok"       // a Once's function returned nil (inside its hold, before Exit)
+	Finished  Kind = "done"     // a waiting call returned nil without a hold: the Once was done, the WaitGroup at zero
+	ResetCall Kind = "resetinv" // a Once's Reset is called
+	Reset     Kind = "reset"    // it returned (Err when it failed: it may have run all the same)
+	Add       Kind = "add"      // a WaitGroup's Add returned (T0 its call, N the delta; Err when it failed)
 )
 
 // Modes of a hold.

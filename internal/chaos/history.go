@@ -106,6 +106,7 @@ func build(h *History) *model {
 	waiting := map[slot]*wait{}
 	holding := map[slot]*hold{}
 	handed := map[slot]bool{}
+	resetting := map[slot]int{} // a Reset called and not yet returned: its index in m.resets
 	// A local handover passes a hold on without Redis: the hold that receives
 	// it began, in Redis, when the first hold of the chain was called for.
 	type owner struct {
@@ -135,13 +136,16 @@ func build(h *History) *model {
 			if hd := holding[s]; hd != nil {
 				hd.Completed = e.T
 			}
-		case Reset, Add:
-			c := call{W: e.W, G: e.G, R: e.R, N: e.N, T0: e.T0, T: e.T, Err: e.Err}
-			if e.K == Reset {
-				m.resets = append(m.resets, c)
-			} else {
-				m.adds = append(m.adds, c)
+		case ResetCall: // until it returns, it may run at any time (its worker may die)
+			resetting[s] = len(m.resets)
+			m.resets = append(m.resets, call{W: e.W, G: e.G, R: e.R, T0: e.T, T: never})
+		case Reset:
+			if i, ok := resetting[s]; ok {
+				m.resets[i].T, m.resets[i].Err = e.T, e.Err
+				delete(resetting, s)
 			}
+		case Add:
+			m.adds = append(m.adds, call{W: e.W, G: e.G, R: e.R, N: e.N, T0: e.T0, T: e.T, Err: e.Err})
 		case Acquired, AcquireFailed:
 			w := waiting[s]
 			handover := handed[s]

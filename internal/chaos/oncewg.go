@@ -69,7 +69,9 @@ func (m *model) checkOnce() []Violation {
 // checkWaitGroup (I8) checks that no Wait of a WaitGroup returned while its
 // counter was surely above zero. The counter is at least lb(t): the deltas
 // of the Adds that returned successfully by t, less one for every Done
-// called by t (it may have been applied then); after a fault that may have
+// called by t (it may have been applied then). A killed worker's Adds do not
+// count: its Dones in flight when it died may have been applied unrecorded
+// (they are recorded with their call once they return). After a fault that may have
 // made Redis forget the counter, only what came after it counts (the counter
 // may be zero from its start). A Wait that returned nil must have seen
 // lb(t) <= 0 at some t between its call and its return; no fault excuses it.
@@ -119,8 +121,9 @@ func (m *model) lowerBound(name string, adds []call) []bound {
 	}
 	var steps []step
 	for _, c := range adds {
+		_, killed := m.kills[c.W]
 		switch {
-		case c.N > 0 && c.Err == "":
+		case c.N > 0 && c.Err == "" && !killed:
 			steps = append(steps, step{t: c.T, delta: c.N})
 		case c.N < 0:
 			steps = append(steps, step{t: c.T0, delta: c.N})

@@ -16,7 +16,7 @@ func onceRun(w, g int, inv, acq, end, rel int64, ok bool) []Event {
 
 // reset is a Reset called at t0 and returned at t.
 func reset(w, g int, t0, t int64) []Event {
-	return []Event{{T0: t0 * ms1, T: t * ms1, W: w, G: g, K: Reset, R: "once"}}
+	return []Event{{T: t0 * ms1, W: w, G: g, K: ResetCall, R: "once"}, {T: t * ms1, W: w, G: g, K: Reset, R: "once"}}
 }
 
 func TestOnceCompletesOnce(t *testing.T) {
@@ -27,6 +27,13 @@ func TestOnceCompletesOnce(t *testing.T) {
 	expect(t, history(nil, first, reset(3, 0, 24, 26), onceRun(2, 0, 5, 30, 40, 42, true)), I7, 0, 0)
 	// A Reset that returned before the first function ended does not count.
 	expect(t, history(nil, first, reset(3, 0, 1, 3), onceRun(2, 0, 5, 30, 40, 42, true)), I7, 0, 1)
+	// A Reset whose worker died before it returned may have run after the
+	// record; one that failed too (its reply lost).
+	pending := []Event{{T: 24 * ms1, W: 3, G: 0, K: ResetCall, R: "once"}}
+	expect(t, history(nil, first, pending, onceRun(2, 0, 5, 30, 40, 42, true)), I7, 0, 0)
+	failed := reset(3, 0, 1, 26)
+	failed[1].Err = "connection closed"
+	expect(t, history(nil, first, failed, onceRun(2, 0, 5, 30, 40, 42, true)), I7, 0, 0)
 	// A failed first run, or one whose Do failed (perhaps not recorded): fine.
 	expect(t, history(nil, onceRun(1, 0, 0, 10, 20, 22, false), onceRun(2, 0, 5, 30, 40, 42, true)), I7, 0, 0)
 	unrecorded := onceRun(1, 0, 0, 10, 20, 22, true)
@@ -74,4 +81,10 @@ func TestWaitGroupWaitsForZero(t *testing.T) {
 	// new Add(1) pending, returning early is a violation again.
 	later := append(adds[:1:1], add(2, 1, 1, 30, 31, false), wgWait(2, 0, 32, 40))
 	expect(t, history(flush, later...), I8, 0, 1)
+	// A worker killed after its Add and one recorded Done: its second Done
+	// may have been applied without a record, so another's Wait may return.
+	kill := []Fault{{Kind: "F1", W: 1, G: 0, Start: 12 * ms1, End: 13 * ms1}}
+	killed := [][]Event{add(1, 1, 2, 0, 1, false), add(1, 2, -1, 10, 11, false), wgWait(2, 0, 2, 15)}
+	expect(t, history(kill, killed...), I8, 0, 0)
+	expect(t, history(nil, killed...), I8, 0, 1) // without the kill: the counter was 1
 }

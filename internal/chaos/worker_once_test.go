@@ -24,12 +24,14 @@ func (w *worker) driveOnce(s *slot) {
 	base := context.WithValue(context.Background(), slotKey{}, s)
 	for !w.stop.Load() {
 		if rng.IntN(3) == 0 {
-			t0 := Now()
+			w.emit(Event{G: s.g, K: ResetCall, R: s.res})
 			ctx, cancel := context.WithTimeout(base, waitLimit)
-			if s.once.Reset(ctx) == nil {
-				w.emit(Event{T0: t0, G: s.g, K: Reset, R: s.res})
+			e := Event{G: s.g, K: Reset, R: s.res}
+			if err := s.once.Reset(ctx); err != nil {
+				e.Err = err.Error() // it may have run: a reply lost with its connection
 			}
 			cancel()
+			w.emit(e)
 		}
 		lockLimit, _ := limits(rng)
 		fail := rng.IntN(4) == 0
