@@ -85,10 +85,10 @@ func TestFields(t *testing.T) {
 func TestLayoutsShareSlot(t *testing.T) {
 	for _, name := range []string{"order:42", "{user}:lock"} {
 		slot := Slot(name)
-		rw, sem, fair, mu, once := RWOf(name), SemOf(name), FairOf(name), MutexOf(name), OnceOf(name)
+		rw, sem, fair, mu, once, el := RWOf(name), SemOf(name), FairOf(name), MutexOf(name), OnceOf(name), ElectionOf(name)
 		keys := append(sem.Keys(), rw.Channel, rw.Writers, rw.Timeouts("u:1")+":1", fair.Key, fair.Queue, fair.Alive,
 			fair.Channel, fair.Latch, mu.Channel, mu.Latch+":u:1", mu.Token, mu.Fence,
-			once.Claim, once.Done, once.Channel, once.Latch+":u:1")
+			once.Claim, once.Done, once.Channel, once.Latch+":u:1", el.Key, el.Channel, el.Latch+":u:1")
 		for _, k := range keys {
 			if Slot(k) != slot {
 				t.Errorf("%q: slot %d, the lock's %d", k, Slot(k), slot)
