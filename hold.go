@@ -77,7 +77,7 @@ type term struct {
 	args      [3]string // the lease's Args, stored here to spare an allocation
 	lease     *lease.Lease
 	own       lease.Lease   // what lease points to: one allocation for both
-	token     atomic.Uint64 // a FencedMutex's latest token in this term
+	token     atomic.Uint64 // a FencedMutex's latest token in this term; an Election's proclamations
 	obs       *termObserver // reports the end; nil without an observer
 
 	// cfg and name serve the loss report (LeaseLost).

@@ -161,6 +161,9 @@ func runChild(name string) int {
 	if os.Getenv(childOnce) != "" {
 		return runOnceChild(c, name)
 	}
+	if os.Getenv(childElection) != "" {
+		return runElectionChild(c, name)
+	}
 	if kind := os.Getenv(childKind); kind != "" {
 		return runQueuedChild(c, kind, name) // FairMutex and Semaphore children
 	}

@@ -128,6 +128,7 @@ const (
 	PrimitiveSemaphore   Primitive = "Semaphore"
 	PrimitiveOnce        Primitive = "Once"
 	PrimitiveWaitGroup   Primitive = "WaitGroup"
+	PrimitiveElection    Primitive = "Election"
 )
 
 // String returns p's name.

@@ -108,6 +108,8 @@ func headline(info *lockInfo) string {
 		return onceHeadline(info)
 	case info.Kind == "WaitGroup":
 		return waitGroupHeadline(info)
+	case info.Kind == "Election":
+		return electionHeadline(info)
 	case info.Kind == "FairMutex" && !info.Locked:
 		return "not locked" + queued(info)
 	case info.Kind == "FairMutex":

@@ -17,7 +17,7 @@ import (
 // fields a primitive does not have stay empty and are left out of the JSON.
 type lockInfo struct {
 	Name   string `json:"name"`
-	Kind   string `json:"kind"` // "Mutex", "RWMutex", "FencedMutex", "FairMutex", "Semaphore", "Once", "WaitGroup"
+	Kind   string `json:"kind"` // "Mutex", "RWMutex", "FencedMutex", "FairMutex", "Semaphore", "Once", "WaitGroup", "Election"
 	Key    string `json:"key"`  // the Redis key that identified the layout
 	Locked bool   `json:"locked"`
 	// TTLMillis is the lock key's remaining lease in milliseconds; -1 when
@@ -48,6 +48,9 @@ type lockInfo struct {
 	Done *bool `json:"done,omitempty"`
 	// Count is a WaitGroup's counter (layout_once.go).
 	Count *int64 `json:"count,omitempty"`
+	// Leader is an Election's leader's value; its Holders are the leader's
+	// hold (layout_election.go).
+	Leader *electionInfo `json:"leader,omitempty"`
 	// Also names the other primitives stored under the same name (a Mutex,
 	// a FairMutex and a Semaphore of one name are different locks with
 	// different keys); --kind chooses one of them.
@@ -108,6 +111,7 @@ type detector struct {
 //   - FairMutex (layout_fair.go): redisync_fair...:{NAME} (holder, queue in order).
 //   - Semaphore (layout_sem.go): redisync_sem...:{NAME} (size, permits per holder).
 //   - Once (layout_once.go): redisync_once...:{NAME} (the claim, the completion).
+//   - Election (layout_election.go): redisync_election:{NAME} (the leader).
 //   - Fence (layout_fenced.go): only a Fence record under the name; only
 //     when no lock is found, since a lock's own data says more.
 var detectors = []detector{
@@ -118,6 +122,7 @@ var detectors = []detector{
 	{kind: "FairMutex", group: "fair", detect: detectFairMutex},
 	{kind: "Semaphore", group: "sem", detect: detectSemaphore},
 	{kind: "Once", group: "once", detect: detectOnce},
+	{kind: "Election", group: "election", detect: detectElection},
 	{kind: "Fence", group: "fence", detect: detectFence},
 }
 
@@ -150,7 +155,7 @@ func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInf
 	}
 	if len(found) == 0 {
 		if keyType == "none" {
-			return nil, fmt.Errorf("%w named %q: key %q does not exist, nor a FairMutex's, Semaphore's or Once's keys (a Mutex that nobody holds, or a WaitGroup at zero, has no key)", errNotFound, name, name)
+			return nil, fmt.Errorf("%w named %q: key %q does not exist, nor a FairMutex's, Semaphore's, Once's or Election's keys (a Mutex that nobody holds, a WaitGroup at zero, or an Election without a leader, has no key)", errNotFound, name, name)
 		}
 		return nil, foreignKeyError(ctx, rc, name, keyType)
 	}

@@ -155,6 +155,19 @@ var lockChannels = []lockChannel{
 		}
 		return "release", "Once: the function did not complete; the next caller runs it"
 	}},
+	// An Election's change: "1" a campaigner was elected, "2" the leader
+	// proclaimed a new value, "0" the leader resigned (or was force-unlocked).
+	{prefix: layout.ElectionChannelPrefix, describe: func(msg string) (string, string) {
+		switch msg {
+		case "1":
+			return "elected", "Election: a new leader"
+		case "2":
+			return "proclaim", "Election: the leader proclaimed a new value"
+		case "0":
+			return "resign", "Election: the leader resigned; a waiting campaigner is elected"
+		}
+		return fmt.Sprintf("message %q", msg), "Election"
+	}},
 	// A WaitGroup's (RCountDownLatch's) counter reached zero.
 	{prefix: layout.LatchChannelPrefix, braced: true, describe: func(msg string) (string, string) {
 		if msg == "0" {

@@ -72,6 +72,9 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	case "Once":
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewOnce(name).ForceUnlock(ctx) }
 		after = "the caller running the function lost its claim (its function's context is cancelled); a waiting caller runs the function again"
+	case "Election":
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewElection(name).ForceUnlock(ctx) }
+		after = "the leader lost its leadership (its Done closes, its Err reports the loss); a waiting campaigner is elected"
 	case "WaitGroup":
 		return fmt.Errorf("a WaitGroup holds no lock to take away: change its counter with Add (count %d)", *info.Count)
 	default:

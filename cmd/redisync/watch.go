@@ -228,13 +228,20 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 // A FairMutex's lock hash redisync_fair:{NAME} is reported under NAME, and
 // its deletion as a release: a FairMutex publishes only when a waiter is
 // queued, so its channel alone misses releases. So is a Once's claim
-// redisync_once:{NAME}.
+// redisync_once:{NAME}. An Election's leadership redisync_election:{NAME}
+// is reported only when its lease runs out (a dead leader): the rest comes
+// on its channel.
 func (w *watcher) keyspace(key, event string) {
 	name, kind := key, ""
 	if rest, ok := strings.CutPrefix(key, layout.FairLockPrefix+":"); ok {
 		name, kind = nameFromAux(rest), "FairMutex"
 	} else if rest, ok := strings.CutPrefix(key, layout.OncePrefix+":"); ok {
 		name, kind = nameFromAux(rest), "Once" // its claim
+	} else if rest, ok := strings.CutPrefix(key, layout.ElectionPrefix+":"); ok {
+		if event == "expired" {
+			w.emit("expire", nameFromAux(rest), "Election: the leader's lease ran out: it stopped renewing")
+		}
+		return
 	} else if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
 		return // an RWMutex's read hold timeouts are reported through its hash
 	}

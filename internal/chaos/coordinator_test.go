@@ -275,7 +275,8 @@ func (r *run) leftKeys() {
 			// A WaitGroup's counter has no lease: a worker killed in a round
 			// leaves it up, by design (as Redisson's RCountDownLatch).
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
-			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"):
+			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
+			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"):
 			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms < 0 {
 				left = append(left, k)
 			}
@@ -294,4 +295,4 @@ func (r *run) leak(what string, left []string) {
 
 // acquireScripts are the scripts whose replies F7 drops.
 var acquireScripts = []*scripts.Script{scripts.MutexAcquire, scripts.FencedAcquire, scripts.RWReadLock,
-	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire}
+	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire, scripts.ElectionCampaign}

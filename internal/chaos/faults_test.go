@@ -192,6 +192,8 @@ func lockKeys(res string) []string {
 	case "Once":
 		l := layout.OnceOf(res)
 		return []string{l.Claim, l.Done}
+	case "Election":
+		return []string{layout.ElectionOf(res).Key}
 	}
 	return []string{res}
 }

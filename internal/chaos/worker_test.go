@@ -53,7 +53,7 @@ var slots = []struct {
 	{"chaos-rw", Shared}, {"chaos-rw", Exclusive},
 	{"chaos-fair", Exclusive}, {"chaos-fenced", Exclusive}, {"chaos-sem", Shared},
 	{"chaos-shared", Exclusive}, {"chaos-shared", Exclusive},
-	{"chaos-once", Exclusive},
+	{"chaos-once", Exclusive}, {"chaos-election", Exclusive},
 }
 
 // The WaitGroups that every worker's waitGroup goroutine shares are named
@@ -69,7 +69,10 @@ var resources = map[string]Resource{
 	"chaos-sem":    {Name: "chaos-sem", Primitive: string(redisync.PrimitiveSemaphore), Shared: semSize},
 	"chaos-shared": {Name: "chaos-shared", Primitive: string(redisync.PrimitiveMutex)},
 	"chaos-once":   {Name: "chaos-once", Primitive: string(redisync.PrimitiveOnce)},
-	waitGroupName:  {Name: waitGroupName, Primitive: string(redisync.PrimitiveWaitGroup)},
+	// An Election's leadership is a hold: a leader's term is its critical
+	// section, and one leader at a time is I1.
+	"chaos-election": {Name: "chaos-election", Primitive: string(redisync.PrimitiveElection)},
+	waitGroupName:    {Name: waitGroupName, Primitive: string(redisync.PrimitiveWaitGroup)},
 }
 
 const (
@@ -300,6 +303,11 @@ func (w *worker) connect() (func(), error) {
 			s.write = func(ctx context.Context, tok uint64) error {
 				return fence.Set(ctx, tok, strconv.Itoa(w.cfg.ID))
 			}
+		case sl.res == "chaos-election":
+			e := c.NewElection(sl.res)
+			value := "worker " + itoa(w.cfg.ID)
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, e.Campaign(ctx, value) }
+			s.unlock, s.done = e.Resign, e.Done
 		case sl.res == "chaos-once":
 			s.once = c.NewOnce(sl.res)
 			s.done = s.once.Done

@@ -22,4 +22,6 @@
 //	                the function runs again (I7)
 //	wg-early        a WaitGroup's counter is taken for zero, deleted and
 //	                announced, when it reaches one (I8)
+//	election-steal  a campaign wins while another campaigner leads, beside
+//	                it (I1)
 package mutant

@@ -31,6 +31,7 @@ var mutants = []struct {
 	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then", "if false then"},
 	{"once-rerun", &OnceClaim, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"wg-early", &WGAdd, "if after == 0 then", "if after <= 1 then"},
+	{"election-steal", &ElectionCampaign, "if busy then", "if false then"},
 }
 
 func init() {
