@@ -29,10 +29,13 @@ const (
 
 // A Reply is an acquire script's outcome and its value: for Acquired a value
 // to pass on (a fencing token), for Busy how long to wait in milliseconds,
-// for Mismatch the size Redis has.
+// for Mismatch the size Redis has. A Busy Reply's Channel, when set, is
+// where to wait instead of the lock's own channel (a MultiMutex waits on the
+// channel of the name that is taken).
 type Reply struct {
 	Outcome Outcome
 	Value   int64
+	Channel string
 }
 
 // A Hold is what an acquire script is asked to do for one hold.
