@@ -127,7 +127,7 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		if tk != nil {
 			tk.Queued(sent)
 		}
-		return attempt{wait: waitMS(r.Value), free: free}, nil, 0, nil
+		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel}, nil, 0, nil
 	}
 	return c.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
 }

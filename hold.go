@@ -27,6 +27,7 @@ const (
 	shared                    // a read lock
 	fair                      // FairMutex (its holdKey.name is the lock key)
 	semaphore                 // Semaphore (name: its holders key; owner: the handle)
+	multiple                  // MultiMutex (name: its names in one slot, "\x00"-separated)
 )
 
 // A hold is the local record of one owner's hold on one lock, kept in the

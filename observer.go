@@ -129,6 +129,7 @@ const (
 	PrimitiveOnce        Primitive = "Once"
 	PrimitiveWaitGroup   Primitive = "WaitGroup"
 	PrimitiveElection    Primitive = "Election"
+	PrimitiveMultiMutex  Primitive = "MultiMutex"
 )
 
 // String returns p's name.

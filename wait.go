@@ -1,6 +1,7 @@
 package redisync
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"strconv"
@@ -27,6 +28,7 @@ type attempt struct {
 	// localHandoff one handed over by a local release (no Redis); complete
 	// an answer that the call's goal is reached without a hold.
 	reentered, localHandoff, complete bool
+	channel                           string // where to wait, if not the lock's channel (scripts.Reply)
 }
 
 // pollInterval bounds a wait when the holder's lease is unknown.
@@ -86,6 +88,7 @@ type waitLoop struct {
 	forever bool
 	start   time.Time      // the call's start, taken only for an observer
 	w       *notify.Waiter // the caller's place on the lock's channel
+	joined  string         // w's channel
 	queued  *handoffWait   // the caller's place for a handover, while it waits
 	timer   *time.Timer    // made on the first wait: most acquisitions need none
 	// failures counts the failed attempts in a row, since firstFailure.
@@ -138,13 +141,17 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 	case res.free != nil && !p.queued:
 		f = waitFor{wake: res.free, src: WakeLocal}
 		l.sleep(time.Hour)
-	case l.w == nil:
+	case l.w == nil || res.channel != "" && res.channel != l.joined:
 		tag := ""
 		if l.tk != nil {
 			tag = l.tk.ID
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
 		}
-		l.w = c.notify.Join(p.channel, p.policy, tag)
+		if l.w != nil {
+			l.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
+		}
+		l.joined = cmp.Or(res.channel, p.channel)
+		l.w = c.notify.Join(l.joined, p.policy, tag)
 		f = waitFor{wake: l.w.Ready(), free: res.free}
 		l.sleep(waitBound(res.wait))
 	default:

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +55,23 @@ var slots = []struct {
 	{"chaos-fair", Exclusive}, {"chaos-fenced", Exclusive}, {"chaos-sem", Shared},
 	{"chaos-shared", Exclusive}, {"chaos-shared", Exclusive},
 	{"chaos-once", Exclusive}, {"chaos-election", Exclusive},
+	// Two MultiMutexes on both names, given in opposite orders, and a Mutex
+	// on the second (see multiNames).
+	{"chaos-multi-a", Exclusive}, {"chaos-multi-a", Exclusive}, {"chaos-multi-b", Exclusive},
 }
+
+// multiNames are the names of the MultiMutex slots, for the slot's number
+// modulo 2. A MultiMutex's hold is recorded on each name: on chaos-multi-a by
+// its goroutine, on chaos-multi-b by a goroutine number of its own
+// (multiAlias), so that I1 and I3 check each name, the second one against a
+// Mutex too.
+var multiNames = [2][]string{{"chaos-multi-a", "chaos-multi-b"}, {"chaos-multi-b", "chaos-multi-a"}}
+
+// multiAlias is added to a MultiMutex slot's goroutine number to record its
+// hold on its second name, with the events of aliased.
+const multiAlias = 100
+
+var aliased = []Kind{Invoke, Acquired, AcquireFailed, Enter, Exit, Released, Lost}
 
 // The WaitGroups that every worker's waitGroup goroutine shares are named
 // waitGroupName + ":<epoch>"; its goroutines' numbers come after the slots'.
@@ -72,6 +89,8 @@ var resources = map[string]Resource{
 	// An Election's leadership is a hold: a leader's term is its critical
 	// section, and one leader at a time is I1.
 	"chaos-election": {Name: "chaos-election", Primitive: string(redisync.PrimitiveElection)},
+	"chaos-multi-a":  {Name: "chaos-multi-a", Primitive: string(redisync.PrimitiveMultiMutex)},
+	"chaos-multi-b":  {Name: "chaos-multi-b", Primitive: string(redisync.PrimitiveMutex)},
 	waitGroupName:    {Name: waitGroupName, Primitive: string(redisync.PrimitiveWaitGroup)},
 }
 
@@ -124,6 +143,7 @@ type slot struct {
 	done   func() <-chan struct{}
 	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
 	once   *redisync.Once                                // a Once's slot runs its function instead
+	also   string                                        // a MultiMutex's second name, whose events emit repeats
 }
 
 type slotKey struct{}
@@ -135,6 +155,11 @@ func (w *worker) emit(e Event) {
 		e.T = Now()
 	}
 	e.W = w.cfg.ID
+	if e.G < len(w.slots) && w.slots[e.G].also != "" && e.R == w.slots[e.G].res && slices.Contains(aliased, e.K) {
+		alias := e
+		alias.G, alias.R = e.G+multiAlias, w.slots[e.G].also
+		defer w.emit(alias)
+	}
 	line, _ := json.Marshal(e)
 	line = append(line, '\n')
 	w.out.Lock()
@@ -277,9 +302,13 @@ func (w *worker) connect() (func(), error) {
 	for g, sl := range slots {
 		s := &slot{g: g, res: sl.res, mode: sl.mode, unpark: make(chan struct{}, 1)}
 		switch {
-		case sl.res == "chaos-mutex" || sl.res == "chaos-shared":
+		case sl.res == "chaos-multi-a":
+			m := c.NewMultiMutex(multiNames[g%2])
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
+			s.unlock, s.done, s.also = m.UnlockContext, m.Done, "chaos-multi-b"
+		case sl.res == "chaos-mutex" || sl.res == "chaos-shared" || sl.res == "chaos-multi-b":
 			m := shared
-			if sl.res == "chaos-mutex" {
+			if sl.res != "chaos-shared" {
 				m = c.NewMutex(sl.res)
 			}
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }

@@ -24,4 +24,6 @@
 //	                announced, when it reaches one (I8)
 //	election-steal  a campaign wins while another campaigner leads, beside
 //	                it (I1)
+//	multi-partial   a MultiMutex takes its names while any but the first is
+//	                held by someone else (I1)
 package mutant

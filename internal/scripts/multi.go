@@ -11,8 +11,8 @@ import (
 var (
 	MultiAcquire = load("multi_acquire")
 	MultiRelease = load("multi_release")
-	// MultiRenew renews MultiMutex leases; a lease's Args are the number of
-	// its Keys, the hold's field and the lease in milliseconds.
+	// MultiRenew renews MultiMutex leases; a lease's Args are the hold's
+	// field, the lease in milliseconds and the number of its Keys.
 	MultiRenew = load("multi_renew")
 )
 

@@ -3,8 +3,8 @@
 --
 -- KEYS        the locks of each lease in turn; all keys of one call share a
 --             cluster slot
--- ARGV        three per lease: how many of KEYS are its locks, the hold's
---             field, the new lease in milliseconds
+-- ARGV        three per lease: the hold's field, the new lease in
+--             milliseconds, how many of KEYS are its locks
 --
 -- Reply: an array with one integer per lease: 1 renewed, 0 the hold is
 -- missing from one of its locks (expired, deleted or taken), which the caller
@@ -12,7 +12,7 @@
 local renewed = {}
 local k = 1
 for a = 1, #ARGV, 3 do
-	local n, field = tonumber(ARGV[a]), ARGV[a + 1]
+	local field, n = ARGV[a], tonumber(ARGV[a + 2])
 	local all = 1
 	for i = k, k + n - 1 do
 		if redis.call('hexists', KEYS[i], field) == 0 then
@@ -21,7 +21,7 @@ for a = 1, #ARGV, 3 do
 	end
 	if all == 1 then
 		for i = k, k + n - 1 do
-			redis.call('pexpire', KEYS[i], ARGV[a + 2])
+			redis.call('pexpire', KEYS[i], ARGV[a + 1])
 		end
 	end
 	renewed[#renewed + 1] = all

@@ -64,7 +64,7 @@ func TestMultiAcquireRelease(t *testing.T) {
 	// The hold renews while it has every lock, and not once one is gone.
 	renew := func(ms string) []int64 {
 		v, err := r.Exec(ctx, scripts.Call{Script: scripts.MultiRenew, Keys: append(append([]string{}, all.Locks...), ls[0].Key),
-			Args: []string{"3", "y:1", ms, "1", "z:1", ms}}).AsIntSlice()
+			Args: []string{"y:1", ms, "3", "z:1", ms, "1"}}).AsIntSlice()
 		require.NoError(t, err)
 		return v
 	}
