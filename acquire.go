@@ -2,6 +2,7 @@ package redisync
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -106,7 +107,8 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 	}
 	sent := time.Now()
 	a.call.sent = true
-	r, err := p.acquire(ctx, acq)
+	actx, sync := syncFor(ctx, p, &acq)
+	r, err := p.acquire(actx, acq)
 	switch {
 	case err != nil:
 		if ambiguous(err) {
@@ -128,6 +130,8 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 			tk.Queued(sent)
 		}
 		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel}, nil, 0, nil
+	case sync != nil && sync.Acked < sync.Wanted:
+		return attempt{}, nil, 0, c.unreplicated(ctx, a, &acq, sync)
 	}
 	return c.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
 }
@@ -238,4 +242,36 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 		return
 	}
 	c.wake(p, rep.Woken, r.To == 0 && rep.Status == 1)
+}
+
+// syncFor returns the context for acquisition acq of p: with
+// WithSyncReplicas, a first acquire's carries the request that replicas
+// acknowledge it.
+func syncFor(ctx context.Context, p *protocol, acq *acquisition) (context.Context, *scripts.Sync) {
+	if p.cfg.syncReplicas == 0 || acq.count > 0 || p.waitOnly {
+		return ctx, nil
+	}
+	s := &scripts.Sync{N: p.cfg.syncReplicas, Timeout: p.cfg.syncTimeout}
+	return scripts.WithSync(ctx, s), s
+}
+
+// unreplicated undoes acquisition acq of a (h.op held), which fewer replicas
+// acknowledged in time than asked, and returns the error that says so. The
+// call's next attempt takes a new identity: this one's is latched.
+func (c *Client) unreplicated(ctx context.Context, a *caller, acq *acquisition, s *scripts.Sync) error {
+	p := a.p
+	r := release{Release: scripts.Release{Field: acq.field, From: a.n, Latch: latchTTL, Undo: true}}
+	if a.call.firstUnknown {
+		r.Latch = tombstoneTTL
+	}
+	a.call.field, a.call.firstUnknown = "", false
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	if rep, err := p.release(rctx, r); err != nil {
+		p.cfg.logger.Warn("redisync: could not undo an acquisition that was not replicated; it expires with its lease",
+			"name", p.name, "error", err)
+	} else {
+		c.wake(p, rep.Woken, rep.Status == 1)
+	}
+	return lockError(p.name, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, s.Acked, s.Wanted, s.Timeout))
 }

@@ -28,6 +28,9 @@ var (
 	// ErrNegativeCounter is returned by [WaitGroup.Add] when the change would
 	// take the counter below zero; the counter is left as it was.
 	ErrNegativeCounter = errors.New("redisync: negative WaitGroup counter")
+	// ErrNotReplicated is returned by an acquisition that fewer replicas
+	// acknowledged in time than [WithSyncReplicas] asks; it was undone.
+	ErrNotReplicated = errors.New("redisync: acquisition not acknowledged by enough replicas")
 )
 
 // The causes of a loss. An error wrapping [ErrLockLost] also wraps one of
@@ -64,7 +67,7 @@ func lostError(name string, cause error) error {
 // error reply from the server or a verdict of redisync's own.
 func ambiguous(err error) bool {
 	var reply *rueidis.RedisError
-	return !errors.As(err, &reply) && !verdict(err)
+	return !errors.As(err, &reply) && !verdict(err) && !errors.Is(err, ErrNotReplicated)
 }
 
 // verdict reports whether err is redisync's own final answer (the hold was

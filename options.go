@@ -24,6 +24,8 @@ type config struct {
 	logger        *slog.Logger
 	observer      Observer // nil: no events (see WithObserver)
 	classicPubSub bool     // PUBLISH/SUBSCRIBE on a cluster (Client-wide)
+	syncReplicas  int      // replicas that must acknowledge an acquisition; 0: none, < 0: all (WithSyncReplicas)
+	syncTimeout   time.Duration
 	err           error
 }
 
@@ -129,4 +131,22 @@ func WithObserver(o Observer) Option {
 // handle constructor given another value than the Client's panics.
 func WithShardedPubSub(on bool) Option {
 	return func(cfg *config) { cfg.classicPubSub = !on }
+}
+
+// WithSyncReplicas makes an acquisition count only once n replicas of the
+// lock's primary have acknowledged it (WAIT, on the acquire's connection), so
+// that a failover right after it keeps the lock; n < 0 waits for every
+// replica connected to the primary, as Redisson's checkLockSyncedSlaves does.
+// When fewer acknowledge within timeout, the acquisition is undone: LockContext
+// returns an error wrapping [ErrNotReplicated], Lock retries. Off by default
+// (n = 0): docs/guarantees.md gives its cost. A re-entry, which extends a hold
+// already acknowledged, does not wait.
+func WithSyncReplicas(n int, timeout time.Duration) Option {
+	return func(cfg *config) {
+		if n != 0 && timeout <= 0 {
+			cfg.err = fmt.Errorf("redisync: WithSyncReplicas timeout %v is not positive", timeout)
+			return
+		}
+		cfg.syncReplicas, cfg.syncTimeout = n, timeout
+	}
 }

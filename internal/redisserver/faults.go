@@ -124,3 +124,15 @@ func masters(ctx context.Context, servers []*Server) []string {
 // Masters returns the addresses of the data nodes that are masters now
 // (normally one; two for a moment during a failover).
 func (ss *SentinelSet) Masters(ctx context.Context) []string { return masters(ctx, ss.Servers()) }
+
+// ReplicaOf returns the server among servers that replicates the master at
+// addr now, nil if none does.
+func ReplicaOf(ctx context.Context, servers []*Server, addr string) *Server {
+	for _, s := range servers {
+		info, err := nodeDo(ctx, s.Addr, "INFO", "replication")
+		if f := parseInfo(info); err == nil && f["role"] == "slave" && f["master_host"]+":"+f["master_port"] == addr {
+			return s
+		}
+	}
+	return nil
+}

@@ -89,7 +89,8 @@ type Call struct {
 // one redisync Client shares across all of its handles.
 type Runner struct {
 	rc      rueidis.Client
-	publish string // "publish", or "spublish" on a cluster
+	publish string        // "publish", or "spublish" on a cluster
+	counts  replicaCounts // see Sync
 }
 
 // NewRunner returns a Runner that sends its calls through rc. With sharded
@@ -110,13 +111,17 @@ func NewRunner(rc rueidis.Client, sharded bool) *Runner {
 const TransientRetry = 2 * time.Second
 
 // Exec runs one call: EVALSHA, then EVAL when the node does not know the
-// script. A transient refusal is retried with backoff for up to
-// TransientRetry (or until ctx ends).
+// script, followed by WAIT when ctx carries a Sync (see WithSync). A
+// transient refusal is retried with backoff for up to TransientRetry (or
+// until ctx ends).
 func (r *Runner) Exec(ctx context.Context, call Call) rueidis.RedisResult {
 	var deadline time.Time
+	s, _ := ctx.Value(syncKey{}).(*Sync)
 	for attempt := 1; ; attempt++ {
-		res := r.rc.Do(ctx, r.command(call, true))
-		if isNoScript(res.Error()) {
+		var res rueidis.RedisResult
+		if s != nil {
+			res = r.execSync(ctx, call, s)
+		} else if res = r.rc.Do(ctx, r.command(call, true)); isNoScript(res.Error()) {
 			res = r.rc.Do(ctx, r.command(call, false))
 		}
 		if !Transient(res.Error()) {

@@ -1,0 +1,143 @@
+package redisync_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redisserver"
+)
+
+// With WithSyncReplicas an acquisition succeeds once the replicas acknowledge
+// it; one that they do not acknowledge in time (no replica, or a paused one)
+// fails with ErrNotReplicated and leaves no key, where the same acquisition
+// without the option succeeds.
+func TestSyncReplicas(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
+		requireReal(t, tg, "WAIT and ROLE")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := "sync:" + t.Name()
+		every, _ := newClient(t, tg, redisync.WithSyncReplicas(-1, time.Second))
+		one, rc := newClient(t, tg, redisync.WithSyncReplicas(1, 300*time.Millisecond))
+		plain, _ := newClient(t, tg)
+
+		m := every.NewMutex(name)
+		require.NoError(t, m.LockContext(ctx), "every connected replica (none on a standalone server)")
+		m.Unlock()
+		replica := primaryReplica(ctx, t, tg, name)
+		if replica == nil {
+			// No replica to acknowledge: every primitive's acquisition is
+			// refused and undone.
+			calls := map[string]func() error{
+				"Mutex":      func() error { return one.NewMutex(name).LockContext(ctx) },
+				"FairMutex":  func() error { return one.NewFairMutex(name).LockContext(ctx) },
+				"RWMutex":    func() error { return one.NewRWMutex(name + ":rw").LockContext(ctx) },
+				"RLock":      func() error { return one.NewRWMutex(name + ":rw").RLockContext(ctx) },
+				"Semaphore":  func() error { return one.NewSemaphore(name, 2).Acquire(ctx, 1) },
+				"Election":   func() error { return one.NewElection(name).Campaign(ctx, "v") },
+				"MultiMutex": func() error { return one.NewMultiMutex([]string{name + ":a", name + ":b"}).LockContext(ctx) },
+				"Once":       func() error { return one.NewOnce(name).Do(ctx, func(context.Context) error { return nil }) },
+			}
+			for what, call := range calls {
+				assert.ErrorIs(t, call(), redisync.ErrNotReplicated, what)
+			}
+			keys := []string{name, name + ":rw", name + ":a", name + ":b", layout.FairOf(name).Key,
+				layout.ElectionOf(name).Key, layout.OnceOf(name).Claim, layout.OnceOf(name).Done}
+			assert.Zero(t, existing(t, rc, keys), "every acquisition undone")
+			sem := plain.NewSemaphore(name, 2)
+			require.NoError(t, sem.Acquire(ctx, 2), "the refused permits were given back")
+			sem.Release(2)
+			return
+		}
+		m = one.NewMutex(name)
+		require.NoError(t, m.LockContext(ctx))
+		m.Unlock()
+		e := one.NewElection(name)
+		require.NoError(t, e.Campaign(ctx, "v"))
+		require.NoError(t, e.Resign(ctx))
+
+		require.NoError(t, replica.Pause())
+		t.Cleanup(func() { _ = replica.Resume() })
+		start := time.Now()
+		err := one.NewMutex(name).LockContext(ctx)
+		took := time.Since(start)
+		t.Logf("refused after %v with the replica paused: %v", took, err)
+		assert.ErrorIs(t, err, redisync.ErrNotReplicated)
+		assert.GreaterOrEqual(t, took, 300*time.Millisecond, "WAIT waited its timeout")
+		assert.Zero(t, existing(t, rc, []string{name}), "undone")
+		ok, err := one.NewMutex(name).TryLockContext(ctx)
+		assert.False(t, ok)
+		assert.ErrorIs(t, err, redisync.ErrNotReplicated)
+		m = plain.NewMutex(name)
+		require.NoError(t, m.LockContext(ctx), "without the option the primary's word is enough")
+		m.Unlock()
+		require.NoError(t, replica.Resume())
+		require.NoError(t, redisserver.WaitReplica(ctx, replica.Addr))
+		m = one.NewMutex(name)
+		require.NoError(t, m.LockContext(ctx), "the replica is back")
+		m.Unlock()
+	})
+}
+
+// primaryReplica returns the replica of the primary that serves name, nil
+// on a standalone server.
+func primaryReplica(ctx context.Context, t *testing.T, tg *redisserver.Target, name string) *redisserver.Server {
+	switch {
+	case tg.Cluster != nil:
+		master, err := tg.Cluster.MasterForSlot(ctx, layout.Slot(name))
+		require.NoError(t, err)
+		return redisserver.ReplicaOf(ctx, tg.Cluster.Servers(), master)
+	case tg.Sentinel != nil:
+		primary, err := tg.Sentinel.PrimaryAddr(ctx)
+		require.NoError(t, err)
+		return redisserver.ReplicaOf(ctx, tg.Sentinel.Servers(), primary)
+	}
+	return nil
+}
+
+// A master killed right after an acquisition, its replica promoted: the lock
+// taken with WithSyncReplicas is on the new master; one taken without it while
+// the replica was cut off is gone, though its acquire had succeeded (with the
+// option, that acquire fails).
+func TestSyncReplicasSurviveFailover(t *testing.T) {
+	tg, err := redisserver.StartClusterTarget(3, 1)
+	if err != nil {
+		if !redisserver.RequireServer() {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	defer tg.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	synced, rc := newClient(t, tg, redisync.WithSyncReplicas(1, time.Second))
+	plain, _ := newClient(t, tg)
+	kept, lost := "{failover}:kept", "{failover}:lost"
+	slot := layout.Slot(kept)
+	master, err := tg.Cluster.MasterForSlot(ctx, slot)
+	require.NoError(t, err)
+	replica := redisserver.ReplicaOf(ctx, tg.Cluster.Servers(), master)
+	require.NotNil(t, replica)
+
+	require.NoError(t, synced.NewMutex(kept).LockContext(ctx))
+	// The replica is cut off: paused, and its link killed (a link left up
+	// would deliver the next write into its socket, read on resumption).
+	require.NoError(t, replica.Pause())
+	require.NoError(t, redisserver.Run(ctx, master, "CLIENT", "KILL", "TYPE", "replica"))
+	require.NoError(t, plain.NewMutex(lost).LockContext(ctx), "acknowledged by the master alone")
+	err = synced.NewMutex(lost + ":synced").LockContext(ctx)
+	assert.ErrorIs(t, err, redisync.ErrNotReplicated, "the option refuses what the replica does not have")
+	require.NoError(t, tg.Cluster.ServerAt(master).Kill())
+	require.NoError(t, replica.Resume())
+	require.NoError(t, redisserver.Run(ctx, replica.Addr, "CLUSTER", "FAILOVER", "TAKEOVER"))
+	_, err = tg.Cluster.WaitRouted(ctx, slot, master)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, existing(t, rc, []string{kept}), "the synced lock survived the failover")
+	assert.Zero(t, existing(t, rc, []string{lost}), "the unsynced one was lost with the master")
+}
