@@ -82,14 +82,7 @@ func shardSubscribers(t *testing.T, addr, channel string) int64 {
 // A manual CLUSTER FAILOVER of the node that owns a busy lock: no two holders,
 // the waiters carry on, and their subscription moves to the new owner.
 func TestClusterFailoverUnderContention(t *testing.T) {
-	tg, err := redisserver.StartClusterTarget(3, 1)
-	if err != nil {
-		if !redisserver.RequireServer() {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer tg.Stop()
+	tg := ownCluster(t)
 	name := t.Name()
 	slot := layout.Slot(name)
 	channel := layout.Aux(layout.MutexChannelPrefix, name)

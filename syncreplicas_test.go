@@ -106,14 +106,7 @@ func primaryReplica(ctx context.Context, t *testing.T, tg *redisserver.Target, n
 // the replica was cut off is gone, though its acquire had succeeded (with the
 // option, that acquire fails).
 func TestSyncReplicasSurviveFailover(t *testing.T) {
-	tg, err := redisserver.StartClusterTarget(3, 1)
-	if err != nil {
-		if !redisserver.RequireServer() {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer tg.Stop()
+	tg := ownCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	synced, rc := newClient(t, tg, redisync.WithSyncReplicas(1, time.Second))

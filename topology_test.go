@@ -128,3 +128,18 @@ func publishCommand(tg *redisserver.Target) string {
 	}
 	return "publish"
 }
+
+// ownCluster starts a cluster of 3 masters with a replica each for t alone
+// (a test that kills or fails over its nodes), stopped when t ends.
+func ownCluster(t *testing.T) *redisserver.Target {
+	t.Helper()
+	tg, err := redisserver.StartClusterTarget(3, 1)
+	if err != nil {
+		if !redisserver.RequireServer() {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tg.Stop() })
+	return tg
+}
