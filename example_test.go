@@ -99,3 +99,23 @@ func ExampleMutex_Done() {
 	}
 	// Output: true
 }
+
+// WithSyncReplicas makes an acquisition wait until the primary's replicas
+// have it, so that a failover right after it keeps the lock. Here the server
+// has no replica, so "every connected replica" is none.
+func ExampleWithSyncReplicas() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc, redisync.WithSyncReplicas(-1, time.Second))
+	defer c.Close()
+
+	m := c.NewMutex("payment:7")
+	err := m.LockContext(context.Background())
+	if errors.Is(err, redisync.ErrNotReplicated) {
+		fmt.Println("not on enough replicas in time; not held")
+		return
+	}
+	fmt.Println("locked:", err == nil)
+	m.Unlock()
+	// Output: locked: true
+}

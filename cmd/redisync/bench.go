@@ -38,11 +38,12 @@ type benchResult struct {
 // runBench is "redisync bench": Lock+Unlock pairs on one server, serial,
 // parallel on separate names, and contended on one name across Clients.
 func runBench(ctx context.Context, std *stdio, args []string) error {
-	fs := newFlagSet(std, "bench", "bench [--ops N] [--concurrency C] [connection flags]")
+	fs := newFlagSet(std, "bench", "bench [--ops N] [--concurrency C] [--sync-replicas N] [connection flags]")
 	var cf connFlags
 	cf.register(fs)
 	ops := fs.Int("ops", 2000, "Lock+Unlock pairs per scenario")
 	conc := fs.Int("concurrency", 8, "goroutines in the parallel and contended scenarios")
+	syncReplicas := fs.Int("sync-replicas", 0, "each acquisition waits until `N` replicas have it (redisync's WithSyncReplicas, 1 s timeout; -1: every connected replica; 0: off)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -69,7 +70,11 @@ func runBench(ctx context.Context, std *stdio, args []string) error {
 	tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tclients\tgoroutines\tops/s\tp50\tp99\t")
 	for _, s := range scenarios {
-		r, err := s.run(ctx, opt, *ops)
+		libOpts := cf.libOptions()
+		if *syncReplicas != 0 {
+			libOpts = append(libOpts, redisync.WithSyncReplicas(*syncReplicas, time.Second))
+		}
+		r, err := s.run(ctx, opt, *ops, libOpts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -81,7 +86,7 @@ func runBench(ctx context.Context, std *stdio, args []string) error {
 
 // run measures the scenario: ops pairs spread over its goroutines. The
 // latency of a pair includes any wait for the lock.
-func (s benchScenario) run(ctx context.Context, opt rueidis.ClientOption, ops int) (benchResult, error) {
+func (s benchScenario) run(ctx context.Context, opt rueidis.ClientOption, ops int, libOpts []redisync.Option) (benchResult, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clients := make([]*redisync.Client, s.clients)
 	for i := range clients {
@@ -90,7 +95,7 @@ func (s benchScenario) run(ctx context.Context, opt rueidis.ClientOption, ops in
 			return benchResult{}, err
 		}
 		defer rc.Close()
-		c, err := redisync.New(rc, redisync.WithLogger(quiet))
+		c, err := redisync.New(rc, append(libOpts, redisync.WithLogger(quiet))...)
 		if err != nil {
 			return benchResult{}, err
 		}

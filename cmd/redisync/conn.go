@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync"
 )
 
 // defaultURL is used when neither --redis nor REDIS_URL is given.
@@ -29,6 +31,9 @@ type connFlags struct {
 	// tlsCA, tlsCert and tlsKey name PEM files: the authority to trust for
 	// a rediss:// server (besides the system's), and a client certificate.
 	tlsCA, tlsCert, tlsKey string
+	// classicPubSub: on a cluster, classic Pub/Sub instead of sharded
+	// (redisync.WithShardedPubSub(false)).
+	classicPubSub bool
 }
 
 // register adds the connection flags to fs.
@@ -39,6 +44,15 @@ func (cf *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.tlsCA, "tls-ca", "", "with rediss://, also trust the certificate authority in `FILE` (PEM)")
 	fs.StringVar(&cf.tlsCert, "tls-cert", "", "with rediss://, present the client certificate in `FILE` (PEM; needs --tls-key)")
 	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key `FILE` (PEM)")
+	fs.BoolVar(&cf.classicPubSub, "classic-pubsub", false, "with --cluster: the locks publish with PUBLISH, not SPUBLISH (redisync's WithShardedPubSub(false), Redisson without sharded subscriptions)")
+}
+
+// libOptions returns the redisync options the flags ask for.
+func (cf *connFlags) libOptions() []redisync.Option {
+	if cf.classicPubSub {
+		return []redisync.Option{redisync.WithShardedPubSub(false)}
+	}
+	return nil
 }
 
 // given reports whether a server was named, by flag or by REDIS_URL.

@@ -88,7 +88,7 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if !*yes && !confirm(std, fmt.Sprintf("Force-unlock %s %q? Its holders lose it. [y/N] ", info.Kind, name)) {
 		return errDeclined
 	}
-	c, err := redisync.New(rc, redisync.WithLogger(slog.New(slog.NewTextHandler(std.err, nil))))
+	c, err := redisync.New(rc, append(cf.libOptions(), redisync.WithLogger(slog.New(slog.NewTextHandler(std.err, nil))))...)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func runWatch(ctx context.Context, std *stdio, args []string) error {
 		defer cancel()
 	}
 	w := &watcher{out: std, match: match, limit: *count, renewals: *renewals, stop: cancel, known: map[string]bool{}}
-	subs, notes := watchPlan(ctx, rc, opt.SelectDB, pattern, literalPattern(pattern))
+	subs, notes := watchPlan(ctx, rc, opt.SelectDB, pattern, literalPattern(pattern), cf.classicPubSub)
 	for _, n := range notes {
 		fmt.Fprintln(std.out, "# "+n)
 	}
@@ -80,26 +80,28 @@ type subscription struct {
 
 // watchPlan chooses the subscriptions: the lock channels (PSUBSCRIBE; on a
 // cluster, whose locks publish with SPUBLISH, which has no pattern form, an
-// SSUBSCRIBE of one lock's channel when PATTERN names one lock) and, where
-// enabled, keyspace notifications (on a cluster, on every node). It also
-// returns notes for the operator on what cannot be seen.
-func watchPlan(ctx context.Context, rc rueidis.Client, db int, pattern string, literal bool) (subs []subscription, notes []string) {
+// SSUBSCRIBE of one lock's channel when PATTERN names one lock, unless
+// classic says they publish with PUBLISH, which reaches every node) and,
+// where enabled, keyspace notifications (on a cluster, on every node). It
+// also returns notes for the operator on what cannot be seen.
+func watchPlan(ctx context.Context, rc rueidis.Client, db int, pattern string, literal, classic bool) (subs []subscription, notes []string) {
 	cluster := rc.Mode() == rueidis.ClientModeCluster
+	sharded := cluster && !classic
 	var channels []string
 	for _, lc := range lockChannels {
-		if cluster {
-			if literal {
-				channels = append(channels, lc.channel(pattern))
-			}
-		} else {
+		if !sharded {
 			channels = append(channels, lc.pattern())
+		} else if literal {
+			channels = append(channels, lc.channel(pattern))
 		}
 	}
 	switch {
-	case cluster && len(channels) > 0:
+	case sharded && len(channels) > 0:
 		subs = append(subs, subscription{rc: rc, cmd: rc.B().Ssubscribe().Channel(channels...).Build(), count: len(channels)})
-	case cluster:
+	case sharded:
 		notes = append(notes, "releases are not shown: on a cluster locks publish with sharded Pub/Sub, which has no pattern subscription; give one lock NAME to see its releases")
+	case cluster: // classic: any one node hears every PUBLISH
+		subs = append(subs, subscription{rc: rc, cmd: rc.B().Psubscribe().Pattern(channels...).Build(), count: len(channels)})
 	default:
 		// One PSUBSCRIBE for the lock channels and the keyspace events: one
 		// connection delivers them in the order the server produced them,
