@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // With WithShardedPubSub(false), a Client on Redis Cluster talks to a Java
@@ -83,4 +84,32 @@ func TestShardedPubSubIsClientWide(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	assert.Panics(t, func() { c.NewMutex("x", redisync.WithShardedPubSub(false)) })
 	assert.NotPanics(t, func() { c.NewMutex("x", redisync.WithShardedPubSub(true)) })
+}
+
+// WithShardedPubSub(false) changes nothing where Pub/Sub is classic already
+// (standalone, Sentinel) and makes a cluster classic: on every topology a
+// release wakes a waiter in another Client at once, not at the 30 s lease.
+func TestClassicPubSubEverywhere(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
+		a, _ := newClient(t, tg, redisync.WithShardedPubSub(false))
+		b, _ := newClient(t, tg, redisync.WithShardedPubSub(false))
+		name := "classic:" + t.Name()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		holder := a.NewMutex(name)
+		require.NoError(t, holder.LockContext(ctx))
+		locked := make(chan time.Time, 1)
+		go func() {
+			m := b.NewMutex(name)
+			assert.NoError(t, m.LockContext(ctx))
+			locked <- time.Now()
+			m.Unlock()
+		}()
+		time.Sleep(100 * time.Millisecond)
+		released := time.Now()
+		holder.Unlock()
+		took := (<-locked).Sub(released)
+		t.Logf("the waiter locked %v after the release", took)
+		assert.Less(t, took, 2*time.Second)
+	})
 }
