@@ -119,3 +119,20 @@ func ExampleWithSyncReplicas() {
 	m.Unlock()
 	// Output: locked: true
 }
+
+// WithShardedPubSub(false), given to New, makes a Client on Redis Cluster
+// publish and subscribe classically, as a Java service does whose Redisson
+// has no sharded subscriptions: each side then wakes the other's waiters.
+func ExampleWithShardedPubSub() {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:7000"}, DisableCache: true})
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithShardedPubSub(false))
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_ = c.NewMutex("order:42") // shares the lock, and its wake-ups, with Java's getLock("order:42")
+}

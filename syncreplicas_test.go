@@ -16,7 +16,7 @@ import (
 // With WithSyncReplicas an acquisition succeeds once the replicas acknowledge
 // it; one that they do not acknowledge in time (no replica, or a paused one)
 // fails with ErrNotReplicated and leaves no key, where the same acquisition
-// without the option succeeds.
+// without the option succeeds; Lock retries until the replica is back.
 func TestSyncReplicas(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		requireReal(t, tg, "WAIT and ROLE")
@@ -77,11 +77,26 @@ func TestSyncReplicas(t *testing.T) {
 		m = plain.NewMutex(name)
 		require.NoError(t, m.LockContext(ctx), "without the option the primary's word is enough")
 		m.Unlock()
+		// Lock retries until the replica is back.
+		retrying := one.NewMutex(name)
+		locked := make(chan struct{})
+		go func() {
+			retrying.Lock()
+			close(locked)
+		}()
+		select {
+		case <-locked:
+			t.Error("Lock returned while the replica was paused")
+		case <-time.After(time.Second):
+		}
 		require.NoError(t, replica.Resume())
 		require.NoError(t, redisserver.WaitReplica(ctx, replica.Addr))
-		m = one.NewMutex(name)
-		require.NoError(t, m.LockContext(ctx), "the replica is back")
-		m.Unlock()
+		select {
+		case <-locked:
+		case <-ctx.Done():
+			t.Fatal("Lock did not retry once the replica was back")
+		}
+		retrying.Unlock()
 	})
 }
 
