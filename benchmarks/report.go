@@ -169,6 +169,11 @@ func (r *Results) table(b *strings.Builder) {
 	row(fmt.Sprintf("3 contended, %d clients", ContendedClients), "acquisitions/s", summary(r.Contended, rate))
 	row("3 contended", "wait p50", summary(r.Contended, p50))
 	row("3 contended", "wait p99", summary(r.Contended, p99))
+	row("3 contended", "fairness (Jain's index over clients)", summary(r.Contended, func(s Summary) string { return fmt.Sprintf("%.2f", s.Fairness) }))
+	row("3 contended", "handoff p50 / p99 (to another client)", summary(r.Contended, func(s Summary) string {
+		return fmtDur(s.Handoff50) + " / " + fmtDur(s.Handoff99)
+	}))
+	row("3 contended", "longest wait", summary(r.Contended, func(s Summary) string { return fmtDur(s.Longest) }))
 	row(fmt.Sprintf("4 same process, %d goroutines", SameProcessGoroutines), "acquisitions/s", summary(r.SameProcess, rate))
 	row("4 same process", "wait p50", summary(r.SameProcess, p50))
 	row("4 same process", "wait p99", summary(r.SameProcess, p99))
@@ -230,7 +235,7 @@ func (r *Results) notes(b *strings.Builder) {
 
 - Scenarios 1–4 run %v per library; rates count completed operations over the elapsed time.
 - 1: one goroutine, one name; two PINGs is the same pair timed with two PING round trips through a rueidis client with redisync's options.
-- 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (a sleep); wait = time inside Lock; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section.
+- 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handoff = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section.
 - 5: %d redisync Mutexes held with WithWatchdogTimeout(%v) (renewal every %v) for %v; script calls from INFO commandstats, CPU from getrusage and INFO cpu.
 - 6: allocations per pair over %d pairs, process-wide; heap per held lock after GC with %d locks held (handles included; goroutine stacks are not heap).
 - 7: %d goroutines of one client, each with its own handle on one of %d names held by another client; connections = connected_clients added by the waiting client; drain = from release of the names until every waiter has locked and unlocked (at most %v).

@@ -22,8 +22,9 @@ const (
 	// scenario measures handoffs between processes only (scenario 4 covers
 	// goroutines of one process).
 	ContendedClients = 4
-	// CriticalSection is how long scenario 3 holds the lock (a sleep, so
-	// the two cores stay free for the clients and the server).
+	// CriticalSection is how long scenario 3 holds the lock, busy (a sleep
+	// of 100 µs lasts about a millisecond, and would cap every library near
+	// 1,000 acquisitions/s).
 	CriticalSection = 100 * time.Microsecond
 	// SameProcessGoroutines is scenario 4's goroutine count, all sharing
 	// one handle of one Client, with an empty critical section.
@@ -42,6 +43,57 @@ type Summary struct {
 	// released and stopped by then: waiters the library failed to wake.
 	// They were cancelled and are not in the percentiles.
 	Stalled int
+	// Of scenarios 2 to 4: Fairness is Jain's index of the acquisitions per
+	// goroutine (1: equal shares; 1/n: one took all); Longest is the longest
+	// wait in Lock, a stalled one (until cancelled) included. Of scenarios 3
+	// and 4 (one lock): Handoff50 and Handoff99 are percentiles of the time
+	// from a holder's call to Unlock to the next acquisition's return when
+	// another goroutine (in scenario 3, another client) makes it.
+	Fairness             float64
+	Handoff50, Handoff99 time.Duration
+	Longest              time.Duration
+}
+
+// A turn is one acquisition of a hammer: by goroutine g, from acquired to
+// released.
+type turn struct {
+	g                  int
+	acquired, released time.Time
+}
+
+// jain returns Jain's fairness index of counts: (Σx)² / (n·Σx²).
+func jain(counts []int) float64 {
+	var sum, squares float64
+	for _, c := range counts {
+		sum += float64(c)
+		squares += float64(c) * float64(c)
+	}
+	if squares == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(counts)) * squares)
+}
+
+// handoffs returns, sorted, the times from a release to the next
+// acquisition of the lock when another goroutine made it (turns of one lock,
+// in any order; 0 if the next acquisition came first, as after a lost
+// lock).
+func handoffs(turns []turn) []time.Duration {
+	slices.SortFunc(turns, func(a, b turn) int { return a.acquired.Compare(b.acquired) })
+	var out []time.Duration
+	for i := 1; i < len(turns); i++ {
+		if turns[i].g != turns[i-1].g {
+			out = append(out, max(0, turns[i].acquired.Sub(turns[i-1].released)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// busy works, without sleeping, for d.
+func busy(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
 }
 
 // Rate returns operations per second.
@@ -197,6 +249,8 @@ func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex
 	var stop atomic.Bool
 	var stalled atomic.Int64
 	lats := make([][]time.Duration, n)
+	turns := make([][]turn, n)
+	stalls := make([]time.Duration, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -204,12 +258,14 @@ func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex
 		wg.Go(func() {
 			m := mutex(g)
 			lat := make([]time.Duration, 0, 1024)
-			defer func() { lats[g] = lat }()
+			ts := make([]turn, 0, 1024)
+			defer func() { lats[g], turns[g] = lat, ts }()
 			for !stop.Load() {
 				t := time.Now()
 				h, err := m.Lock(lockCtx)
 				if err != nil && stop.Load() {
 					stalled.Add(1)
+					stalls[g] = time.Since(t)
 					return
 				}
 				if err != nil {
@@ -217,15 +273,16 @@ func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex
 					cancel() // the others' waits end too
 					return
 				}
-				lat = append(lat, time.Since(t))
-				if crit > 0 {
-					time.Sleep(crit)
-				}
+				acquired := time.Now()
+				lat = append(lat, acquired.Sub(t))
+				busy(crit)
+				released := time.Now()
 				if err := h.Unlock(ctx); err != nil {
 					errs[g] = err
 					cancel()
 					return
 				}
+				ts = append(ts, turn{g: g, acquired: acquired, released: released})
 			}
 		})
 	}
@@ -242,8 +299,20 @@ func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex
 	if err := errors.Join(errs...); err != nil {
 		return Summary{}, err
 	}
-	sum := summarize(slices.Concat(lats...), elapsed)
+	all := slices.Concat(lats...)
+	sum := summarize(all, elapsed)
 	sum.Stalled = int(stalled.Load())
+	counts := make([]int, n)
+	for g, l := range lats {
+		counts[g] = len(l)
+	}
+	sum.Fairness = jain(counts)
+	if len(all) > 0 {
+		sum.Longest = all[len(all)-1] // summarize sorted it
+	}
+	sum.Longest = max(sum.Longest, slices.Max(stalls))
+	hs := handoffs(slices.Concat(turns...))
+	sum.Handoff50, sum.Handoff99 = percentile(hs, 50), percentile(hs, 99)
 	return sum, nil
 }
 

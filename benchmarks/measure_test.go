@@ -1,0 +1,53 @@
+package benchmarks
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Jain's index is 1 for equal shares and 1/n when one takes all.
+func TestJain(t *testing.T) {
+	for _, tc := range []struct {
+		counts []int
+		want   float64
+	}{
+		{[]int{5, 5, 5, 5}, 1},
+		{[]int{8, 0, 0, 0}, 0.25},
+		{[]int{2, 1}, 0.9}, // 9 / (2·5)
+		{[]int{0, 0}, 0},
+	} {
+		if got := jain(tc.counts); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("jain(%v) = %v, want %v", tc.counts, got, tc.want)
+		}
+	}
+}
+
+// A handoff is counted from a release to the next acquisition by another
+// goroutine; a goroutine taking the lock again is no handoff.
+func TestHandoffs(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond) }
+	turns := []turn{
+		{g: 1, acquired: at(20), released: at(25)}, // out of order on purpose
+		{g: 0, acquired: at(0), released: at(10)},
+		{g: 0, acquired: at(11), released: at(15)}, // the same goroutine again
+		{g: 2, acquired: at(28), released: at(30)},
+	}
+	want := []time.Duration{3 * time.Millisecond, 5 * time.Millisecond}
+	if got := handoffs(turns); !slices.Equal(got, want) {
+		t.Errorf("handoffs = %v, want %v", got, want)
+	}
+	if got := handoffs(turns[:1]); len(got) != 0 {
+		t.Errorf("one turn: handoffs = %v, want none", got)
+	}
+}
+
+// busy lasts at least d.
+func TestBusy(t *testing.T) {
+	start := time.Now()
+	busy(100 * time.Microsecond)
+	if took := time.Since(start); took < 100*time.Microsecond || took > 50*time.Millisecond {
+		t.Errorf("busy(100µs) took %v", took)
+	}
+}
