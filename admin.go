@@ -55,6 +55,17 @@ func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 	return int(n), nil
 }
 
+// forceUnlockHash deletes the hash lock at h.key whoever holds it, publishes
+// message on channel and wakes this process's waiters there, and reports
+// whether it was locked (see forceUnlocked).
+func (h *handle) forceUnlockHash(ctx context.Context, channel, message string) (bool, error) {
+	ok, err := h.forceUnlocked(h.c.scripts.ForceUnlockMutex(ctx, h.key, channel, message))
+	if ok {
+		h.c.notify.WakeAll(channel)
+	}
+	return ok, err
+}
+
 // forceUnlocked ends, as force-unlocked, this Client's holds among fields (the
 // ones a force unlock took away), and reports whether there were any.
 func (h *handle) forceUnlocked(fields []string, err error) (bool, error) {

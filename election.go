@@ -224,12 +224,7 @@ func (e *Election) read(ctx context.Context) (layout.Leadership, error) {
 // waiting campaigner is elected, and reports whether there was one. A
 // leadership held through this Client ends as lost.
 func (e *Election) ForceUnlock(ctx context.Context) (bool, error) {
-	fields, err := e.h.c.scripts.ForceUnlockMutex(ctx, e.l.Key, e.l.Channel, "0")
-	ok, err := e.h.forceUnlocked(fields, err)
-	if ok {
-		e.h.c.notify.WakeAll(e.l.Channel)
-	}
-	return ok, err
+	return e.h.forceUnlockHash(ctx, e.l.Channel, "0")
 }
 
 // leading returns the handle's current leadership, nil if it does not lead.

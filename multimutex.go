@@ -132,27 +132,34 @@ func (m *MultiMutex) LockContext(ctx context.Context) error { return m.lock(ctx,
 // TryLockContext makes one attempt to lock every name of m and reports
 // whether it succeeded; when it did not, it holds none of them.
 func (m *MultiMutex) TryLockContext(ctx context.Context) (bool, error) {
-	terms := make([]*term, 0, len(m.groups))
-	for i, g := range m.groups {
-		a := &caller{p: g.p, mode: waitFree, n: 1}
+	err := m.take(ctx, func(a *caller) error {
 		ok, err := m.h.c.tryOnce(ctx, a)
-		if !ok || err != nil {
-			m.undo(ctx, i)
-			return false, err
+		if err == nil && !ok {
+			err = errTaken
 		}
-		terms = append(terms, a.term)
+		return err
+	})
+	if errors.Is(err, errTaken) {
+		return false, nil
 	}
-	m.began(terms)
-	return true, nil
+	return err == nil, err
 }
 
-// lock takes m's groups in order, waiting for each, and gives back those it
-// took when one fails.
+// errTaken: a single attempt found one of the names taken.
+var errTaken = errors.New("taken")
+
+// lock takes m's groups, waiting for each.
 func (m *MultiMutex) lock(ctx context.Context, forever bool) error {
+	return m.take(ctx, func(a *caller) error { return m.h.c.acquire(ctx, a, nil, forever) })
+}
+
+// take takes m's groups in order with acquire, and gives back those it took
+// when one fails.
+func (m *MultiMutex) take(ctx context.Context, acquire func(a *caller) error) error {
 	terms := make([]*term, 0, len(m.groups))
 	for i, g := range m.groups {
 		a := &caller{p: g.p, mode: waitFree, n: 1}
-		if err := m.h.c.acquire(ctx, a, nil, forever); err != nil {
+		if err := acquire(a); err != nil {
 			m.undo(ctx, i)
 			return err
 		}

@@ -110,11 +110,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx
 // Client, ends as lost; a hold taken after it (by a waiter its wake-up
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := m.forceUnlocked(m.c.scripts.ForceUnlockMutex(ctx, m.name, m.keys.Channel(), "0"))
-	if ok {
-		m.c.notify.WakeAll(m.keys.Channel())
-	}
-	return ok, err
+	return m.forceUnlockHash(ctx, m.keys.Channel(), "0")
 }
 
 // HoldCount returns how many holds the owner in ctx (m's own owner if ctx has

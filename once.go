@@ -130,11 +130,7 @@ func (o *Once) Reset(ctx context.Context) error {
 // that a waiting caller runs f, and reports whether there was one. A claim
 // taken through this Client ends as lost, which cancels its f's context.
 func (o *Once) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := o.forceUnlocked(o.c.scripts.ForceUnlockMutex(ctx, o.l.Claim, o.l.Channel, "0"))
-	if ok {
-		o.c.notify.WakeAll(o.l.Channel)
-	}
-	return ok, err
+	return o.forceUnlockHash(ctx, o.l.Channel, "0")
 }
 
 // claimProto describes a claim of o by its handle's owner for one call of

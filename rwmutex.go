@@ -134,11 +134,7 @@ func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
 // wakes every waiter, and reports whether it was locked. The holds it deleted
 // that were taken through this Client end as lost.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := rw.forceUnlocked(rw.c.scripts.ForceUnlockMutex(ctx, rw.name, rw.l.Channel, "1"))
-	if ok {
-		rw.c.notify.WakeAll(rw.l.Channel)
-	}
-	return ok, err
+	return rw.forceUnlockHash(ctx, rw.l.Channel, "1")
 }
 
 // writerClaim is how long a waiting writer holds new readers back without

@@ -295,4 +295,5 @@ func (r *run) leak(what string, left []string) {
 
 // acquireScripts are the scripts whose replies F7 drops.
 var acquireScripts = []*scripts.Script{scripts.MutexAcquire, scripts.FencedAcquire, scripts.RWReadLock,
-	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire, scripts.ElectionCampaign}
+	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire, scripts.ElectionCampaign,
+	scripts.MultiAcquire}
