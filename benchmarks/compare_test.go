@@ -77,6 +77,7 @@ func TestQuick(t *testing.T) {
 	for _, peer := range r.Peers {
 		for name, m := range map[string]map[string]benchmarks.Summary{
 			"serial": r.Serial, "parallel": r.Parallel, "contended": r.Contended, "same-process": r.SameProcess,
+			"own-handles": r.OwnHandles,
 		} {
 			if s := m[peer]; s.N == 0 || s.Rate() <= 0 || s.P50 <= 0 {
 				t.Errorf("%s/%s: no figures: %+v", name, peer, s)
@@ -92,11 +93,18 @@ func TestQuick(t *testing.T) {
 			t.Errorf("waiters/%s: %d of %d served", peer, w.Served, w.Waiters)
 		}
 	}
+	for _, prim := range r.Primitives {
+		for name, m := range map[string]map[string]benchmarks.Summary{"serial": r.Serial, "contended": r.Contended} {
+			if s := m[prim]; s.N == 0 || s.Rate() <= 0 || s.P50 <= 0 || s.Handoff50 <= 0 && name == "contended" {
+				t.Errorf("%s/%s: no figures: %+v", name, prim, s)
+			}
+		}
+	}
 	if rn := r.Renewal; rn.CallsPerS <= 0 || !rn.Renewed {
 		t.Errorf("renewal: %+v", rn)
 	}
 	md := r.Markdown()
-	for _, want := range append([]string{"| scenario |", "## Targets"}, r.Peers...) {
+	for _, want := range slices.Concat([]string{"| scenario |", "## Targets", "4b "}, r.Peers, r.Primitives) {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
@@ -150,9 +158,9 @@ func BenchmarkSerial(b *testing.B) {
 	})
 }
 
-// BenchmarkTwoPings is scenario 1's yardstick: two PINGs in a row through a
+// BenchmarkPing is the physical yardstick: one PING round trip through a
 // rueidis client with redisync's options.
-func BenchmarkTwoPings(b *testing.B) {
+func BenchmarkPing(b *testing.B) {
 	requireServer(b)
 	ctx := context.Background()
 	rc, err := rueidis.NewClient(benchmarks.RueidisOption(addr))
@@ -162,10 +170,8 @@ func BenchmarkTwoPings(b *testing.B) {
 	defer rc.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		for range 2 {
-			if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
-				b.Fatal(err)
-			}
+		if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
@@ -209,6 +215,20 @@ func BenchmarkSameProcess(b *testing.B) {
 	})
 }
 
+// BenchmarkOwnHandles is scenario 4b: SameProcessGoroutines goroutines of
+// one Client, a handle each on one name; ns/op is per acquisition.
+func BenchmarkOwnHandles(b *testing.B) {
+	ctx := context.Background()
+	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
+		c, n := connect(b, p), name(b, 0)
+		ms := make([]benchmarks.Mutex, benchmarks.SameProcessGoroutines)
+		for i := range ms {
+			ms[i] = c.NewMutex(n)
+		}
+		spread(ctx, b, len(ms), func(g int) benchmarks.Mutex { return ms[g] }, 0)
+	})
+}
+
 // spread runs b.N acquisitions over n goroutines, goroutine g using
 // mutex(g) and holding it for crit, and reports the wait percentiles.
 func spread(ctx context.Context, b *testing.B, n int, mutex func(g int) benchmarks.Mutex, crit time.Duration) {
@@ -232,9 +252,7 @@ func spread(ctx context.Context, b *testing.B, n int, mutex func(g int) benchmar
 					return
 				}
 				waits[g] = append(waits[g], time.Since(t))
-				if crit > 0 {
-					time.Sleep(crit)
-				}
+				benchmarks.Busy(crit)
 				if err := h.Unlock(ctx); err != nil {
 					b.Error(err)
 					return

@@ -43,11 +43,31 @@ func TestHandoffs(t *testing.T) {
 	}
 }
 
-// busy lasts at least d.
+// Busy lasts at least d.
 func TestBusy(t *testing.T) {
 	start := time.Now()
-	busy(100 * time.Microsecond)
+	Busy(100 * time.Microsecond)
 	if took := time.Since(start); took < 100*time.Microsecond || took > 50*time.Millisecond {
-		t.Errorf("busy(100µs) took %v", took)
+		t.Errorf("Busy(100µs) took %v", took)
+	}
+}
+
+// The median of rounds is taken figure by figure; the rate's count and time
+// come from one round; a stall in any round is kept.
+func TestMedian(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	rounds := []Summary{
+		{N: 300, Elapsed: time.Second, P50: ms(9), P99: ms(1), Handoff50: ms(5), Fairness: 0.5, Longest: ms(7)},
+		{N: 100, Elapsed: time.Second, P50: ms(2), P99: ms(3), Handoff50: ms(1), Fairness: 0.9, Longest: ms(9), Stalled: 1},
+		{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7, Longest: ms(8)},
+	}
+	got := median(rounds)
+	want := Summary{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7,
+		Longest: ms(8), Stalled: 1}
+	if got != want {
+		t.Errorf("median =\n%+v, want\n%+v", got, want)
+	}
+	if one := median(rounds[:1]); one != rounds[0] {
+		t.Errorf("median of one round = %+v, want it", one)
 	}
 }

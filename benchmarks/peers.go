@@ -87,7 +87,28 @@ func RueidisOption(addr string) rueidis.ClientOption {
 // process, a [redisync.Mutex] handle per name, LockContext and
 // UnlockContext. The options are passed to [redisync.New].
 func Redisync(opts ...redisync.Option) Peer {
-	return Peer{Name: "redisync", Connect: func(addr string) (Client, error) {
+	return redisyncPeer("redisync", func(c *redisync.Client, name string) Mutex {
+		return redisyncMutex{m: c.NewMutex(name)}
+	}, opts)
+}
+
+// RedisyncPrimitives returns redisync's FIFO primitives in a Peer's shape,
+// for the scenarios that compare a lock's latency and handoffs: a
+// [redisync.FairMutex] and a [redisync.Semaphore] of one permit.
+func RedisyncPrimitives() []Peer {
+	return []Peer{
+		redisyncPeer("redisync FairMutex", func(c *redisync.Client, name string) Mutex {
+			return redisyncFair{m: c.NewFairMutex(name)}
+		}, nil),
+		redisyncPeer("redisync Semaphore(1)", func(c *redisync.Client, name string) Mutex {
+			return redisyncSem{s: c.NewSemaphore(name, 1)}
+		}, nil),
+	}
+}
+
+// redisyncPeer is a Peer of redisync whose handles newMutex makes.
+func redisyncPeer(name string, newMutex func(c *redisync.Client, name string) Mutex, opts []redisync.Option) Peer {
+	return Peer{Name: name, Connect: func(addr string) (Client, error) {
 		rc, err := rueidis.NewClient(RueidisOption(addr))
 		if err != nil {
 			return nil, err
@@ -97,16 +118,17 @@ func Redisync(opts ...redisync.Option) Peer {
 			rc.Close()
 			return nil, err
 		}
-		return &redisyncClient{rc: rc, c: c}, nil
+		return &redisyncClient{rc: rc, c: c, newMutex: newMutex}, nil
 	}}
 }
 
 type redisyncClient struct {
-	rc rueidis.Client
-	c  *redisync.Client
+	rc       rueidis.Client
+	c        *redisync.Client
+	newMutex func(c *redisync.Client, name string) Mutex
 }
 
-func (c *redisyncClient) NewMutex(name string) Mutex { return redisyncMutex{m: c.c.NewMutex(name)} }
+func (c *redisyncClient) NewMutex(name string) Mutex { return c.newMutex(c.c, name) }
 
 func (c *redisyncClient) Close() {
 	_ = c.c.Close()
@@ -120,6 +142,23 @@ type redisyncMutex struct{ m *redisync.Mutex }
 func (m redisyncMutex) Lock(ctx context.Context) (Held, error) { return m, m.m.LockContext(ctx) }
 
 func (m redisyncMutex) Unlock(ctx context.Context) error { return m.m.UnlockContext(ctx) }
+
+type redisyncFair struct{ m *redisync.FairMutex }
+
+func (m redisyncFair) Lock(ctx context.Context) (Held, error) { return m, m.m.LockContext(ctx) }
+
+func (m redisyncFair) Unlock(ctx context.Context) error { return m.m.UnlockContext(ctx) }
+
+type redisyncSem struct{ s *redisync.Semaphore }
+
+func (m redisyncSem) Lock(ctx context.Context) (Held, error) { return m, m.s.Acquire(ctx, 1) }
+
+// Unlock releases the permit; Release reports a failure to reach Redis in
+// the log only (the permit then comes back with its lease).
+func (m redisyncSem) Unlock(context.Context) error {
+	m.s.Release(1)
+	return nil
+}
 
 // Redsync is redsync v4 on go-redis v9 (the go-redis default options), as its
 // README shows: redsync.New(goredis.NewPool(client)), NewMutex,

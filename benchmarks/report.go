@@ -9,14 +9,16 @@ import (
 
 // The targets the comparison is measured against.
 const (
-	TargetSerialVsPing  = 1.2 // scenario 1: at most this many times two PINGs
-	TargetParallel      = 1.5 // scenario 2: at least this many times the best peer
-	TargetContended     = 2.5 // scenario 3: at least this many times the best peer
-	TargetContendedP99  = 5 * time.Millisecond
-	TargetSameProcess   = 10.0 // scenario 4: at least this many times the best peer
-	TargetAllocsPerPair = 12
+	TargetHandoffVsPing = 1.0 // 3: handoff p50 at most this many PING round trips
+	TargetHandoffP99    = 500 * time.Microsecond
+	TargetContended     = 1.2 // 3: acquisitions/s at least this many times the best peer's
+	TargetFairness      = 0.95
+	TargetLongestWait   = 10 * time.Millisecond
+	TargetOwnHandles    = 5.0 // 4b: at least this many times the best peer
+	TargetParallel      = 1.3 // 2: at least this many times the best peer
+	TargetAllocsPerPair = 9
 	TargetHeapPerLock   = 2048 // bytes
-	TargetWaiterConns   = 8    // scenario 7: a constant, not one per waiter or name
+	TargetWaiterConns   = 8    // 7: a constant, not one per waiter or name
 )
 
 const (
@@ -42,21 +44,26 @@ func (r *Results) Targets() []Target {
 	add := func(scenario, goal string, known bool, value string, holds bool) {
 		ts = append(ts, Target{Scenario: scenario, Goal: goal, Value: value, Holds: known && holds, Known: known})
 	}
-	s, ok := r.Serial[subjectName]
-	ratio := float64(s.P50) / float64(r.Ping.P50)
-	add("1", fmt.Sprintf("serial p50 ≤ %.1f× two PINGs", TargetSerialVsPing), ok && r.Ping.N > 0,
-		fmt.Sprintf(ratioFormat, ratio), ratio <= TargetSerialVsPing)
-	for _, c := range []struct {
+	c, ok := r.Contended[subjectName]
+	ratio := float64(c.Handoff50) / float64(r.Ping.P50)
+	add("3", fmt.Sprintf("handoff p50 ≤ %.1f× PING p50", TargetHandoffVsPing), ok && r.Ping.N > 0,
+		fmt.Sprintf(ratioFormat+" (%s)", ratio, fmtDur(c.Handoff50)), ratio <= TargetHandoffVsPing)
+	add("3", "handoff p99 ≤ "+fmtDur(TargetHandoffP99), ok, fmtDur(c.Handoff99), c.Handoff99 <= TargetHandoffP99)
+	for _, t := range []struct {
 		scenario string
 		m        map[string]Summary
 		goal     float64
-	}{{"2", r.Parallel, TargetParallel}, {"3", r.Contended, TargetContended}, {"4", r.SameProcess, TargetSameProcess}} {
-		ratio, peer, ok := r.vsBest(c.m)
-		add(c.scenario, fmt.Sprintf("≥ %.1f× the best peer", c.goal), ok,
-			fmt.Sprintf(ratioFormat+" %s", ratio, peer), ratio >= c.goal)
+	}{{"3", r.Contended, TargetContended}, {"4b", r.OwnHandles, TargetOwnHandles}, {"2", r.Parallel, TargetParallel}} {
+		ratio, peer, ok := r.vsBest(t.m)
+		add(t.scenario, fmt.Sprintf("rate ≥ %.1f× the best peer's", t.goal), ok,
+			fmt.Sprintf(ratioFormat+" %s", ratio, peer), ratio >= t.goal)
 	}
-	c, ok := r.Contended[subjectName]
-	add("3", "wait p99 ≤ "+TargetContendedP99.String(), ok, fmtDur(c.P99), c.P99 <= TargetContendedP99)
+	add("3", fmt.Sprintf("fairness ≥ %.2f", TargetFairness), ok, fmt.Sprintf("%.2f", c.Fairness), c.Fairness >= TargetFairness)
+	add("3", "longest wait ≤ "+fmtDur(TargetLongestWait), ok, fmtDur(c.Longest), c.Longest <= TargetLongestWait)
+	s, ok := r.Serial[subjectName]
+	best, peer := r.bestP50()
+	add("1", "serial p50 ≤ the best peer's", ok && best > 0,
+		fmt.Sprintf("%s vs %s (%s)", fmtDur(s.P50), fmtDur(best), peer), s.P50 <= best)
 	a, ok := r.Allocs[subjectName]
 	add("6", fmt.Sprintf("≤ %d allocations per uncontended pair", TargetAllocsPerPair), ok,
 		fmt.Sprintf("%.1f", a.Allocs), a.Allocs <= TargetAllocsPerPair)
@@ -68,6 +75,18 @@ func (r *Results) Targets() []Target {
 		fmt.Sprintf("%d conns, %d/%d served", w.Conns, w.Served, w.Waiters),
 		w.Conns <= TargetWaiterConns && w.Served == w.Waiters && w.Waiters > 0)
 	return ts
+}
+
+// bestP50 returns the lowest serial p50 of the other libraries, and whose.
+func (r *Results) bestP50() (time.Duration, string) {
+	var best time.Duration
+	var peer string
+	for _, name := range r.Peers {
+		if s, ok := r.Serial[name]; ok && name != subjectName && (best == 0 || s.P50 < best) {
+			best, peer = s.P50, name
+		}
+	}
+	return best, peer
 }
 
 // vsBest returns redisync's rate over the best other library's, and that
@@ -99,6 +118,10 @@ func (r *Results) Markdown() string {
 		m.Date.Format("2006-01-02 15:04 MST"), m.CPU, m.Cores, m.OS, m.Go, m.Redis, r.Elapsed.Seconds())
 	fmt.Fprintf(&b, "Client and server share the machine; figures from one run are noisy, ratios less so.\n\n")
 	r.table(&b)
+	if len(r.Primitives) > 0 {
+		b.WriteString("\n## redisync's FIFO primitives\n\nThe same scenarios 1 and 3, the redisync column being its Mutex.\n\n")
+		r.primitivesTable(&b)
+	}
 	b.WriteString("\n## Targets\n\n| scenario | target | measured | holds |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {
 		mark := targetNo
@@ -125,33 +148,51 @@ func (r *Results) Markdown() string {
 	return b.String()
 }
 
-// table writes the figures: a row per scenario and metric, a column per
-// library.
-func (r *Results) table(b *strings.Builder) {
-	fmt.Fprintf(b, "| scenario | metric | %s |\n|---|---|%s\n", strings.Join(r.Peers, " | "), strings.Repeat("---|", len(r.Peers)))
-	row := func(scenario, metric string, cell func(peer string) string) {
-		cells := make([]string, len(r.Peers))
-		for i, p := range r.Peers {
+// A rowFunc writes a row of a table: scenario, metric and a cell per column.
+type rowFunc func(scenario, metric string, cell func(column string) string)
+
+// newTable writes the header of a table with a column per name in columns
+// and returns the function that writes its rows.
+func newTable(b *strings.Builder, columns []string) rowFunc {
+	fmt.Fprintf(b, "| scenario | metric | %s |\n|---|---|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
+	return func(scenario, metric string, cell func(string) string) {
+		cells := make([]string, len(columns))
+		for i, p := range columns {
 			cells[i] = cell(p)
 		}
 		fmt.Fprintf(b, "| %s | %s | %s |\n", scenario, metric, strings.Join(cells, " | "))
 	}
-	summary := func(m map[string]Summary, f func(Summary) string) func(string) string {
-		return func(p string) string {
-			if s, ok := m[p]; ok {
-				return f(s)
-			}
-			return missing
+}
+
+// summary returns the cell function of a figure f of m's summaries.
+func summary(m map[string]Summary, f func(Summary) string) func(string) string {
+	return func(p string) string {
+		if s, ok := m[p]; ok {
+			return f(s)
 		}
+		return missing
 	}
-	rate := func(s Summary) string {
+}
+
+// Cell formats of a Summary.
+var (
+	rate = func(s Summary) string {
 		if s.Stalled > 0 {
 			return fmt.Sprintf("%s (%d never woken)", fmtRate(s.Rate()), s.Stalled)
 		}
 		return fmtRate(s.Rate())
 	}
-	p50 := func(s Summary) string { return fmtDur(s.P50) }
-	p99 := func(s Summary) string { return fmtDur(s.P99) }
+	p50      = func(s Summary) string { return fmtDur(s.P50) }
+	p99      = func(s Summary) string { return fmtDur(s.P99) }
+	fairness = func(s Summary) string { return fmt.Sprintf("%.2f", s.Fairness) }
+	handoff  = func(s Summary) string { return fmtDur(s.Handoff50) + " / " + fmtDur(s.Handoff99) }
+	longest  = func(s Summary) string { return fmtDur(s.Longest) }
+)
+
+// table writes the figures: a row per scenario and metric, a column per
+// library.
+func (r *Results) table(b *strings.Builder) {
+	row := newTable(b, r.Peers)
 	subject := func(v string) func(string) string {
 		return func(p string) string {
 			if p == subjectName {
@@ -160,23 +201,23 @@ func (r *Results) table(b *strings.Builder) {
 			return missing
 		}
 	}
-	row("1 serial", "lock+unlock p50", summary(r.Serial, p50))
-	row("1 serial", "lock+unlock p99", summary(r.Serial, p99))
-	row("1 serial", fmt.Sprintf("p50 ÷ two PINGs (%s)", fmtDur(r.Ping.P50)), summary(r.Serial, func(s Summary) string {
+	row("0 reference", "PING p50 (one round trip)", subject(fmtDur(r.Ping.P50)))
+	r.serialRows(row)
+	row("1 serial", "p50 ÷ PING p50", summary(r.Serial, func(s Summary) string {
 		return fmt.Sprintf(ratioFormat, float64(s.P50)/float64(r.Ping.P50))
 	}))
 	row(fmt.Sprintf("2 parallel, %d goroutines", ParallelGoroutines), "pairs/s", summary(r.Parallel, rate))
-	row(fmt.Sprintf("3 contended, %d clients", ContendedClients), "acquisitions/s", summary(r.Contended, rate))
+	r.contendedRows(row)
 	row("3 contended", "wait p50", summary(r.Contended, p50))
 	row("3 contended", "wait p99", summary(r.Contended, p99))
-	row("3 contended", "fairness (Jain's index over clients)", summary(r.Contended, func(s Summary) string { return fmt.Sprintf("%.2f", s.Fairness) }))
-	row("3 contended", "handoff p50 / p99 (to another client)", summary(r.Contended, func(s Summary) string {
-		return fmtDur(s.Handoff50) + " / " + fmtDur(s.Handoff99)
-	}))
-	row("3 contended", "longest wait", summary(r.Contended, func(s Summary) string { return fmtDur(s.Longest) }))
-	row(fmt.Sprintf("4 same process, %d goroutines", SameProcessGoroutines), "acquisitions/s", summary(r.SameProcess, rate))
-	row("4 same process", "wait p50", summary(r.SameProcess, p50))
-	row("4 same process", "wait p99", summary(r.SameProcess, p99))
+	row(fmt.Sprintf("4 same process, %d goroutines, one handle", SameProcessGoroutines), "acquisitions/s", summary(r.SameProcess, rate))
+	row("4 one handle", "wait p50", summary(r.SameProcess, p50))
+	row("4 one handle", "wait p99", summary(r.SameProcess, p99))
+	row(fmt.Sprintf("4b same process, %d goroutines, a handle each", SameProcessGoroutines), "acquisitions/s", summary(r.OwnHandles, rate))
+	row("4b a handle each", "wait p50", summary(r.OwnHandles, p50))
+	row("4b a handle each", "wait p99", summary(r.OwnHandles, p99))
+	row("4b a handle each", "fairness (Jain's index over goroutines)", summary(r.OwnHandles, fairness))
+	row("4b a handle each", "longest wait", summary(r.OwnHandles, longest))
 	rn := r.Renewal
 	if rn.Held.Locks > 0 {
 		row(fmt.Sprintf("5 renewal, %d locks", rn.Held.Locks), "script calls/s", subject(fmt.Sprintf("%.0f", rn.CallsPerS)))
@@ -227,21 +268,44 @@ func (r *Results) table(b *strings.Builder) {
 	}
 }
 
+// primitivesTable writes scenarios 1 and 3 for redisync's Mutex and its
+// other primitives.
+func (r *Results) primitivesTable(b *strings.Builder) {
+	row := newTable(b, append([]string{subjectName}, r.Primitives...))
+	r.serialRows(row)
+	r.contendedRows(row)
+}
+
+// serialRows writes scenario 1's latencies.
+func (r *Results) serialRows(row rowFunc) {
+	row("1 serial", "lock+unlock p50", summary(r.Serial, p50))
+	row("1 serial", "lock+unlock p99", summary(r.Serial, p99))
+}
+
+// contendedRows writes scenario 3's rate, fairness, handoffs and longest
+// wait.
+func (r *Results) contendedRows(row rowFunc) {
+	row(fmt.Sprintf("3 contended, %d clients", ContendedClients), "acquisitions/s", summary(r.Contended, rate))
+	row("3 contended", "fairness (Jain's index over clients)", summary(r.Contended, fairness))
+	row("3 contended", "handoff p50 / p99 (to another client)", summary(r.Contended, handoff))
+	row("3 contended", "longest wait", summary(r.Contended, longest))
+}
+
 // notes explains how the figures were taken.
 func (r *Results) notes(b *strings.Builder) {
 	c := r.Config
 	fmt.Fprintf(b, `
 ## How
 
-- Scenarios 1–4 run %v per library; rates count completed operations over the elapsed time.
-- 1: one goroutine, one name; two PINGs is the same pair timed with two PING round trips through a rueidis client with redisync's options.
-- 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handoff = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section.
+- Scenarios 1–4b and the PING reference run %v per library and round, in %d rounds (each round every scenario and library once); every figure of theirs is the median of the rounds, taken figure by figure ("never woken": the most of any round). Rates count completed operations over the elapsed time.
+- 0: one PING round trip through a rueidis client with redisync's options: the least a message from one client through Redis to another can take. 1: one goroutine, one name.
+- 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handoff = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section. 4b: the same with a handle per goroutine (as a handle per request gives).
 - 5: %d redisync Mutexes held with WithWatchdogTimeout(%v) (renewal every %v) for %v; script calls from INFO commandstats, CPU from getrusage and INFO cpu.
 - 6: allocations per pair over %d pairs, process-wide; heap per held lock after GC with %d locks held (handles included; goroutine stacks are not heap).
 - 7: %d goroutines of one client, each with its own handle on one of %d names held by another client; connections = connected_clients added by the waiting client; drain = from release of the names until every waiter has locked and unlocked (at most %v).
 - 8: %s
 - Peers: redsync and redislock poll every %v (redsync jittered ±50%%); redsync with WithTries(MaxInt32); redislock with LinearBackoff and a %v TTL; rueidislock with KeyMajority 1, NoLoopTracking and client-side caching; see benchmarks/peers.go.
-`, c.Duration, ParallelGoroutines, ContendedClients, CriticalSection, stopGrace, SameProcessGoroutines,
+`, c.Duration, c.Rounds, ParallelGoroutines, ContendedClients, CriticalSection, stopGrace, SameProcessGoroutines,
 		c.Held, RenewalWatchdog, RenewalWatchdog/3, c.RenewalWindow, c.AllocPairs, c.Held,
 		c.Waiters, c.WaiterNames, c.DrainTimeout, orMissing(r.CeilingCmd), c.Poll, RedislockTTL)
 }

@@ -1,9 +1,11 @@
 package benchmarks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -12,8 +14,12 @@ import (
 // Config sizes a comparison run. Every scenario is bounded in time; a full
 // run takes about two minutes on two cores.
 type Config struct {
-	// Duration is how long each timed scenario (1 to 4) runs per library.
+	// Duration is how long each timed scenario (1 to 4b) runs per library
+	// and round.
 	Duration time.Duration
+	// Rounds is how many times each timed scenario runs per library; its
+	// figures are the medians of the rounds.
+	Rounds int
 	// Poll is the retry delay of the libraries that poll (see DefaultPoll).
 	Poll time.Duration
 	// Held is how many locks scenarios 5 and 6 hold at once.
@@ -36,15 +42,19 @@ type Config struct {
 	// Peers are the libraries compared, redisync first; nil means
 	// Peers(Poll).
 	Peers []Peer
+	// Primitives are redisync's other primitives, timed in scenarios 1 and 3
+	// only; nil means RedisyncPrimitives().
+	Primitives []Peer
 	// Log receives a line per scenario and library as the run proceeds;
 	// nil discards them.
 	Log io.Writer
 }
 
-// DefaultConfig is the full run.
+// DefaultConfig is the full run (about four minutes on two cores).
 func DefaultConfig() Config {
 	return Config{
 		Duration:      2 * time.Second,
+		Rounds:        3,
 		Poll:          DefaultPoll,
 		Held:          10000,
 		RenewalWindow: 3 * (RenewalWatchdog / 3), // three renewal intervals
@@ -63,6 +73,7 @@ func DefaultConfig() Config {
 func QuickConfig() Config {
 	return Config{
 		Duration:      300 * time.Millisecond,
+		Rounds:        1,
 		Poll:          DefaultPoll,
 		Held:          1000,
 		RenewalWindow: RenewalWatchdog/3 + 200*time.Millisecond,
@@ -79,15 +90,17 @@ func QuickConfig() Config {
 // Results are the figures of one run. A scenario that failed for a library
 // has no figure for it and an entry in Errors under "scenario/library".
 type Results struct {
-	Machine Machine
-	Config  Config
-	Peers   []string
+	Machine    Machine
+	Config     Config
+	Peers      []string
+	Primitives []string // the names of Config.Primitives
 
-	Ping        Summary // two PINGs, the yardstick of scenario 1
+	Ping        Summary // one PING round trip, the physical yardstick
 	Serial      map[string]Summary
 	Parallel    map[string]Summary
 	Contended   map[string]Summary
-	SameProcess map[string]Summary
+	SameProcess map[string]Summary // scenario 4: one shared handle
+	OwnHandles  map[string]Summary // scenario 4b: a handle per goroutine
 	Renewal     RenewalResult
 	Allocs      map[string]AllocResult
 	Held        map[string]HoldResult
@@ -106,6 +119,10 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 	if cfg.Peers == nil {
 		cfg.Peers = Peers(cfg.Poll)
 	}
+	if cfg.Primitives == nil {
+		cfg.Primitives = RedisyncPrimitives()
+	}
+	cfg.Rounds = max(cfg.Rounds, 1)
 	log := cfg.Log
 	if log == nil {
 		log = io.Discard
@@ -119,33 +136,19 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 	r := &Results{
 		Machine: describeMachine(ctx, admin), Config: cfg,
 		Serial: map[string]Summary{}, Parallel: map[string]Summary{}, Contended: map[string]Summary{},
-		SameProcess: map[string]Summary{}, Allocs: map[string]AllocResult{}, Held: map[string]HoldResult{},
-		Waiters: map[string]WaitersResult{}, Errors: map[string]error{},
+		SameProcess: map[string]Summary{}, OwnHandles: map[string]Summary{}, Allocs: map[string]AllocResult{},
+		Held: map[string]HoldResult{}, Waiters: map[string]WaitersResult{}, Errors: map[string]error{},
 	}
 	for _, p := range cfg.Peers {
 		r.Peers = append(r.Peers, p.Name)
 	}
+	for _, p := range cfg.Primitives {
+		r.Primitives = append(r.Primitives, p.Name)
+	}
 	step := func(scenario, peer string) stepper {
 		return stepper{r: r, log: log, limit: cfg.StepLimit, scenario: scenario, peer: peer}
 	}
-	r.Ping, _ = measure(step("ping", "rueidis"), func() (Summary, error) { return PingReference(ctx, addr, cfg.Duration) })
-	timed := []struct {
-		name string
-		into map[string]Summary
-		run  func(context.Context, Peer, string, time.Duration) (Summary, error)
-	}{
-		{"serial", r.Serial, Serial},
-		{"parallel", r.Parallel, Parallel},
-		{"contended", r.Contended, Contended},
-		{"same-process", r.SameProcess, SameProcess},
-	}
-	for _, s := range timed {
-		for _, p := range cfg.Peers {
-			if sum, err := measure(step(s.name, p.Name), func() (Summary, error) { return s.run(ctx, p, addr, cfg.Duration) }); err == nil {
-				s.into[p.Name] = sum
-			}
-		}
-	}
+	r.timed(ctx, addr, step)
 	for _, p := range cfg.Peers {
 		if a, err := measure(step("allocs", p.Name), func() (AllocResult, error) { return AllocsPerPair(ctx, p, addr, cfg.AllocPairs) }); err == nil {
 			r.Allocs[p.Name] = a
@@ -182,6 +185,78 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 	r.Ceiling, r.CeilingCmd = c.rps, c.cmd
 	r.Elapsed = time.Since(start)
 	return r, nil
+}
+
+// timed runs the timed scenarios (the PING reference and 1 to 4b) in
+// Config.Rounds rounds, each round every scenario and library once, and
+// keeps the medians.
+func (r *Results) timed(ctx context.Context, addr string, step func(scenario, peer string) stepper) {
+	type scenario struct {
+		name  string
+		into  map[string]Summary
+		run   func(context.Context, Peer, string, time.Duration) (Summary, error)
+		peers []Peer
+	}
+	cfg := r.Config
+	ping := map[string]Summary{}
+	both := slices.Concat(cfg.Peers, cfg.Primitives)
+	timed := []scenario{
+		{"ping", ping, func(ctx context.Context, _ Peer, addr string, d time.Duration) (Summary, error) {
+			return PingReference(ctx, addr, d)
+		}, []Peer{{Name: "rueidis"}}},
+		{"serial", r.Serial, Serial, both},
+		{"parallel", r.Parallel, Parallel, cfg.Peers},
+		{"contended", r.Contended, Contended, both},
+		{"same-process", r.SameProcess, SameProcess, cfg.Peers},
+		{"own-handles", r.OwnHandles, SameProcessHandles, cfg.Peers},
+	}
+	rounds := map[string][]Summary{}
+	for round := range cfg.Rounds {
+		for _, s := range timed {
+			for _, p := range s.peers {
+				st := step(s.name, p.Name)
+				if cfg.Rounds > 1 {
+					st.scenario = fmt.Sprintf("%s#%d", s.name, round+1)
+				}
+				if sum, err := measure(st, func() (Summary, error) { return s.run(ctx, p, addr, cfg.Duration) }); err == nil {
+					rounds[s.name+"/"+p.Name] = append(rounds[s.name+"/"+p.Name], sum)
+				}
+			}
+		}
+	}
+	for _, s := range timed {
+		for _, p := range s.peers {
+			if ss := rounds[s.name+"/"+p.Name]; len(ss) > 0 {
+				s.into[p.Name] = median(ss)
+			}
+		}
+	}
+	r.Ping = ping["rueidis"]
+}
+
+// median returns the median of each figure of ss, taken separately (the
+// rate's with its count and time); Stalled is the largest, since a waiter
+// never woken in any round is a defect.
+func median(ss []Summary) Summary {
+	mid := func(less func(a, b Summary) int) Summary {
+		s := slices.Clone(ss)
+		slices.SortFunc(s, less)
+		return s[len(s)/2]
+	}
+	byDur := func(f func(Summary) time.Duration) time.Duration {
+		return f(mid(func(a, b Summary) int { return cmp.Compare(f(a), f(b)) }))
+	}
+	m := mid(func(a, b Summary) int { return cmp.Compare(a.Rate(), b.Rate()) })
+	m.P50 = byDur(func(s Summary) time.Duration { return s.P50 })
+	m.P99 = byDur(func(s Summary) time.Duration { return s.P99 })
+	m.Handoff50 = byDur(func(s Summary) time.Duration { return s.Handoff50 })
+	m.Handoff99 = byDur(func(s Summary) time.Duration { return s.Handoff99 })
+	m.Longest = byDur(func(s Summary) time.Duration { return s.Longest })
+	m.Fairness = mid(func(a, b Summary) int { return cmp.Compare(a.Fairness, b.Fairness) }).Fairness
+	for _, s := range ss {
+		m.Stalled = max(m.Stalled, s.Stalled)
+	}
+	return m
 }
 
 // A stepper names one scenario of one library for measure.

@@ -26,8 +26,9 @@ const (
 	// of 100 µs lasts about a millisecond, and would cap every library near
 	// 1,000 acquisitions/s).
 	CriticalSection = 100 * time.Microsecond
-	// SameProcessGoroutines is scenario 4's goroutine count, all sharing
-	// one handle of one Client, with an empty critical section.
+	// SameProcessGoroutines is the goroutine count of scenarios 4 (all
+	// sharing one handle of one Client) and 4b (a handle each, as a handle
+	// per request would give), with an empty critical section.
 	SameProcessGoroutines = 16
 )
 
@@ -90,8 +91,9 @@ func handoffs(turns []turn) []time.Duration {
 	return out
 }
 
-// busy works, without sleeping, for d.
-func busy(d time.Duration) {
+// Busy works, without sleeping, for d: a critical section of that length
+// (a sleep of 100 µs lasts about a millisecond).
+func Busy(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
 	}
 }
@@ -151,20 +153,15 @@ func Serial(ctx context.Context, p Peer, addr string, d time.Duration) (Summary,
 	return timeSerial(d, func() error { return pair(ctx, m) })
 }
 
-// PingReference is scenario 1's yardstick: two PINGs, one after the other,
-// through a rueidis client with [RueidisOption], timed like a pair.
+// PingReference is the physical yardstick: one PING round trip through a
+// rueidis client with [RueidisOption], timed like a pair.
 func PingReference(ctx context.Context, addr string, d time.Duration) (Summary, error) {
 	rc, err := rueidis.NewClient(RueidisOption(addr))
 	if err != nil {
 		return Summary{}, err
 	}
 	defer rc.Close()
-	return timeSerial(d, func() error {
-		if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
-			return err
-		}
-		return rc.Do(ctx, rc.B().Ping().Build()).Error()
-	})
+	return timeSerial(d, func() error { return rc.Do(ctx, rc.B().Ping().Build()).Error() })
 }
 
 // timeSerial runs op for d after a warm-up and summarises its latency.
@@ -231,6 +228,23 @@ func SameProcess(ctx context.Context, p Peer, addr string, d time.Duration) (Sum
 	return hammer(ctx, d, SameProcessGoroutines, func(int) Mutex { return m }, 0)
 }
 
+// SameProcessHandles is scenario 4b: SameProcessGoroutines goroutines of
+// one Client, each with a handle of its own on one name, lock and unlock it
+// for d with nothing in between.
+func SameProcessHandles(ctx context.Context, p Peer, addr string, d time.Duration) (Summary, error) {
+	cs, err := connectAll(p, addr, 1)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeAll(cs)
+	name := lockName(p, "same-process-handles", 0)
+	ms := make([]Mutex, SameProcessGoroutines)
+	for g := range ms {
+		ms[g] = cs[0].NewMutex(name)
+	}
+	return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, 0)
+}
+
 // stopGrace is how long a hammer lets the Lock calls still waiting when its
 // time is up finish before cancelling them: the holders keep releasing, so
 // a waiter that is not served by then was not woken at all.
@@ -275,7 +289,7 @@ func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex
 				}
 				acquired := time.Now()
 				lat = append(lat, acquired.Sub(t))
-				busy(crit)
+				Busy(crit)
 				released := time.Now()
 				if err := h.Unlock(ctx); err != nil {
 					errs[g] = err
