@@ -26,8 +26,9 @@ type caller struct {
 	n      int  // holds (permits) to add
 	single bool // a Try call: one attempt that waits for nothing
 	call   holdCall
-	value  int64 // what the acquire script passed on at the last success (a fencing token)
-	term   *term // the term of the last success
+	xfer   *transferWait // the call's place for a hold handed from another handle, while it waits
+	value  int64         // what the acquire script passed on at the last success (a fencing token)
+	term   *term         // the term of the last success
 	// complete records that what the call waits for has happened with
 	// nothing to hold: a Once's function succeeded, a WaitGroup reached zero.
 	complete bool
@@ -100,10 +101,10 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		free = res.free
 	}
 	if acq.count == 0 {
-		if a.call.field == "" {
-			a.call.field = c.newField(p.key.owner, p.suffix)
+		if c.queuedBehind(a, tk) {
+			return attempt{wait: -1}, nil, 0, nil // a Busy reply without asking: a local waiter is ahead
 		}
-		acq.field = a.call.field
+		acq.field = c.callField(a)
 	}
 	sent := time.Now()
 	a.call.sent = true
@@ -134,6 +135,15 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		return attempt{}, nil, 0, c.unreplicated(ctx, a, &acq, sync)
 	}
 	return c.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
+}
+
+// callField returns the identity the first acquire of call a asks for: a
+// new one on its first attempt, the same on its retries.
+func (c *Client) callField(a *caller) string {
+	if a.call.field == "" {
+		a.call.field = c.newField(a.p.key.owner, a.p.suffix)
+	}
+	return a.call.field
 }
 
 // lockOp takes h's op for a: at once or not at all for a single attempt,

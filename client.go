@@ -33,6 +33,14 @@ type Client struct {
 
 	mu    sync.Mutex
 	holds map[holdKey]*hold
+
+	// xmu guards the hand-over of holds between handles (handover.go):
+	// transfers queues, by lock key, the waiting calls a hold may be handed
+	// to; handing records the holds handed and not yet taken, with the
+	// record they are for. Taken before mu when both are.
+	xmu       sync.Mutex
+	transfers map[string][]*transferWait
+	handing   map[*term]holdKey
 }
 
 // New returns a Client that works through rc, with the options as the
@@ -58,6 +66,9 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		scripts: scripts.NewRunner(rc, sharded),
 		closed:  make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
+
+		transfers: make(map[string][]*transferWait),
+		handing:   make(map[*term]holdKey),
 	}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option

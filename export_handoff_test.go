@@ -30,3 +30,11 @@ func ReadRenewEveryForTest(d time.Duration) (restore func()) {
 	readRenewEvery = d
 	return func() { readRenewEvery = saved }
 }
+
+// TransferWaitersForTest returns how many waiting calls of c a hold of the
+// lock called name may be handed to.
+func TransferWaitersForTest(c *Client, name string) int {
+	c.xmu.Lock()
+	defer c.xmu.Unlock()
+	return len(c.transfers[name])
+}

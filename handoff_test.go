@@ -22,28 +22,13 @@ func TestMutexLocalHandoff(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
 	c, rc := newClient(t, standalone)
 	m := c.NewMutex(t.Name())
-	var inside, worst atomic.Int32
+	var ex exclusion
 	var sections atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	before := redistest.CommandCalls(t, rc, "evalsha")
 	for range 16 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				m.Lock()
-				if n := inside.Add(1); n > worst.Load() {
-					worst.Store(n)
-				}
-				sections.Add(1)
-				inside.Add(-1)
-				m.Unlock()
-			}
-		})
+		wg.Go(func() { ex.hammer(m, stop, &sections) })
 	}
 	time.Sleep(200 * time.Millisecond) // the local goroutines are busy
 	other, _ := newClient(t, standalone)
@@ -62,7 +47,7 @@ func TestMutexLocalHandoff(t *testing.T) {
 	calls := redistest.CommandCalls(t, rc, "evalsha") - before
 	t.Logf("%d critical sections of 16 goroutines sharing a handle with %d script calls; another Client got in after %v",
 		sections.Load(), calls, waited)
-	assert.EqualValues(t, 1, worst.Load(), "two goroutines inside at once")
+	assert.EqualValues(t, 1, ex.worst.Load(), "two goroutines inside at once")
 	assert.Less(t, calls, sections.Load(), "handovers should spare most round trips")
 }
 

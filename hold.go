@@ -304,10 +304,12 @@ func (h *hold) freeChan() chan struct{} {
 	return h.free
 }
 
-// endHolds stops the renewal of every live term of this Client's holds that
-// match accepts, and ends it with end.
+// endHolds stops the renewal of every live term of this Client's holds
+// (those being handed over between handles included) that match accepts, and
+// ends it with end.
 func (c *Client) endHolds(match func(holdKey, *term) bool, end func(*term)) {
 	var terms []*term
+	c.xmu.Lock() // a hold being handed over is in c.handing or in its new record
 	c.mu.Lock()
 	for key, h := range c.holds {
 		if t := h.term.Load(); t != nil && match(key, t) {
@@ -315,6 +317,12 @@ func (c *Client) endHolds(match func(holdKey, *term) bool, end func(*term)) {
 		}
 	}
 	c.mu.Unlock()
+	for t, key := range c.handing {
+		if match(key, t) {
+			terms = append(terms, t)
+		}
+	}
+	c.xmu.Unlock()
 	for _, t := range terms {
 		c.leases.Remove(t.lease)
 		end(t)

@@ -48,6 +48,11 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 // Lock locks m. If the lock is already in use, the calling goroutine blocks
 // until the mutex is available. Redis failures are retried with backoff, and
 // persistent ones logged. Lock panics if the Client is closed.
+//
+// Waiting Lock and LockContext calls of one Client on one lock (other than
+// those of an explicit owner) queue in the Client: only the first of them
+// asks Redis, the others wait for their turn (or for a hold handed over, see
+// [Mutex.Unlock]), in order of arrival.
 func (m *Mutex) Lock() {
 	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
 }
@@ -79,10 +84,14 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 // Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a
 // goroutine: one goroutine may lock it and another unlock it.
 //
-// When other goroutines wait in Lock or LockContext on the same handle,
-// Unlock may hand them the lock within this process for a short run (at most
-// 64 handovers and 1 ms) before it releases the lock in Redis for other
-// processes. A FencedMutex never does: each acquisition takes a token.
+// When other goroutines wait in Lock or LockContext on the same handle, or
+// on another handle of the same Client and lock with the same lease, Unlock
+// may hand them the lock within this process for a short run (at most 64
+// handovers and 1 ms since the hold came from Redis) before it releases the
+// lock in Redis for other processes. A hold handed to another handle keeps
+// its identity and lease in Redis and becomes that handle's: m's Done closes
+// and its Err is nil, as after a release. A FencedMutex never hands a hold
+// over: each acquisition takes a token.
 //
 // It is a run-time error, and Unlock panics, if m is not locked by its own
 // owner in this process. If the hold was lost, or Redis cannot be reached,

@@ -149,9 +149,10 @@ type Event struct {
 	// (EventAcquired): a re-entry, a further read hold, or more permits of a
 	// Semaphore handle. It does not start a new hold.
 	Reentrant bool
-	// LocalHandoff marks an acquisition handed over by an Unlock of the same
-	// handle in this process, without Redis (EventAcquired; see
-	// [Mutex.Unlock]). The hold passed on ends with an EventReleased.
+	// LocalHandoff marks an acquisition handed over by an Unlock in this
+	// process (of the same handle, or of another handle of the same Client),
+	// without Redis (EventAcquired; see [Mutex.Unlock]). The hold passed on
+	// ends with an EventReleased.
 	LocalHandoff bool
 	Source       WakeSource // what woke the waiter (EventWakeup)
 	Resubscribed bool       // the subscription was established again (EventSubscribed)

@@ -40,7 +40,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 		}
 		return err
 	}
-	if n == 1 && c.handOver(h, p, t) {
+	if n == 1 && (c.handOver(h, p, t) || c.transfer(h, p, t)) {
 		return nil
 	}
 	if h.count > n {

@@ -158,6 +158,9 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
 		l.sleep(waitBound(res.wait))
 	}
+	if l.a.xfer == nil && f.src != WakeLocal && p.handoff && l.a.mode == waitHandoff && !l.a.call.uncertain() {
+		l.a.xfer = c.queueTransfer(p) // a handle of this Client that holds the lock may hand it over
+	}
 	return f, false, nil
 }
 
@@ -170,6 +173,9 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 	}
 	if l.queued != nil {
 		c.abandonHandoff(ctx, l.queued)
+	}
+	if l.a.xfer != nil {
+		c.leaveTransfer(ctx, l.a.xfer)
 	}
 	if l.tk != nil {
 		l.tk.Stop()
@@ -199,16 +205,34 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 	if l.tk != nil {
 		lapsed = l.tk.Lapsed
 	}
+	var transferred <-chan handed
+	var poked <-chan struct{}
+	if l.a.xfer != nil {
+		transferred, poked = l.a.xfer.ch, l.a.xfer.poke
+	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
 	case <-handedOver:
 		l.queued = nil
 		p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
 		return true, nil
+	case x := <-transferred:
+		l.a.xfer = nil
+		if c.adopt(ctx, l.a, x) {
+			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
+			return true, nil
+		}
 	case <-f.wake:
 		l.queued = nil // a release that closes free hands nothing over
 		if observe {
 			p.observe(ctx, wakeEvent(l.w, f.src, true))
+		}
+		if f.src == WakePubSub {
+			c.passWake(l.a) // when queued behind another, that one asks Redis
+		}
+	case <-poked: // a wake-up passed on by a waiter queued behind
+		if observe {
+			p.observe(ctx, wakeEvent(nil, WakeLocal, true))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
 		p.observe(ctx, wakeEvent(l.w, WakeLocal, true))

@@ -10,7 +10,7 @@ type Kind string
 const (
 	Invoke        Kind = "inv"      // a waiting acquire call begins (Mode)
 	Queued        Kind = "queued"   // its place in a FIFO queue is confirmed
-	Handover      Kind = "handover" // the acquisition to come was handed over locally (same owner)
+	Handover      Kind = "handover" // the acquisition to come was handed over locally (by a goroutine of the worker)
 	Acquired      Kind = "acq"      // it returned holding (Mode; Tok for a FencedMutex)
 	AcquireFailed Kind = "acqfail"  // it returned an error (Err)
 	Enter         Kind = "enter"    // the critical section begins

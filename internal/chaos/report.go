@@ -108,6 +108,9 @@ func Summarize(h *History, vs []Violation) *Report {
 	}
 	for _, e := range h.Events {
 		switch e.K {
+		case Handover: // shown with the acquisitions, not counted again
+			count(e.R, string(e.K))
+			r.OpsTotal--
 		case Acquired, AcquireFailed, Released, Write, Stale, Lost:
 			op := string(e.K)
 			if e.K == Released && e.Err != "" {

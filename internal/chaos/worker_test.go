@@ -144,6 +144,10 @@ type slot struct {
 	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
 	once   *redisync.Once                                // a Once's slot runs its function instead
 	also   string                                        // a MultiMutex's second name, whose events emit repeats
+	// brief marks a Mutex slot that holds briefly in half its cycles, so
+	// that its hold is handed to the worker's other goroutine on the lock
+	// without Redis (a local handover) under the faults too.
+	brief bool
 }
 
 type slotKey struct{}
@@ -313,6 +317,7 @@ func (w *worker) connect() (func(), error) {
 			}
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
 			s.unlock, s.done = m.UnlockContext, m.Done
+			s.brief = sl.res != "chaos-multi-b"
 		case sl.res == "chaos-rw" && sl.mode == Shared:
 			rw := c.NewRWMutex(sl.res) // its own owner: one owner's read and write holds may overlap
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, rw.RLockContext(ctx) }
@@ -381,10 +386,14 @@ func (w *worker) drive(s *slot) {
 		w.emit(Event{G: s.g, K: Acquired, R: s.res, Mode: s.mode, Tok: tok})
 		w.emit(Event{G: s.g, K: Enter, R: s.res, Mode: s.mode})
 		w.fenced(s, tok)
-		if s.park.CompareAndSwap(true, false) {
+		brief := false
+		switch {
+		case s.park.CompareAndSwap(true, false):
 			w.parked(s)
 			w.fenced(s, tok) // a holder back from a fault writes with its old token
-		} else {
+		case s.brief && rng.IntN(2) == 0:
+			brief = true // no pause after it either: the other goroutine waits
+		default:
 			time.Sleep(time.Duration(200+rng.IntN(2800)) * time.Microsecond)
 		}
 		w.emit(Event{G: s.g, K: Exit, R: s.res, Mode: s.mode})
@@ -400,7 +409,9 @@ func (w *worker) drive(s *slot) {
 			s.park.Store(true) // F10: its release may still be on its way
 		}
 		w.emit(e)
-		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+		if !brief {
+			time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+		}
 	}
 }
 

@@ -234,6 +234,35 @@ func (s *Scheduler) Remove(l *Lease) bool {
 	return true
 }
 
+// Replace puts next in the place of old, a lease of the same hold (its Key,
+// Keys and TTL) that changes hands locally: next inherits old's deadline, so
+// the hold is never believed to last longer than old's last confirmed
+// renewal allows, and is renewed when old would have been (at once if a
+// renewal of old is in flight: its result is dropped). It reports false,
+// changing nothing, when old is not watched or its deadline has passed.
+func (s *Scheduler) Replace(old, next *Lease) bool {
+	s.mu.Lock()
+	now := time.Now()
+	if (old.state != waiting && old.state != inflight) || !now.Before(old.deadline) {
+		s.mu.Unlock()
+		return false
+	}
+	next.deadline, next.at = old.deadline, old.at
+	if old.state == waiting {
+		s.heap.remove(old)
+	} else {
+		next.at = now
+	}
+	old.state, next.state = idle, waiting
+	s.heap.push(next)
+	early := s.heap[0] == next && next.at.Before(s.sleeping)
+	s.mu.Unlock()
+	if early {
+		s.wake()
+	}
+	return true
+}
+
 // Current reports whether l is watched and its deadline has not passed: the
 // hold it describes may still be in Redis. A process that was paused past the
 // deadline sees false before the scheduler's goroutine has run again.

@@ -189,6 +189,48 @@ func TestCurrent(t *testing.T) {
 	f.sched.Remove(stale)
 }
 
+// A replaced lease stops being renewed or reported; its successor keeps the
+// hold alive from the old one's deadline on and is reported lost in its
+// place. A lease past its deadline or removed cannot be replaced.
+func TestReplace(t *testing.T) {
+	f := newFixture(t)
+	key := t.Name()
+	old, oldLost := f.hold(t, key, 600*time.Millisecond, true)
+	nextLost := make(chan error, 1)
+	next := &lease.Lease{Key: key, Keys: old.Keys, Args: old.Args, TTL: old.TTL, Renew: old.Renew,
+		Lost: lease.ReportFunc(func(cause error) { nextLost <- cause })}
+	require.True(t, f.sched.Replace(old, next))
+	assert.False(t, f.sched.Current(old), "the replaced lease")
+	assert.True(t, f.sched.Current(next))
+	assert.False(t, f.sched.Remove(old), "the replaced lease is no longer watched")
+	assert.Equal(t, 1, f.sched.Len())
+	lowest := time.Hour
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		lowest = min(lowest, f.pttl(key))
+	}
+	assert.Greater(t, lowest, 150*time.Millisecond, "the successor renews the hold")
+	require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Del().Key(key).Build()).Error())
+	select {
+	case err := <-nextLost:
+		assert.ErrorIs(t, err, lease.ErrNotHeld)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the successor's loss was not reported")
+	}
+	select {
+	case err := <-oldLost:
+		t.Fatalf("the replaced lease was reported lost: %v", err)
+	default:
+	}
+
+	third := &lease.Lease{Key: key, TTL: time.Hour, Lost: lease.ReportFunc(func(error) {})}
+	assert.False(t, f.sched.Replace(next, third), "a lost lease")
+	stale := &lease.Lease{Key: key + ":stale", TTL: time.Hour, Lost: lease.ReportFunc(func(error) {})}
+	f.sched.Add(stale, time.Now().Add(-time.Hour))
+	assert.False(t, f.sched.Replace(stale, third), "a lease past its deadline")
+	assert.False(t, f.sched.Current(third))
+	f.sched.Remove(stale)
+}
+
 // stateRenew is a renewal script that checks a state: KEYS[i] is a string
 // key, ARGV[2i-1] the value it should hold, ARGV[2i] the lease. It replies 0
 // when the key is gone, 2 when it holds another value (and extends it), 1

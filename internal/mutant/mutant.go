@@ -26,4 +26,6 @@
 //	                it (I1)
 //	multi-partial   a MultiMutex takes its names while any but the first is
 //	                held by someone else (I1)
+//	handover-release  a Mutex hold handed to another handle of the Client is
+//	                also released in Redis, where anyone may then take it (I1)
 package mutant

@@ -1,0 +1,195 @@
+package redisync_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// fields returns the hold fields of the Mutex lock key name, as Redis has them.
+func fields(t *testing.T, name string) []string {
+	t.Helper()
+	rc := newRueidis(t, standalone)
+	keys, err := rc.Do(context.Background(), rc.B().Hkeys().Key(name).Build()).AsStrSlice()
+	require.NoError(t, err)
+	return keys
+}
+
+// unlockFor unlocks giver once taker, another handle of c on the same lock,
+// waits for it in LockContext, and returns when taker holds it.
+func unlockFor(t *testing.T, c *redisync.Client, giver, taker *redisync.Mutex) {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() { got <- taker.LockContext(context.Background()) }()
+	require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, taker.Name()) == 1 },
+		5*time.Second, time.Millisecond, "the taker never queued")
+	giver.Unlock()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the taker did not get the lock")
+	}
+}
+
+// An exclusion counts the goroutines inside critical sections, and the most
+// seen at once.
+type exclusion struct{ inside, worst atomic.Int32 }
+
+// hammer locks m, counts a section in count and unlocks, until stop is
+// closed.
+func (ex *exclusion) hammer(m *redisync.Mutex, stop <-chan struct{}, count *atomic.Int64) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		m.Lock()
+		if n := ex.inside.Add(1); n > ex.worst.Load() {
+			ex.worst.Store(n)
+		}
+		count.Add(1)
+		ex.inside.Add(-1)
+		m.Unlock()
+	}
+}
+
+// Handles of one Client waiting for a lock that another of its handles
+// holds are handed the hold on its Unlock, without a round trip to Redis;
+// never are two of them inside at once, and waiters in another Client still
+// get their turns while they go on.
+func TestMutexHandsOverBetweenHandles(t *testing.T) {
+	requireReal(t, standalone, "INFO commandstats")
+	var handed atomic.Int64
+	c, rc := newClient(t, standalone, redisync.WithObserver(redisync.ObserverFunc(func(_ context.Context, e redisync.Event) {
+		if e.Kind == redisync.EventAcquired && e.LocalHandoff {
+			handed.Add(1)
+		}
+	})))
+	other, _ := newClient(t, standalone)
+	var ex exclusion
+	var local, remote atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	before := redistest.CommandCalls(t, rc, "evalsha")
+	for range 8 {
+		m := c.NewMutex(t.Name()) // a handle, and an owner, each
+		wg.Go(func() { ex.hammer(m, stop, &local) })
+	}
+	for range 2 {
+		m := other.NewMutex(t.Name())
+		wg.Go(func() { ex.hammer(m, stop, &remote) })
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	calls := redistest.CommandCalls(t, rc, "evalsha") - before
+	t.Logf("%d sections in one Client (%d handed between its handles) with %d script calls; %d in the other",
+		local.Load(), handed.Load(), calls, remote.Load())
+	assert.EqualValues(t, 1, ex.worst.Load(), "two holders inside at once")
+	assert.Positive(t, handed.Load(), "no hold was handed between handles")
+	assert.Less(t, calls, local.Load(), "handing over should spare round trips")
+	assert.Positive(t, remote.Load(), "the other Client starved")
+	assert.Empty(t, fields(t, t.Name()), "the lock is still held after every Unlock")
+}
+
+// A hold handed to another handle keeps its identity in Redis and becomes
+// the receiver's: the giver's Done closes with a nil Err, the receiver's
+// stays open until its own Unlock, which releases the lock in Redis.
+func TestMutexHandedHoldChangesHands(t *testing.T) {
+	t.Cleanup(redisync.LongHandoffsForTest()) // the steps take longer than 1 ms
+	c, _ := newClient(t, standalone)
+	ctx := context.Background()
+	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
+	require.NoError(t, giver.LockContext(ctx))
+	held := fields(t, t.Name())
+	require.Len(t, held, 1)
+	unlockFor(t, c, giver, taker)
+	assert.Equal(t, held, fields(t, t.Name()), "the hold changed its identity in Redis")
+	select {
+	case <-giver.Done():
+	default:
+		t.Error("the giver's Done is open after its Unlock")
+	}
+	assert.NoError(t, giver.Err())
+	select {
+	case <-taker.Done():
+		t.Fatal("the taker's Done is closed while it holds")
+	default:
+	}
+	n, err := taker.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the taker's hold count")
+	n, err = giver.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "the giver's hold count")
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", giver.Unlock, "the giver unlocks again")
+	assert.Zero(t, redisync.TransferWaitersForTest(c, t.Name()), "a waiter left queued")
+	taker.Unlock()
+	assert.Empty(t, fields(t, t.Name()), "released")
+	<-taker.Done()
+	assert.NoError(t, taker.Err())
+}
+
+// A handle whose lease differs is never handed a hold (its renewals would
+// assume a lease that Redis does not have): it acquires in Redis with a
+// hold of its own.
+func TestMutexNoHandOverAcrossLeases(t *testing.T) {
+	t.Cleanup(redisync.LongHandoffsForTest())
+	c, _ := newClient(t, standalone)
+	ctx := context.Background()
+	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name(), redisync.WithWatchdogTimeout(3*time.Second))
+	require.NoError(t, giver.LockContext(ctx))
+	held := fields(t, t.Name())
+	unlockFor(t, c, giver, taker)
+	now := fields(t, t.Name())
+	require.Len(t, now, 1)
+	assert.NotEqual(t, held, now, "a hold was handed to a handle with another lease")
+	taker.Unlock()
+}
+
+// A waiter whose context ends as a hold is handed to it gives the hold back:
+// when its LockContext fails, the lock is free in Redis, never held for
+// nobody until its lease runs out. With one P, the waiter cannot run between
+// the end of its context and the Unlock that hands it the hold: it wakes for
+// its context, with the hold already handed to it.
+func TestMutexHandOverToLeaver(t *testing.T) {
+	t.Cleanup(redisync.LongHandoffsForTest())
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	c, _ := newClient(t, standalone)
+	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
+	var took, left int
+	for range 40 {
+		require.NoError(t, giver.LockContext(context.Background()))
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan error, 1)
+		go func() { got <- taker.LockContext(ctx) }()
+		require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, t.Name()) == 1 },
+			5*time.Second, time.Millisecond, "the taker never queued")
+		cancel()
+		giver.Unlock()
+		err := <-got
+		if err == nil {
+			took++
+			taker.Unlock()
+		} else {
+			left++
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		require.Eventually(t, func() bool { return len(fields(t, t.Name())) == 0 }, 5*time.Second, time.Millisecond,
+			"the lock stayed held after the taker %s", map[bool]string{true: "took it", false: "left"}[err == nil])
+		assert.Zero(t, redisync.TransferWaitersForTest(c, t.Name()), "a waiter left queued")
+	}
+	t.Logf("the taker took the hold %d times and gave it back %d times", took, left)
+	assert.Positive(t, left, "the hold was never given back")
+}
