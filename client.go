@@ -45,10 +45,12 @@ type Client struct {
 
 // New returns a Client that works through rc, with the options as the
 // defaults of every handle. On Redis Cluster the primitives use sharded
-// Pub/Sub (Redis 7.0 or later) unless [WithShardedPubSub] says otherwise. rc should have client-side caching disabled
-// (DisableCache) unless it is used elsewhere; AlwaysPipelining lowers latency
-// under load, and a MaxFlushDelay of about 20 µs the CPU of many concurrent
-// calls. Close the Client before rc.
+// Pub/Sub (Redis 7.0 or later) unless [WithShardedPubSub] says otherwise. rc
+// should have client-side caching disabled (DisableCache) unless it is used
+// elsewhere; a MaxFlushDelay of about 20 µs lowers the CPU of many
+// concurrent calls. AlwaysPipelining is best left off: rueidis pipelines
+// concurrent calls anyway, and with it a lone caller's round trip is longer.
+// Close the Client before rc.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
 		return nil, errors.New("redisync: nil rueidis client")

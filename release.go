@@ -2,6 +2,9 @@ package redisync
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -67,9 +70,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 // harmless, as a release acts on one hold's identity. Close waits for it.
 func (c *Client) settle(ctx context.Context, p *protocol, t *term, r release, final bool) error {
 	if ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, releaseBudget)
-		rep, err := p.release(rctx, r)
-		cancel()
+		rep, err := releaseWithin(ctx, p, r)
 		if err == nil || ctx.Err() == nil {
 			if err != nil {
 				err = lockError(p.name, err)
@@ -88,6 +89,71 @@ func (c *Client) settle(ctx context.Context, p *protocol, t *term, r release, fi
 		c.afterRelease(p, t, rep, err, final)
 	})
 	return ctx.Err()
+}
+
+// releaseWithin runs release r of p with a deadline releaseBudget away.
+// Under a ctx that cannot end (Unlock's), the deadline comes from a pool of
+// budgets, sparing the four allocations of context.WithTimeout per release.
+func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Released, error) {
+	if ctx.Done() != nil {
+		rctx, cancel := context.WithTimeout(ctx, releaseBudget)
+		defer cancel()
+		return p.release(rctx, r)
+	}
+	b := newBudget(ctx, releaseBudget)
+	defer b.free()
+	return p.release(b, r)
+}
+
+// A budget is a context that ends some time after it was taken: its
+// parent's values and a deadline, for a parent whose Done is nil. A budget
+// whose deadline has not passed goes back to the pool with its timer and
+// channel; one that expired is dropped (its channel is closed).
+type budget struct {
+	context.Context // the parent
+	deadline        time.Time
+	done            chan struct{}
+	timer           *time.Timer
+	expired         atomic.Bool
+}
+
+var budgets sync.Pool
+
+// newBudget returns a budget of d under parent.
+func newBudget(parent context.Context, d time.Duration) *budget {
+	b, _ := budgets.Get().(*budget)
+	if b == nil {
+		b = &budget{done: make(chan struct{})}
+		b.timer = time.AfterFunc(time.Hour, func() {
+			b.expired.Store(true)
+			close(b.done)
+		})
+	}
+	b.Context, b.deadline = parent, time.Now().Add(d)
+	b.timer.Reset(d)
+	return b
+}
+
+// free returns b to the pool unless its deadline has passed.
+func (b *budget) free() {
+	if b.timer.Stop() {
+		b.Context = nil
+		budgets.Put(b)
+	}
+}
+
+// Deadline returns the budget's deadline.
+func (b *budget) Deadline() (time.Time, bool) { return b.deadline, true }
+
+// Done returns a channel closed when the deadline passes.
+func (b *budget) Done() <-chan struct{} { return b.done }
+
+// Err returns context.DeadlineExceeded once the deadline has passed.
+func (b *budget) Err() error {
+	if b.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // afterRelease files the outcome of a release of term t: a hold found gone

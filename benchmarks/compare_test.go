@@ -82,6 +82,9 @@ func TestQuick(t *testing.T) {
 			if s := m[peer]; s.N == 0 || s.Rate() <= 0 || s.P50 <= 0 {
 				t.Errorf("%s/%s: no figures: %+v", name, peer, s)
 			}
+			if s := m[peer]; (name == "serial" || name == "parallel") && (s.ServerCPU <= 0 || s.ClientCPU <= 0) {
+				t.Errorf("%s/%s: no CPU figures: %+v", name, peer, s)
+			}
 		}
 		if a := r.Allocs[peer]; a.Allocs <= 0 {
 			t.Errorf("allocs/%s: no figures: %+v", peer, a)

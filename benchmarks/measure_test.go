@@ -57,13 +57,13 @@ func TestBusy(t *testing.T) {
 func TestMedian(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	rounds := []Summary{
-		{N: 300, Elapsed: time.Second, P50: ms(9), P99: ms(1), Handoff50: ms(5), Fairness: 0.5, Longest: ms(7)},
-		{N: 100, Elapsed: time.Second, P50: ms(2), P99: ms(3), Handoff50: ms(1), Fairness: 0.9, Longest: ms(9), Stalled: 1},
-		{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7, Longest: ms(8)},
+		{N: 300, Elapsed: time.Second, P50: ms(9), P99: ms(1), Handoff50: ms(5), Fairness: 0.5, Longest: ms(7), ServerCPU: 3},
+		{N: 100, Elapsed: time.Second, P50: ms(2), P99: ms(3), Handoff50: ms(1), Fairness: 0.9, Longest: ms(9), Stalled: 1, ServerCPU: 1, ClientCPU: 5},
+		{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7, Longest: ms(8), ServerCPU: 2, ClientCPU: 4},
 	}
 	got := median(rounds)
 	want := Summary{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7,
-		Longest: ms(8), Stalled: 1}
+		Longest: ms(8), Stalled: 1, ServerCPU: 2, ClientCPU: 4}
 	if got != want {
 		t.Errorf("median =\n%+v, want\n%+v", got, want)
 	}

@@ -75,11 +75,10 @@ func Peers(poll time.Duration) []Peer {
 var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 // RueidisOption returns the rueidis options redisync's documentation asks
-// for ([redisync.New]: client-side caching off, AlwaysPipelining on, a
-// MaxFlushDelay of 20 µs). The PING reference of scenario 1 uses the same
-// options.
+// for ([redisync.New]: client-side caching off, AlwaysPipelining off, a
+// MaxFlushDelay of 20 µs). The PING reference uses the same options.
 func RueidisOption(addr string) rueidis.ClientOption {
-	return rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, AlwaysPipelining: true,
+	return rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true,
 		MaxFlushDelay: 20 * time.Microsecond}
 }
 

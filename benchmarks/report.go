@@ -66,7 +66,7 @@ func (r *Results) Targets() []Target {
 		fmt.Sprintf("%s vs %s (%s)", fmtDur(s.P50), fmtDur(best), peer), s.P50 <= best)
 	a, ok := r.Allocs[subjectName]
 	add("6", fmt.Sprintf("≤ %d allocations per uncontended pair", TargetAllocsPerPair), ok,
-		fmt.Sprintf("%.1f", a.Allocs), a.Allocs <= TargetAllocsPerPair)
+		fmt.Sprintf("%.2f", a.Allocs), a.Allocs <= TargetAllocsPerPair)
 	h, ok := r.Held[subjectName]
 	add("6", fmt.Sprintf("≤ %d B heap per held lock", TargetHeapPerLock), ok,
 		fmtBytes(h.HeapPerLock), h.HeapPerLock <= TargetHeapPerLock)
@@ -187,7 +187,13 @@ var (
 	fairness = func(s Summary) string { return fmt.Sprintf("%.2f", s.Fairness) }
 	handoff  = func(s Summary) string { return fmtDur(s.Handoff50) + " / " + fmtDur(s.Handoff99) }
 	longest  = func(s Summary) string { return fmtDur(s.Longest) }
+	cpu      = func(s Summary) string { return fmtCPU(s.ServerCPU) + " / " + fmtCPU(s.ClientCPU) }
 )
+
+// fmtCPU formats a CPU time per operation, to a tenth of a microsecond.
+func fmtCPU(d time.Duration) string {
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+}
 
 // table writes the figures: a row per scenario and metric, a column per
 // library.
@@ -206,7 +212,9 @@ func (r *Results) table(b *strings.Builder) {
 	row("1 serial", "p50 ÷ PING p50", summary(r.Serial, func(s Summary) string {
 		return fmt.Sprintf(ratioFormat, float64(s.P50)/float64(r.Ping.P50))
 	}))
+	row("1 serial", "server / client CPU per pair", summary(r.Serial, cpu))
 	row(fmt.Sprintf("2 parallel, %d goroutines", ParallelGoroutines), "pairs/s", summary(r.Parallel, rate))
+	row("2 parallel", "server / client CPU per pair", summary(r.Parallel, cpu))
 	r.contendedRows(row)
 	row("3 contended", "wait p50", summary(r.Contended, p50))
 	row("3 contended", "wait p99", summary(r.Contended, p99))
@@ -232,7 +240,7 @@ func (r *Results) table(b *strings.Builder) {
 			return missing
 		}
 	}
-	row("6 uncontended pair", "allocations", allocs(func(a AllocResult) string { return fmt.Sprintf("%.1f", a.Allocs) }))
+	row("6 uncontended pair", "allocations", allocs(func(a AllocResult) string { return fmt.Sprintf("%.2f", a.Allocs) }))
 	row("6 uncontended pair", "bytes allocated", allocs(func(a AllocResult) string { return fmtBytes(a.Bytes) }))
 	held := func(f func(HoldResult) string) func(string) string {
 		return func(p string) string {
@@ -298,6 +306,7 @@ func (r *Results) notes(b *strings.Builder) {
 ## How
 
 - Scenarios 1–4b and the PING reference run %v per library and round, in %d rounds (each round every scenario and library once); every figure of theirs is the median of the rounds, taken figure by figure ("never woken": the most of any round). Rates count completed operations over the elapsed time.
+- CPU per pair (1, 2): redis-server's (INFO cpu) and this process's (getrusage) CPU time over the scenario, divided by the pairs; the two share the machine's cores.
 - 0: one PING round trip through a rueidis client with redisync's options: the least a message from one client through Redis to another can take. 1: one goroutine, one name.
 - 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handoff = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section. 4b: the same with a handle per goroutine (as a handle per request gives).
 - 5: %d redisync Mutexes held with WithWatchdogTimeout(%v) (renewal every %v) for %v; script calls from INFO commandstats, CPU from getrusage and INFO cpu.

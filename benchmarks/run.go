@@ -252,6 +252,8 @@ func median(ss []Summary) Summary {
 	m.Handoff50 = byDur(func(s Summary) time.Duration { return s.Handoff50 })
 	m.Handoff99 = byDur(func(s Summary) time.Duration { return s.Handoff99 })
 	m.Longest = byDur(func(s Summary) time.Duration { return s.Longest })
+	m.ServerCPU = byDur(func(s Summary) time.Duration { return s.ServerCPU })
+	m.ClientCPU = byDur(func(s Summary) time.Duration { return s.ClientCPU })
 	m.Fairness = mid(func(a, b Summary) int { return cmp.Compare(a.Fairness, b.Fairness) }).Fairness
 	for _, s := range ss {
 		m.Stalled = max(m.Stalled, s.Stalled)

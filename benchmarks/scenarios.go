@@ -53,6 +53,9 @@ type Summary struct {
 	Fairness             float64
 	Handoff50, Handoff99 time.Duration
 	Longest              time.Duration
+	// Of scenarios 1 and 2: the CPU time per operation of redis-server
+	// (INFO cpu) and of this process (getrusage), warm-up included.
+	ServerCPU, ClientCPU time.Duration
 }
 
 // A turn is one acquisition of a hammer: by goroutine g, from acquired to
@@ -150,7 +153,34 @@ func Serial(ctx context.Context, p Peer, addr string, d time.Duration) (Summary,
 	}
 	defer closeAll(cs)
 	m := cs[0].NewMutex(lockName(p, "serial", 0))
-	return timeSerial(d, func() error { return pair(ctx, m) })
+	return withCPU(ctx, addr, func() (Summary, error) { return timeSerial(d, func() error { return pair(ctx, m) }) })
+}
+
+// withCPU runs f and adds to its summary the CPU time per operation of the
+// server at addr and of this process.
+func withCPU(ctx context.Context, addr string, f func() (Summary, error)) (Summary, error) {
+	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		return Summary{}, err
+	}
+	defer admin.Close()
+	_, server0, err := serverCounters(ctx, admin)
+	if err != nil {
+		return Summary{}, err
+	}
+	client0 := processCPU()
+	s, err := f()
+	if err != nil {
+		return s, err
+	}
+	client1 := processCPU()
+	_, server1, err := serverCounters(ctx, admin)
+	if err != nil || s.N == 0 {
+		return s, err
+	}
+	s.ServerCPU = time.Duration((server1 - server0) * float64(time.Second) / float64(s.N))
+	s.ClientCPU = (client1 - client0) / time.Duration(s.N)
+	return s, nil
 }
 
 // PingReference is the physical yardstick: one PING round trip through a
@@ -195,7 +225,7 @@ func Parallel(ctx context.Context, p Peer, addr string, d time.Duration) (Summar
 	for g := range ms {
 		ms[g] = cs[0].NewMutex(lockName(p, "parallel", g))
 	}
-	return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, 0)
+	return withCPU(ctx, addr, func() (Summary, error) { return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, 0) })
 }
 
 // Contended is scenario 3: ContendedClients Clients, one goroutine each,
