@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -115,7 +116,14 @@ type Results struct {
 // Run runs every scenario against the Redis server at addr, library after
 // library within each scenario, so that drift on a shared machine spreads
 // over all of them.
+//
+// The locks are taken and released under context.Background(), as Lock and
+// Unlock use: ctx only stops the run, its scenarios abandoned. (Under a
+// context that can end, rueidis sends every call through its pipelining
+// goroutines, which costs a lone caller time.)
 func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
+	abort := ctx.Done()
+	ctx = context.Background()
 	if cfg.Peers == nil {
 		cfg.Peers = Peers(cfg.Poll)
 	}
@@ -146,7 +154,7 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 		r.Primitives = append(r.Primitives, p.Name)
 	}
 	step := func(scenario, peer string) stepper {
-		return stepper{r: r, log: log, limit: cfg.StepLimit, scenario: scenario, peer: peer}
+		return stepper{r: r, log: log, limit: cfg.StepLimit, scenario: scenario, peer: peer, abort: abort}
 	}
 	r.timed(ctx, addr, step)
 	for _, p := range cfg.Peers {
@@ -268,6 +276,7 @@ type stepper struct {
 	limit    time.Duration
 	scenario string
 	peer     string
+	abort    <-chan struct{} // closed when the run is stopped
 }
 
 // measure runs f, logs the step and records its error. If f has not
@@ -280,6 +289,12 @@ func measure[T any](s stepper, f func() (T, error)) (T, error) {
 		err error
 	}
 	t := time.Now()
+	select {
+	case <-s.abort:
+		var zero T
+		return zero, errors.New("the run was stopped")
+	default:
+	}
 	done := make(chan result, 1)
 	go func() {
 		v, err := f()
@@ -294,6 +309,8 @@ func measure[T any](s stepper, f func() (T, error)) (T, error) {
 	case res = <-done:
 	case <-limit:
 		res.err = fmt.Errorf("did not finish within %v: abandoned", s.limit)
+	case <-s.abort:
+		res.err = errors.New("the run was stopped: abandoned")
 	}
 	if res.err != nil {
 		s.r.Errors[s.scenario+"/"+s.peer] = res.err
