@@ -1,6 +1,10 @@
 package redisync
 
-import "time"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // LongHandoffsForTest lifts the time bound of local handovers (1 ms) until
 // restore is called, for tests whose steps may take longer than that on a
@@ -37,4 +41,28 @@ func TransferWaitersForTest(c *Client, name string) int {
 	c.xmu.Lock()
 	defer c.xmu.Unlock()
 	return len(c.transfers[name])
+}
+
+// HandOverInFlightForTest unlocks giver while a call of taker (another
+// handle of the same Client) is queued for a handed hold, as a waiting
+// LockContext is, but does not take it: the hold stays on its way until take
+// takes it as the waiting call would. take reports whether it did, and the
+// hold's end if it had ended; an error if nothing was handed over.
+func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, ended error)) {
+	p := taker.proto(taker.owner)
+	w := taker.c.queueTransfer(p)
+	giver.Unlock()
+	return func() (bool, error) {
+		select {
+		case x := <-w.ch:
+			if taker.c.adopt(context.Background(), &caller{p: p, mode: waitHandoff, n: 1}, x) {
+				return true, nil
+			}
+			_, err := x.t.result()
+			return false, err
+		default:
+			taker.c.leaveTransfer(context.Background(), w)
+			return false, errors.New("nothing was handed over")
+		}
+	}
 }

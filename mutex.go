@@ -51,8 +51,8 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 //
 // Waiting Lock and LockContext calls of one Client on one lock (other than
 // those of an explicit owner) queue in the Client: only the first of them
-// asks Redis, the others wait for their turn (or for a hold handed over, see
-// [Mutex.Unlock]), in order of arrival.
+// asks Redis, and a hold handed over (see [Mutex.Unlock]) goes to the one
+// that has waited longest.
 func (m *Mutex) Lock() {
 	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
 }

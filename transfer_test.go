@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -192,4 +193,36 @@ func TestMutexHandOverToLeaver(t *testing.T) {
 	}
 	t.Logf("the taker took the hold %d times and gave it back %d times", took, left)
 	assert.Positive(t, left, "the hold was never given back")
+}
+
+// A hold on its way from one handle to another when ForceUnlock deletes the
+// lock, or when the Client closes, ends as lost (or closed) and is not taken.
+func TestMutexHandedHoldEndsOnItsWay(t *testing.T) {
+	t.Cleanup(redisync.LongHandoffsForTest())
+	ctx := context.Background()
+	for _, end := range []struct {
+		name  string
+		do    func(c *redisync.Client, m *redisync.Mutex) error
+		cause error
+	}{
+		{"ForceUnlock", func(_ *redisync.Client, m *redisync.Mutex) error { _, err := m.ForceUnlock(ctx); return err }, redisync.ErrForceUnlocked},
+		{"Close", func(c *redisync.Client, _ *redisync.Mutex) error { return c.Close() }, redisync.ErrClosed},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			c, _ := newClient(t, standalone)
+			name := fmt.Sprint(t.Name(), ":", time.Now().UnixNano()) // a closed Client's hold expires with its lease
+			giver, taker := c.NewMutex(name), c.NewMutex(name)
+			require.NoError(t, giver.LockContext(ctx))
+			take := redisync.HandOverInFlightForTest(giver, taker)
+			require.NoError(t, end.do(c, giver))
+			adopted, err := take()
+			require.False(t, adopted, "a hold that ended on its way was taken")
+			assert.ErrorIs(t, err, end.cause)
+			if end.cause == redisync.ErrForceUnlocked {
+				assert.Empty(t, fields(t, name), "the lock is still held")
+				require.NoError(t, taker.LockContext(ctx), "the lock can be taken again")
+				taker.Unlock()
+			}
+		})
+	}
 }
