@@ -20,6 +20,7 @@ var testResources = map[string]Resource{
 	"fm":   {Name: "fm", Primitive: "FencedMutex", Fenced: true},
 	"once": {Name: "once", Primitive: "Once"},
 	"wg":   {Name: "wg", Primitive: "WaitGroup"},
+	"mm":   {Name: "mm", Primitive: "MultiMutex", With: "m"},
 }
 
 // cycle returns the events of one waiting lock cycle of worker w's goroutine
@@ -137,6 +138,15 @@ func TestWakeups(t *testing.T) {
 	expect(t, history(kill, killed, cycle(2, 0, "m", Exclusive, 50, 3600, 5000)), I3, 0, 1)
 	// A waiter that nobody was waiting behind is no lost wake-up.
 	expect(t, history(nil, holder), I3, 0, 0)
+	// A MultiMutex waiting on mm needs m too: mm free while m is held (here
+	// by one holder after another for 3 s) is no lost wake-up, but both free
+	// with the waiter unserved is.
+	onMM := cycle(1, 0, "mm", Exclusive, 0, 10, 100)
+	mmWaiter := []Event{{T: 50 * ms1, W: 2, G: 0, K: Invoke, R: "mm", Mode: Exclusive}}
+	busyM := slices.Concat(cycle(3, 0, "m", Exclusive, 0, 90, 1500), cycle(3, 1, "m", Exclusive, 1400, 1510, 3000))
+	expect(t, history(nil, onMM, mmWaiter, busyM), I3, 0, 1) // unserved after m's last release, at 3 s
+	expect(t, history(nil, onMM, busyM, cycle(2, 0, "mm", Exclusive, 50, 3100, 3200)), I3, 0, 0)
+	expect(t, history(nil, onMM, mmWaiter), I3, 0, 1)
 }
 
 func TestFIFO(t *testing.T) {

@@ -134,6 +134,11 @@ type Resource struct {
 	FIFO bool `json:"fifo,omitempty"`
 	// Fenced marks a FencedMutex, whose holders write to a Fence.
 	Fenced bool `json:"fenced,omitempty"`
+	// With names the lock that every waiter of this one needs too (a
+	// MultiMutex's other name): I3 checks the two as one, since such a
+	// waiter cannot be served while the other is held, and a holder of
+	// either serves the pair.
+	With string `json:"with,omitempty"`
 }
 
 // Params are the time bounds of a run.

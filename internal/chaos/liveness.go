@@ -12,13 +12,19 @@ import (
 // occupies it until its lease has run out. Near a fault the bound starts
 // again when the fault heals, with Recovery instead of the lease (a dead
 // party can block others that long); faults never excuse a waiter that stays
-// stuck once all is healed.
+// stuck once all is healed. A lock whose waiters need another one too
+// (Resource.With) is checked as one with it.
 func (m *model) checkWakeups() []Violation {
 	var out []Violation
 	holds := byResource(m.holds, func(hd *hold) string { return hd.R })
 	waits := byResource(m.waits, func(w *wait) string { return w.R })
 	for name, ws := range waits {
 		res := m.Resources[name]
+		hs := holds[name]
+		if res.With != "" { // checked as one with the lock its waiters need too
+			hs = slices.Concat(hs, holds[res.With])
+			ws = slices.Concat(ws, waits[res.With])
+		}
 		var acquired []int64
 		for _, w := range ws {
 			if w.OK {
@@ -26,7 +32,7 @@ func (m *model) checkWakeups() []Violation {
 			}
 		}
 		slices.Sort(acquired)
-		for _, f := range m.freeMoments(res, holds[name]) {
+		for _, f := range m.freeMoments(res, hs) {
 			deadline := m.wakeDeadline(f)
 			i := sort.Search(len(acquired), func(i int) bool { return acquired[i] > f })
 			if i < len(acquired) && acquired[i] <= deadline {

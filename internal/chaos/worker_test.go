@@ -89,7 +89,7 @@ var resources = map[string]Resource{
 	// An Election's leadership is a hold: a leader's term is its critical
 	// section, and one leader at a time is I1.
 	"chaos-election": {Name: "chaos-election", Primitive: string(redisync.PrimitiveElection)},
-	"chaos-multi-a":  {Name: "chaos-multi-a", Primitive: string(redisync.PrimitiveMultiMutex)},
+	"chaos-multi-a":  {Name: "chaos-multi-a", Primitive: string(redisync.PrimitiveMultiMutex), With: "chaos-multi-b"},
 	"chaos-multi-b":  {Name: "chaos-multi-b", Primitive: string(redisync.PrimitiveMutex)},
 	waitGroupName:    {Name: waitGroupName, Primitive: string(redisync.PrimitiveWaitGroup)},
 }
