@@ -134,12 +134,17 @@ func (c *Client) queueTransfer(p *protocol) *transferWait {
 	return w
 }
 
+// takesHanded reports whether the call a may be handed a hold by another
+// handle of its Client: a waiting Lock or LockContext of a Mutex handle's
+// own owner.
+func (a *caller) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }
+
 // queuedBehind reports whether the waiting call a (a first acquire) finds
 // other calls of this Client queued for a handed hold of its lock ahead of
 // it: it then waits among them without asking Redis, where only the first
 // of them waits. A call that does not take handed holds never does.
 func (c *Client) queuedBehind(a *caller, tk *ticket) bool {
-	if !a.p.handoff || a.mode != waitHandoff || a.single || tk != nil {
+	if !a.takesHanded() || tk != nil {
 		return false
 	}
 	c.xmu.Lock()
@@ -152,10 +157,13 @@ func (c *Client) queuedBehind(a *caller, tk *ticket) bool {
 // call a, queued behind another, on to the first of the queue, which asks
 // Redis where a would not; it reports whether it did.
 func (c *Client) passWake(a *caller) bool {
+	if a.xfer == nil { // the call is the waiting goroutine's own: no lock needed to read it
+		return false
+	}
 	c.xmu.Lock()
 	defer c.xmu.Unlock()
 	q := c.transfers[a.p.key.name]
-	if a.xfer == nil || len(q) == 0 || q[0] == a.xfer {
+	if len(q) == 0 || q[0] == a.xfer {
 		return false
 	}
 	select {

@@ -158,7 +158,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
 		l.sleep(waitBound(res.wait))
 	}
-	if l.a.xfer == nil && f.src != WakeLocal && p.handoff && l.a.mode == waitHandoff && !l.a.call.uncertain() {
+	if l.a.xfer == nil && f.src != WakeLocal && l.a.takesHanded() && !l.a.call.uncertain() {
 		l.a.xfer = c.queueTransfer(p) // a handle of this Client that holds the lock may hand it over
 	}
 	return f, false, nil
