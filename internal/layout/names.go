@@ -23,6 +23,14 @@ const (
 	UnlockLatchPrefix  = "redisync_unlock_latch"
 	// TokenPrefix names a FencedMutex's token counter, as RFencedLock does.
 	TokenPrefix = "redisson_lock_token"
+	// MutexQueuePrefix names the queue of redisync's waiters of a Mutex: a
+	// sorted set of the hold fields they wait to hold, scored by arrival. A
+	// release hands the lock to the first live one and publishes its score
+	// (a number, which Redisson's waiters ignore) instead of "0".
+	MutexQueuePrefix = "redisync_lock_queue"
+	// MutexAlivePrefix names the same waiters' heartbeats: their fields
+	// scored by the server time (ms) after which a waiter counts as dead.
+	MutexAlivePrefix = "redisync_lock_alive"
 	// FencePrefix names the record of a resource guarded by fencing tokens.
 	FencePrefix = "redisync_fence"
 	// RWChannelPrefix is the channel of an RWMutex, as RReadWriteLock names it.

@@ -54,6 +54,21 @@ func (h *Heartbeat) Queued(sent time.Time) {
 	h.s.Add(h.l, sent)
 }
 
+// Confirmed returns the time the latest request that confirmed the waiter's
+// place was sent (the heartbeat deadline it set, less the timeout, is after
+// it), and false when the heartbeat is not running.
+func (h *Heartbeat) Confirmed() (time.Time, bool) {
+	if h.l == nil {
+		return time.Time{}, false
+	}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if h.l.state != waiting && h.l.state != inflight {
+		return time.Time{}, false
+	}
+	return h.l.deadline.Add(-h.ttl), true
+}
+
 // Ended forgets a heartbeat that Lapsed reported ended: the next Queued
 // starts anew.
 func (h *Heartbeat) Ended() { h.l = nil }

@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // A queued waiter's heartbeat keeps its deadline ahead of the server's clock
@@ -49,4 +52,51 @@ func TestHeartbeatKeepsPlace(t *testing.T) {
 	assert.Equal(t, 1, f.sched.Len())
 	hb.Stop()
 	assert.Zero(t, f.sched.Len())
+}
+
+// Confirmed follows the latest request that kept the place: the queueing
+// request's send time, then each renewal's.
+func TestHeartbeatConfirmed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	alive, queue := "{"+t.Name()+"}:alive", "{"+t.Name()+"}:queue"
+	hb := f.sched.NewHeartbeat("w1", alive, queue, 90*time.Millisecond)
+	_, ok := hb.Confirmed()
+	assert.False(t, ok, "not queued yet")
+	require.NoError(t, f.rc.Do(ctx, f.rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "w1").Build()).Error())
+	require.NoError(t, f.rc.Do(ctx, f.rc.B().Zadd().Key(alive).ScoreMember().ScoreMember(1e15, "w1").Build()).Error())
+	sent := time.Now()
+	hb.Queued(sent)
+	at, ok := hb.Confirmed()
+	require.True(t, ok)
+	assert.Equal(t, sent, at)
+	assert.Eventually(t, func() bool {
+		at, ok := hb.Confirmed()
+		return ok && at.After(sent)
+	}, 5*time.Second, 5*time.Millisecond, "a renewal confirms the place later")
+	hb.Stop()
+	_, ok = hb.Confirmed()
+	assert.False(t, ok, "stopped")
+}
+
+// A lease added within a shorter ttl has that deadline, and is renewed in
+// time to keep it.
+func TestAddWithin(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	key := t.Name()
+	require.NoError(t, f.rc.Do(ctx, f.rc.B().Hset().Key(key).FieldValue().FieldValue("a:1", "1").Build()).Error())
+	require.NoError(t, f.rc.Do(ctx, f.rc.B().Pexpire().Key(key).Milliseconds(200).Build()).Error())
+	lost := make(chan error, 1)
+	l := &lease.Lease{Key: key, Keys: []string{key}, Args: []string{"a:1", "30000"}, TTL: 30 * time.Second,
+		Renew: scripts.MutexRenew, Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+	f.sched.AddWithin(l, time.Now(), 200*time.Millisecond)
+	assert.True(t, f.sched.Current(l))
+	assert.Eventually(t, func() bool {
+		ttl, err := f.rc.Do(ctx, f.rc.B().Pttl().Key(key).Build()).AsInt64()
+		return err == nil && ttl > 20_000
+	}, 2*time.Second, 5*time.Millisecond, "renewed to the full lease before the short deadline")
+	assert.True(t, f.sched.Current(l))
+	assert.Empty(t, lost)
+	f.sched.Remove(l)
 }

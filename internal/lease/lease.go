@@ -160,12 +160,18 @@ func New(runner *scripts.Runner, cluster bool, log *slog.Logger, opts ...Option)
 }
 
 // Add starts watching l, whose expiry was set by a request sent at sent.
-func (s *Scheduler) Add(l *Lease, sent time.Time) {
+func (s *Scheduler) Add(l *Lease, sent time.Time) { s.AddWithin(l, sent, l.TTL) }
+
+// AddWithin starts watching l, whose expiry was set at least ttl (at most
+// l.TTL) after sent: a hold handed to a waiter, which lasts until the
+// waiter's heartbeat deadline, until its first renewal gives it l.TTL. That
+// renewal comes after l's usual interval, or half of ttl if sooner.
+func (s *Scheduler) AddWithin(l *Lease, sent time.Time, ttl time.Duration) {
 	s.mu.Lock()
-	l.deadline = sent.Add(l.TTL)
+	l.deadline = sent.Add(ttl)
 	l.at = l.deadline
 	if l.Renew != nil {
-		l.at = minTime(sent.Add(l.interval()), l.deadline)
+		l.at = minTime(sent.Add(min(l.interval(), ttl/2)), l.deadline)
 	}
 	l.state = waiting
 	s.heap.push(l)

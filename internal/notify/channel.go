@@ -23,6 +23,12 @@ type channel struct {
 	mu           sync.Mutex
 	head, tail   *Waiter
 	confirmCount int
+	// unclaimed keeps the latest tags that wake-ups named while no waiter
+	// had them: a waiter learns its tag from a reply that can arrive after
+	// the message naming it (they come on different connections), so Join
+	// and Retag look here first.
+	unclaimed [8]string
+	nextSlot  int
 }
 
 // A Waiter is one goroutine's interest in a channel.
@@ -31,6 +37,7 @@ type Waiter struct {
 	tag        string
 	wake       chan struct{}
 	source     Source // of the latest wake-up sent on wake; guarded by ch.mu
+	named      bool   // a wake-up named w by its tag since Named last looked; guarded by ch.mu
 	prev, next *Waiter
 }
 
@@ -50,6 +57,47 @@ func (w *Waiter) Source() Source {
 	w.ch.mu.Lock()
 	defer w.ch.mu.Unlock()
 	return w.source
+}
+
+// Named reports whether a wake-up (a message or WakeTag) named w by its tag
+// since the last call of Named or Retag; a wake-up for w is then pending or
+// was received, even when another one was pending when it came.
+func (w *Waiter) Named() bool {
+	w.ch.mu.Lock()
+	defer w.ch.mu.Unlock()
+	named := w.named
+	w.named = false
+	return named
+}
+
+// Retag gives w the tag tag in place of the one it joined with; wake-ups
+// for the old tag no longer reach it. A recent wake-up that named tag
+// before any waiter had it wakes w now.
+func (w *Waiter) Retag(tag string) {
+	w.ch.mu.Lock()
+	defer w.ch.mu.Unlock()
+	w.tag, w.named = tag, false
+	w.ch.claim(w)
+}
+
+// claim wakes w if a recent wake-up named its tag while no waiter had it
+// (ch.mu held).
+func (ch *channel) claim(w *Waiter) {
+	if w.tag == "" {
+		return
+	}
+	for i, tag := range ch.unclaimed {
+		if tag == w.tag {
+			ch.unclaimed[i] = ""
+			w.named = true
+			select {
+			case w.wake <- struct{}{}:
+				w.source = FromLocal
+			default:
+			}
+			return
+		}
+	}
 }
 
 // Ready returns a channel that is closed once the subscription has been
@@ -92,15 +140,19 @@ func (ch *channel) message(m rueidis.PubSubMessage) {
 
 func (ch *channel) wakeN(n int, src Source) { ch.wake(Wake{N: n}, src) }
 
-func (ch *channel) wake(wk Wake, src Source) {
+// wake wakes the waiters wk names; for a tag it reports whether a waiter
+// had it (else the tag is kept for a waiter about to take it).
+func (ch *channel) wake(wk Wake, src Source) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if wk.Tag == "" {
 		ch.wakeLocked(wk.N, src)
-		return
+		return true
 	}
+	found := false
 	for w := ch.head; w != nil; w = w.next {
 		if w.tag == wk.Tag {
+			found, w.named = true, true
 			select {
 			case w.wake <- struct{}{}:
 				w.source = src
@@ -108,6 +160,11 @@ func (ch *channel) wake(wk Wake, src Source) {
 			}
 		}
 	}
+	if !found {
+		ch.unclaimed[ch.nextSlot] = wk.Tag
+		ch.nextSlot = (ch.nextSlot + 1) % len(ch.unclaimed)
+	}
+	return found
 }
 
 // wakeLocked wakes n waiters (all for WakeAll), oldest first, skipping those

@@ -56,6 +56,17 @@ func Redisson(message string) Wake {
 	return Wake{N: 1}
 }
 
+// Handover is the policy of a Mutex's channel, Redisson's lock channel
+// where redisync's releases also hand the lock to a queued waiter: "0" and
+// "1" are Redisson's (see [Redisson]); any other message is the tag of the
+// one waiter it names, which the lock was handed to.
+func Handover(message string) Wake {
+	if message == "0" || message == "1" {
+		return Redisson(message)
+	}
+	return Wake{Tag: message}
+}
+
 // All is the policy of a channel where any message may let every waiter in,
 // or any one of them: an RWMutex's, whose "0" (a Redisson reader was the last
 // to leave) may be for a waiting writer or for readers held back by it.
@@ -145,6 +156,7 @@ func (r *Registry) Join(name string, policy Policy, tag string) *Waiter {
 	w := &Waiter{ch: ch, tag: tag, wake: make(chan struct{}, 1)}
 	ch.mu.Lock()
 	ch.push(w)
+	ch.claim(w)
 	ch.mu.Unlock()
 	return w
 }
@@ -165,11 +177,14 @@ func (r *Registry) WakeAll(name string) {
 	}
 }
 
-// WakeTag wakes the waiters of channel in this process that joined with tag.
-func (r *Registry) WakeTag(name, tag string) {
+// WakeTag wakes the waiters of channel in this process that have tag, and
+// reports whether there was one (if not, a waiter that takes the tag soon
+// is woken then).
+func (r *Registry) WakeTag(name, tag string) bool {
 	if ch := r.lookup(name); ch != nil {
-		ch.wake(Wake{Tag: tag}, FromLocal)
+		return ch.wake(Wake{Tag: tag}, FromLocal)
 	}
+	return false
 }
 
 // Subscribed returns the number of channels with waiters in this process.

@@ -209,4 +209,50 @@ func TestPolicies(t *testing.T) {
 	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.All("0"), "an RWMutex's 0 wakes every waiter")
 	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.All("1"))
 	assert.Equal(t, notify.Wake{Tag: "w1"}, notify.Tagged("w1"))
+	assert.Equal(t, notify.Wake{N: 1}, notify.Handover("0"), "Redisson's unlock message wakes one")
+	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.Handover("1"))
+	assert.Equal(t, notify.Wake{Tag: "1796175786876433"}, notify.Handover("1796175786876433"), "a place number names its waiter")
+}
+
+// A waiter knows that a wake-up named it, even one that came while another
+// wake-up was pending, and forgets it when asked or given another tag.
+func TestNamedWake(t *testing.T) {
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	a, b := r.Join(ch, notify.Handover, "7"), r.Join(ch, notify.Handover, "8")
+	ready(t, a)
+	publish(t, rc, ch, "0")
+	require.True(t, woken(a, wait))
+	assert.False(t, a.Named(), "an unlock message names nobody")
+	r.WakeOne(ch) // a's wake-up is pending...
+	publish(t, rc, ch, "7")
+	assert.Eventually(t, a.Named, wait, time.Millisecond, "...and the message naming a still counts")
+	assert.True(t, woken(a, wait))
+	assert.False(t, a.Named(), "Named forgets once it has told")
+	assert.False(t, woken(b, 100*time.Millisecond), "a message for a does not wake b")
+	b.Retag("9")
+	r.WakeTag(ch, "8")
+	assert.False(t, woken(b, 100*time.Millisecond), "nor does one for b's old tag")
+	assert.False(t, b.Named())
+	assert.True(t, r.WakeTag(ch, "9"))
+	assert.True(t, woken(b, wait))
+	assert.True(t, b.Named())
+
+	// A wake-up that names a tag before its waiter has it waits for it.
+	assert.False(t, r.WakeTag(ch, "10"), "nobody has tag 10 yet")
+	publish(t, rc, ch, "11")
+	publish(t, rc, ch, "0") // messages of a channel come in order: once a is woken by it, "11" came
+	require.True(t, woken(a, wait))
+	assert.False(t, a.Named())
+	b.Retag("10")
+	assert.True(t, woken(b, wait), "the waiter that takes the tag is woken")
+	assert.True(t, b.Named())
+	c := r.Join(ch, notify.Handover, "11")
+	assert.True(t, woken(c, wait), "as is one that joins with it")
+	assert.True(t, c.Named())
+	b.Retag("10")
+	assert.False(t, woken(b, 100*time.Millisecond), "a kept wake-up is claimed once")
+	a.Leave(false)
+	b.Leave(false)
+	c.Leave(false)
 }

@@ -31,11 +31,13 @@ const (
 // to pass on (a fencing token), for Busy how long to wait in milliseconds,
 // for Mismatch the size Redis has. A Busy Reply's Channel, when set, is
 // where to wait instead of the lock's own channel (a MultiMutex waits on the
-// channel of the name that is taken).
+// channel of the name that is taken). A Busy Reply's Place, when set, is
+// the waiting call's place number in a Mutex's queue (see WaitMutex).
 type Reply struct {
 	Outcome Outcome
 	Value   int64
 	Channel string
+	Place   int64
 }
 
 // A Hold is what an acquire script is asked to do for one hold.
@@ -45,7 +47,7 @@ type Hold struct {
 	LeaseMS string // the lease in milliseconds
 	// Waiter is the queue ticket of a waiting call ("" to try without
 	// queueing), HeartbeatMS its heartbeat timeout; for FairMutex and
-	// Semaphore.
+	// Semaphore (a Mutex's waiting call queues under its Field).
 	Waiter, HeartbeatMS string
 }
 
@@ -53,7 +55,7 @@ type Hold struct {
 // goes from From to To (0 ends the hold). The final release leaves the hold's
 // latch for Latch milliseconds ("" for none); Undo leaves it even when the
 // hold is not there (the undo of an acquire of unknown outcome). Waiter, if
-// set, is a queued waiter leaving (FairMutex, Semaphore).
+// set, is a queued waiter leaving (FairMutex, Semaphore, Mutex).
 type Release struct {
 	Field    string
 	From, To int

@@ -44,5 +44,5 @@ func (r *Runner) Proclaim(ctx context.Context, k *ElectionKeys, field, value str
 // Election k ends and its campaigners are woken ("0").
 func (r *Runner) Resign(ctx context.Context, k *ElectionKeys, rel *Release) (Released, error) {
 	var argv [7]string
-	return r.released(ctx, Call{Script: MutexRelease, Keys: k[:3], Args: r.argv(&argv, rel)})
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:3], Args: r.argv(&argv, rel)})
 }

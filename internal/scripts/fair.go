@@ -10,10 +10,10 @@ import (
 // The scripts of FairMutex. FairHeartbeat serves every queue of waiters with
 // heartbeats (the Semaphore's too).
 var (
-	FairAcquire     = load("fair_acquire")
-	FairRelease     = loadWith("fair_release", "hold_lib")
-	FairForceUnlock = load("fair_force_unlock")
-	FairHeartbeat   = load("fair_heartbeat")
+	FairAcquire     = loadWith("fair_acquire", "queue_lib")
+	FairRelease     = loadWith("fair_release", "hold_lib", "queue_lib")
+	FairForceUnlock = loadWith("fair_force_unlock", "queue_lib")
+	FairHeartbeat   = loadWith("fair_heartbeat", "queue_lib")
 )
 
 // AcquireFair runs fair_acquire: hold h takes the FairMutex at l in queue

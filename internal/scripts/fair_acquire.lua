@@ -54,15 +54,6 @@ local function take()
 	return adopt()
 end
 
--- Keep a queue key at least ms alive, so that entries of crashed waiters
--- cannot outlive it when nobody comes back to reap them.
-local function extend(key, ms)
-	local ttl = redis.call('pttl', key)
-	if ttl == -1 or (ttl >= 0 and ttl < ms) then
-		redis.call('pexpire', key, ms)
-	end
-end
-
 -- A re-entry does not queue: the owner already holds the lock.
 if expect > 0 then
 	local cur = redis.call('hget', lock, field)
@@ -78,8 +69,7 @@ if ARGV[7] == 'own' and redis.call('hexists', lock, field) == 1 then
 	return adopt()
 end
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverMS()
 local before = redis.call('zrange', queue, 0, 0)[1]
 for _, dead in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 	redis.call('zrem', queue, dead)

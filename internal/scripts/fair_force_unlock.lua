@@ -13,8 +13,7 @@ local fields = redis.call('hkeys', KEYS[1])
 if redis.call('del', KEYS[1]) == 0 then
 	return fields
 end
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverMS()
 for _, dead in ipairs(redis.call('zrangebyscore', KEYS[3], '-inf', now)) do
 	redis.call('zrem', KEYS[2], dead)
 	redis.call('zrem', KEYS[3], dead)

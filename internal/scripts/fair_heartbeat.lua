@@ -12,15 +12,7 @@
 -- server time plus the timeout; 0 it is no longer queued (it was reaped, or it
 -- left), or its deadline has passed, so that others may already count it dead.
 -- The caller then joins the queue again, at its end.
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
-local function extend(key, ms)
-	local ttl = redis.call('pttl', key)
-	if ttl == -1 or (ttl >= 0 and ttl < ms) then
-		redis.call('pexpire', key, ms)
-	end
-end
+local now = serverMS()
 
 local renewed = {}
 for i = 1, #KEYS / 2 do

@@ -38,8 +38,7 @@ end
 
 -- Reap dead waiters and wake the head if the lock is free.
 local function wakeHead()
-	local time = redis.call('time')
-	local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+	local now = serverMS()
 	for _, dead in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
 		redis.call('zrem', queue, dead)
 		redis.call('zrem', alive, dead)

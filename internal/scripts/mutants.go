@@ -25,6 +25,7 @@ var mutants = []struct {
 	// takes, so it takes over the entry of the owner's previous hold, or
 	// takes it anew, whatever that hold's release left.
 	{"owner-field", &MutexAcquire, "if redis.call('exists', fieldLatch) == 1 then", "if false then"},
+	{"owner-field", &MutexWait, "if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then", "if false then"},
 	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
 	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
 	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[4] .. ':' .. ARGV[2]) == 1 then", "if false then"},

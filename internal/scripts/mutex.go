@@ -9,13 +9,13 @@ import (
 )
 
 // MutexKeys are the KEYS of a Mutex's (and a FencedMutex's) scripts, made
-// once per handle so that a call allocates none: the release's [0:3], the
-// acquire's [3:5], a FencedMutex acquire's [5:8].
-type MutexKeys [8]string
+// once per handle so that a call allocates none: the release's [0:5], the
+// acquire's [5:7], a waiting acquire's [5:9], a FencedMutex acquire's [9:12].
+type MutexKeys [12]string
 
 // MutexKeysOf returns the KEYS of the scripts of the Mutex at l.
 func MutexKeysOf(l layout.Mutex) MutexKeys {
-	return MutexKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Key, l.Token, l.Latch}
+	return MutexKeys{l.Key, l.Channel, l.Latch, l.Queue, l.Alive, l.Key, l.Latch, l.Queue, l.Alive, l.Key, l.Token, l.Latch}
 }
 
 // Channel returns the Mutex's release channel.
@@ -24,21 +24,42 @@ func (k *MutexKeys) Channel() string { return k[1] }
 // AcquireMutex runs mutex_acquire: hold h takes the lock k, or re-enters it.
 func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: k[3:5], Args: args}))
+	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: k[5:7], Args: args}))
+}
+
+// WaitMutex runs mutex_wait: the waiting call whose first acquire is hold h
+// (h.Field is also its id in the queue) takes the lock k, or keeps its place
+// in the queue with a heartbeat of h.HeartbeatMS; a Busy Reply's Place is
+// the number a release that hands it the lock publishes.
+func (r *Runner) WaitMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
+	v, err := r.Exec(ctx, Call{Script: MutexWait, Keys: k[5:9], Args: []string{h.LeaseMS, h.Field, h.HeartbeatMS}}).AsIntSlice()
+	switch {
+	case err != nil:
+		return Reply{}, err
+	case len(v) == 3 && v[0] == 0:
+		return Reply{Outcome: Busy, Value: v[1], Place: v[2]}, nil
+	case len(v) == 2 && v[0] == 1:
+		return Reply{Outcome: Acquired}, nil
+	case len(v) == 2 && v[0] == -4:
+		return Reply{Outcome: Refused}, nil
+	}
+	return Reply{}, fmt.Errorf("mutex_wait replied %v", v)
 }
 
 // AcquireFenced runs fenced_acquire: as AcquireMutex, and a first acquire
 // takes the next fencing token, the Reply's Value.
 func (r *Runner) AcquireFenced(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return r.pair(ctx, Call{Script: FencedAcquire, Keys: k[5:8], Args: args})
+	return r.pair(ctx, Call{Script: FencedAcquire, Keys: k[9:12], Args: args})
 }
 
 // ReleaseMutex runs mutex_release: rel's hold of the lock k leaves holds, or
-// releases the lock and wakes one waiter (Redisson's message "0").
+// releases the lock and hands it to the first live waiting call of the
+// queue (Woken has its place number), or wakes one waiter (Redisson's
+// message "0") when none is queued; rel.Waiter, if set, leaves the queue.
 func (r *Runner) ReleaseMutex(ctx context.Context, k *MutexKeys, rel *Release) (Released, error) {
 	var argv [7]string
-	return r.released(ctx, Call{Script: MutexRelease, Keys: k[:3], Args: r.argv(&argv, rel)})
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:5], Args: append(r.argv(&argv, rel), rel.Waiter)})
 }
 
 // ForceUnlockMutex runs mutex_force_unlock on the lock key (a Mutex's or an

@@ -1,9 +1,14 @@
--- mutex_release: leave a reentrant hold, or release the lock and wake waiters.
+-- mutex_release: leave a reentrant hold, or release the lock and hand it to
+-- the first live waiter of redisync's queue (or wake waiters when there is
+-- none).
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel (Redisson's redisson_lock__channel:{name})
 -- KEYS[3]  the prefix of the lock's latch keys: a hold's latch is
 --          KEYS[3]..":"..field
+-- KEYS[4]  the queue of waiting calls (see mutex_wait); absent for a lock
+--          that queues none (an Election's leadership)
+-- KEYS[5]  the waiters' heartbeats (see mutex_wait); absent with KEYS[4]
 -- ARGV[1]  the hold's field
 -- ARGV[2]  the hold count before this release
 -- ARGV[3]  the hold count after it: 0 releases the lock
@@ -11,27 +16,68 @@
 -- ARGV[5]  the latch's lifetime in milliseconds
 -- ARGV[6]  "1" to leave the latch even when the hold is not there: the undo
 --          of an acquire of unknown outcome, whose late copy the latch refuses
+-- ARGV[7]  a waiting call's field to take out of the queue first (a call
+--          giving up), or "" (absent without KEYS[4])
 --
--- Reply: 1 released (key deleted, "0" published: Redisson's unlock message);
---        0 still held; nil the hold is not there.
+-- Reply: {status, n}: status 1 released (or a repeat of this release), 0
+--        still held, -1 the hold is not there; n is the place number of the
+--        waiter the lock was handed to, or "".
+--
+-- A final release deletes the lock and hands it to the first waiter of the
+-- queue whose heartbeat is current, skipping (and removing) dead ones: the
+-- waiter's field holds the lock once, expiring with the waiter's heartbeat
+-- deadline (the waiter renews it; a waiter that died holds it no longer than
+-- that), and the place number is published. Redisson's waiters ignore that
+-- message, and find the lock held. With no live waiter the key stays deleted
+-- and "0" is published: Redisson's unlock message, which wakes one waiter.
 --
 -- The final release latches the hold's field: a repeat of the release (its
 -- reply was lost) then answers 1 as the first did, and a late copy of the
--- hold's first acquire takes nothing (mutex_acquire). A count above zero is
--- compare-and-set, as in mutex_acquire.
+-- hold's first acquire takes nothing (mutex_acquire, mutex_wait). A count
+-- above zero is compare-and-set, as in mutex_acquire.
+local queue, alive = KEYS[4], KEYS[5]
+if queue and ARGV[7] ~= '' then
+	redis.call('zrem', queue, ARGV[7])
+	redis.call('zrem', alive, ARGV[7])
+end
+
+-- handOver gives the free lock to the first live waiter and returns its
+-- place number, or nil when no waiter is alive.
+local function handOver()
+	if not queue then
+		return nil
+	end
+	local now = serverMS()
+	while true do
+		local head = redis.call('zrange', queue, 0, 0, 'withscores')
+		if not head[1] then
+			return nil
+		end
+		local deadline = tonumber(redis.call('zscore', alive, head[1]))
+		redis.call('zrem', queue, head[1])
+		redis.call('zrem', alive, head[1])
+		if deadline and deadline > now then
+			redis.call('hset', KEYS[1], head[1], 1)
+			redis.call('pexpire', KEYS[1], deadline - now)
+			return head[2]
+		end
+	end
+end
+
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
 	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
-		return 1
+		return {1, ''}
 	end
-	return nil
+	return {-1, ''}
 end
 if tonumber(ARGV[3]) > 0 then
 	if redis.call('hget', KEYS[1], ARGV[1]) == ARGV[2] then
 		redis.call('hset', KEYS[1], ARGV[1], ARGV[3])
 	end
-	return 0
+	return {0, ''}
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], '0')
 redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
-return 1
+local n = handOver()
+redis.call(ARGV[4], KEYS[2], n or '0')
+return {1, n or ''}

@@ -26,18 +26,19 @@ var files embed.FS
 // A Script is one Lua script with its SHA1 digest computed once.
 type Script struct {
 	Name   string // the file name without ".lua"
-	Source string // the Lua text, sent by EVAL: its library's, then its own
+	Source string // the Lua text, sent by EVAL: its libraries', then its own
 	SHA1   string // its digest, sent by EVALSHA
-	// lib names the library whose text opens Source ("" for none), and
-	// libLines is how many lines it takes there.
-	lib      string
-	libLines int
+	// libs name the libraries whose texts open Source, in order, and
+	// libLines how many lines each takes there.
+	libs     []string
+	libLines []int
 }
 
 // The scripts. Their contracts are in the header of each .lua file.
 var (
 	MutexAcquire     = loadWith("mutex_acquire", "hold_lib")
-	MutexRelease     = loadWith("mutex_release", "hold_lib")
+	MutexWait        = loadWith("mutex_wait", "queue_lib")
+	MutexRelease     = loadWith("mutex_release", "hold_lib", "queue_lib")
 	MutexRenew       = load("mutex_renew")
 	MutexForceUnlock = load("mutex_force_unlock")
 	FencedAcquire    = load("fenced_acquire")
@@ -51,15 +52,17 @@ var (
 )
 
 // load reads the script name.lua.
-func load(name string) *Script { return loadWith(name, "") }
+func load(name string) *Script { return loadWith(name) }
 
-// loadWith reads the script name.lua with the text of lib.lua (unless lib is
-// "") before it: the local functions that a family of scripts shares.
-func loadWith(name, lib string) *Script {
-	s := &Script{Name: name, lib: lib}
-	if lib != "" {
-		s.Source = read(lib)
-		s.libLines = strings.Count(s.Source, "\n")
+// loadWith reads the script name.lua with the texts of the libraries libs
+// (lib.lua each) before it: the local functions that a family of scripts
+// shares.
+func loadWith(name string, libs ...string) *Script {
+	s := &Script{Name: name, libs: libs}
+	for _, lib := range libs {
+		text := read(lib)
+		s.Source += text
+		s.libLines = append(s.libLines, strings.Count(text, "\n"))
 	}
 	s.Source += read(name)
 	sum := sha1.Sum([]byte(s.Source))
@@ -222,10 +225,11 @@ func (call Call) explain(err error) error {
 	}
 	text := strings.TrimSpace(lines[n-1])
 	where := call.Script.Name + ".lua"
-	if n <= call.Script.libLines {
-		where += ", in " + call.Script.lib + ".lua" // the script's library
-	} else {
-		n -= call.Script.libLines
+	for i, lines := range call.Script.libLines {
+		if n <= lines {
+			return fmt.Errorf("%s, in %s.lua line %d `%s`: %w", where, call.Script.libs[i], n, text, err) // a library's
+		}
+		n -= lines
 	}
 	return fmt.Errorf("%s line %d `%s`: %w", where, n, text, err)
 }

@@ -1,0 +1,158 @@
+package scripts_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// mutexQueue drives a Mutex's scripts on one name, and watches its channel.
+type mutexQueue struct {
+	t    *testing.T
+	r    *scripts.Runner
+	rc   rueidis.Client
+	l    layout.Mutex
+	k    scripts.MutexKeys
+	msgs chan string
+}
+
+func newMutexQueue(t *testing.T) *mutexQueue {
+	r, rc := newRunner(t)
+	l := layout.MutexOf(unique(t))
+	q := &mutexQueue{t: t, r: r, rc: rc, l: l, k: scripts.MutexKeysOf(l), msgs: make(chan string, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	sub := rc.B().Subscribe().Channel(l.Channel).Build()
+	if rc.Mode() == rueidis.ClientModeCluster {
+		sub = rc.B().Ssubscribe().Channel(l.Channel).Build()
+	}
+	subscribed := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rc.Receive(rueidis.WithOnSubscriptionHook(ctx, func(rueidis.PubSubSubscription) { close(subscribed) }), sub,
+			func(m rueidis.PubSubMessage) { q.msgs <- m.Message })
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no subscription to " + l.Channel)
+	}
+	return q
+}
+
+func (q *mutexQueue) wait(field, heartbeatMS string) scripts.Reply {
+	rep, err := q.r.WaitMutex(context.Background(), &q.k, scripts.Hold{Field: field, LeaseMS: "10000", HeartbeatMS: heartbeatMS})
+	require.NoError(q.t, err)
+	return rep
+}
+
+func (q *mutexQueue) release(rel scripts.Release) scripts.Released {
+	got, err := q.r.ReleaseMutex(context.Background(), &q.k, &rel)
+	require.NoError(q.t, err)
+	return got
+}
+
+// message returns the next message on the lock's channel.
+func (q *mutexQueue) message() string {
+	select {
+	case m := <-q.msgs:
+		return m
+	case <-time.After(5 * time.Second):
+		q.t.Fatal("no message on " + q.l.Channel)
+		return ""
+	}
+}
+
+func (q *mutexQueue) holder() map[string]string {
+	h, err := q.rc.Do(context.Background(), q.rc.B().Hgetall().Key(q.l.Key).Build()).AsStrMap()
+	require.NoError(q.t, err)
+	return h
+}
+
+func (q *mutexQueue) pttl() int64 {
+	n, err := q.rc.Do(context.Background(), q.rc.B().Pttl().Key(q.l.Key).Build()).AsInt64()
+	require.NoError(q.t, err)
+	return n
+}
+
+func (q *mutexQueue) queued() []string {
+	ids, err := q.rc.Do(context.Background(), q.rc.B().Zrange().Key(q.l.Queue).Min("0").Max("-1").Build()).AsStrSlice()
+	require.NoError(q.t, err)
+	return ids
+}
+
+// A waiting call queues while the lock is taken; the final release hands
+// the lock to the first waiter (its field holds it, for no longer than its
+// heartbeat deadline) and publishes that waiter's place number, not "0"; the
+// waiter's next attempt finds its field and holds the lock with its lease.
+func TestMutexWaitHandsOver(t *testing.T) {
+	q := newMutexQueue(t)
+	assert.Equal(t, scripts.Acquired, q.wait("a:1", "5000").Outcome, "a free lock is taken")
+	b := q.wait("b:1", "5000")
+	require.Equal(t, scripts.Busy, b.Outcome)
+	assert.Greater(t, b.Value, int64(9000), "busy carries the holder's PTTL")
+	c := q.wait("c:1", "5000")
+	require.Equal(t, scripts.Busy, c.Outcome)
+	assert.Greater(t, c.Place, b.Place, "places are numbered by arrival")
+	assert.Equal(t, b.Place, q.wait("b:1", "5000").Place, "a repeat keeps the place")
+	assert.Equal(t, []string{"b:1", "c:1"}, q.queued())
+
+	got := q.release(scripts.Release{Field: "a:1", From: 1, Latch: "5000"})
+	assert.EqualValues(t, 1, got.Status)
+	assert.Equal(t, []string{strconv.FormatInt(b.Place, 10)}, got.Woken)
+	assert.Equal(t, strconv.FormatInt(b.Place, 10), q.message(), "the message names the place handed the lock")
+	assert.Equal(t, map[string]string{"b:1": "1"}, q.holder(), "the lock is the first waiter's")
+	assert.InDelta(t, 5000, q.pttl(), 1000, "until the waiter's heartbeat deadline, not for a lease")
+	assert.Equal(t, []string{"c:1"}, q.queued())
+	assert.Equal(t, scripts.Acquired, q.wait("b:1", "5000").Outcome, "the waiter's own attempt finds its field")
+	assert.Greater(t, q.pttl(), int64(9000), "and sets the lease")
+	assert.Equal(t, scripts.Refused, q.wait("a:1", "5000").Outcome, "a late copy of the released hold's acquire")
+
+	got = q.release(scripts.Release{Field: "b:1", From: 1, Latch: "5000"})
+	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken)
+	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
+	// c gives up: its undo takes it out of the queue and releases what was
+	// handed to it, which, with nobody queued, wakes Redisson's way.
+	got = q.release(scripts.Release{Field: "c:1", From: 1, Latch: "5000", Undo: true, Waiter: "c:1"})
+	assert.EqualValues(t, 1, got.Status)
+	assert.Empty(t, got.Woken)
+	assert.Equal(t, "0", q.message(), "Redisson's unlock message when nobody is queued")
+	assert.Empty(t, q.holder())
+	assert.Equal(t, scripts.Refused, q.wait("c:1", "5000").Outcome, "a late copy of the call that gave up")
+	assert.Empty(t, q.queued(), "and it does not queue")
+}
+
+// A waiter whose heartbeat lapsed is skipped and removed; one that gave up
+// leaves the queue and a late copy of its attempt neither takes nor queues.
+func TestMutexWaitSkipsDead(t *testing.T) {
+	q := newMutexQueue(t)
+	require.Equal(t, scripts.Acquired, q.wait("a:1", "5000").Outcome)
+	require.Equal(t, scripts.Busy, q.wait("dead:1", "3").Outcome)
+	require.Equal(t, scripts.Busy, q.wait("gone:1", "5000").Outcome)
+	live := q.wait("live:1", "5000")
+	require.Equal(t, scripts.Busy, live.Outcome)
+	got := q.release(scripts.Release{Field: "gone:1", From: 1, Latch: "5000", Undo: true, Waiter: "gone:1"})
+	assert.EqualValues(t, -1, got.Status, "the call that gave up held nothing")
+	assert.Equal(t, scripts.Refused, q.wait("gone:1", "5000").Outcome)
+	time.Sleep(10 * time.Millisecond) // dead:1's heartbeat deadline passes
+
+	got = q.release(scripts.Release{Field: "a:1", From: 1, Latch: "5000"})
+	assert.Equal(t, []string{strconv.FormatInt(live.Place, 10)}, got.Woken)
+	assert.Equal(t, map[string]string{"live:1": "1"}, q.holder())
+	assert.Empty(t, q.queued(), "the dead waiter was removed")
+	assert.Equal(t, strconv.FormatInt(live.Place, 10), q.message())
+
+	// With nobody queued, the release only wakes: Redisson's "0".
+	got = q.release(scripts.Release{Field: "live:1", From: 1, Latch: "5000"})
+	assert.Empty(t, got.Woken)
+	assert.Equal(t, "0", q.message())
+}
