@@ -130,7 +130,8 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		if tk != nil {
 			tk.Queued(sent)
 		}
-		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel}, nil, 0, nil
+		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel, place: r.Place,
+			mayQueue: tk == nil && p.waitQueue && a.takesHanded()}, nil, 0, nil
 	case sync != nil && sync.Acked < sync.Wanted:
 		return attempt{}, nil, 0, c.unreplicated(ctx, a, &acq, sync)
 	}
@@ -198,7 +199,7 @@ func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) atte
 		t.field, t.ambiguous = acq.field, a.call.firstUnknown
 		h.setCount(a.n)
 		t.lease = p.newLease(t)
-		c.begin(h, t, sent)
+		c.begin(h, t, sent, acq.within)
 	} else {
 		h.setCount(h.count + a.n)
 		c.leases.Touch(h.term.Load().lease, sent)
@@ -214,14 +215,18 @@ func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) atte
 // ticket leaves the queue; what an attempt of unknown outcome may have taken
 // is given back (the hold its first acquire asked for is released, and its
 // latch left long enough to refuse a copy still on its way; a re-entry's
-// count is set back).
+// count is set back). A Mutex call queued in Redis gives back its field,
+// which a release may have handed the lock to: a call that failed, and one
+// whose hold came another way (a handover within the Client).
 func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 	p := a.p
 	r := release{Release: scripts.Release{Field: a.call.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
 	switch {
 	case !a.call.sent, p.waitOnly:
 		return // nothing reached Redis, or nothing can be held
-	case a.call.firstUnknown: // the field is this call's alone: no need to wait for op
+	case a.call.firstUnknown, tk != nil && p.waitQueue:
+		// The field is this call's alone: no need to wait for op. A queued
+		// Mutex call may have been handed the lock under it.
 	case a.call.reentryUnknown:
 		h := c.ref(p.key, true)
 		defer c.unref(h)
@@ -247,7 +252,7 @@ func (c *Client) giveUp(ctx context.Context, a *caller, tk *ticket) {
 	defer cancel()
 	rep, err := p.release(ctx, r)
 	if err != nil {
-		p.cfg.logger.Warn("redisync: could not take back a call that gave up; what it left expires with its lease or heartbeat",
+		p.cfg.logger.Warn("redisync: could not take back what a waiting call left; it expires with its lease or heartbeat",
 			"name", p.name, "error", err)
 		return
 	}

@@ -243,7 +243,7 @@ func (c *Client) unref(h *hold) {
 
 // begin records a first acquire of h (h.op held) as term t, whose expiry was
 // set by the request sent at sent, and starts watching its lease.
-func (c *Client) begin(h *hold, t *term, sent time.Time) {
+func (c *Client) begin(h *hold, t *term, sent time.Time, within time.Duration) {
 	h.fromRedis = time.Now()
 	if t.obs != nil {
 		t.obs.since = sent
@@ -252,7 +252,11 @@ func (c *Client) begin(h *hold, t *term, sent time.Time) {
 	c.mu.Lock()
 	h.refs++ // the hold itself keeps the record
 	c.mu.Unlock()
-	c.leases.Add(t.lease, sent)
+	if within > 0 {
+		c.leases.AddWithin(t.lease, sent, within)
+	} else {
+		c.leases.Add(t.lease, sent)
+	}
 }
 
 // finish clears h after its final release or after its loss has been

@@ -94,7 +94,7 @@ func (m *MultiMutex) newGroup(names []string) *multiGroup {
 		ls[i] = layout.MutexOf(name)
 	}
 	g := &multiGroup{keys: scripts.MultiKeysOf(ls)}
-	p := m.h.protocol(multiple, strings.Join(names, "\x00"), m.h.owner, PrimitiveMultiMutex, g.keys.Channels[0], notify.Redisson)
+	p := m.h.protocol(multiple, strings.Join(names, "\x00"), m.h.owner, PrimitiveMultiMutex, g.keys.Channels[0], notify.Handover)
 	p.name = m.h.name
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		return m.h.c.scripts.AcquireMulti(ctx, &g.keys, a.hold(m.h.leaseMS))

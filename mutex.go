@@ -52,7 +52,11 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 // Waiting Lock and LockContext calls of one Client on one lock (other than
 // those of an explicit owner) queue in the Client: only the first of them
 // asks Redis, and a hold handed over (see [Mutex.Unlock]) goes to the one
-// that has waited longest.
+// that has waited longest. In watchdog mode (without [WithSyncReplicas]),
+// that first call queues in Redis once it found the lock taken, with a
+// heartbeat (see [WithHeartbeatTimeout]), and a release by any process hands
+// the lock to the longest-waiting live call there, in runs of 10 ms, after
+// which the lock goes free once for every waiter.
 func (m *Mutex) Lock() {
 	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
 }
@@ -136,11 +140,16 @@ func (m *Mutex) proto(owner uint64) *protocol {
 }
 
 func (m *Mutex) newProto(owner uint64) *protocol {
-	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), notify.Redisson)
+	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), notify.Handover)
 	if m.fenced {
 		p.primitive = PrimitiveFencedMutex
 	} else {
 		p.handoff = true // every FencedMutex acquisition takes a token from Redis
+		// A handed hold lasts until the waiter's heartbeat deadline, then
+		// its lease: not for a fixed lease, nor when replicas must see the
+		// acquisition first.
+		p.waitQueue = p.cfg.lease == 0 && p.cfg.syncReplicas == 0 && p.cfg.heartbeat <= p.cfg.watchdog
+		p.ticket = m.mutexTicket
 	}
 	p.acquire, p.release = m.runAcquire, m.runRelease
 	p.newLease = func(t *term) *lease.Lease { return m.newLease(t, m.keys[:1], scripts.MutexRenew) }
@@ -152,8 +161,11 @@ func (m *Mutex) newProto(owner uint64) *protocol {
 // PTTL.
 func (m *Mutex) runAcquire(ctx context.Context, a acquisition) (scripts.Reply, error) {
 	h := a.hold(m.leaseMS)
-	if m.fenced {
+	switch {
+	case m.fenced:
 		return m.c.scripts.AcquireFenced(ctx, &m.keys, h)
+	case a.tk != nil:
+		return m.c.scripts.WaitMutex(ctx, &m.keys, h)
 	}
 	return m.c.scripts.AcquireMutex(ctx, &m.keys, h)
 }

@@ -94,17 +94,19 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// DefaultHeartbeatTimeout is how long a waiter queued for a [FairMutex] or a
-// [Semaphore] keeps its place without proving that it is alive. A live waiter
-// proves it every DefaultHeartbeatTimeout/3 and is never evicted; a crashed
-// one leaves the queue at most this long after its last heartbeat. Change it
-// with [WithHeartbeatTimeout].
+// DefaultHeartbeatTimeout is how long a waiter queued for a [FairMutex], a
+// [Semaphore] or a [Mutex] keeps its place without proving that it is alive.
+// A live waiter proves it every DefaultHeartbeatTimeout/3 and is never
+// evicted; a crashed one leaves the queue at most this long after its last
+// heartbeat (a Mutex handed to it just before is held that long at most).
+// Change it with [WithHeartbeatTimeout].
 const DefaultHeartbeatTimeout = 5 * time.Second
 
 // WithHeartbeatTimeout sets the heartbeat timeout d of queued waiters (see
 // [DefaultHeartbeatTimeout]): shorter, a queue moves past a crashed waiter
 // sooner, at the cost of more renewals. d is rounded up to a whole
-// millisecond and must be at least 3 ms.
+// millisecond and must be at least 3 ms. A Mutex's waiters queue only when d
+// is at most their watchdog timeout.
 func WithHeartbeatTimeout(d time.Duration) Option {
 	return func(cfg *config) {
 		if d < 3*time.Millisecond {

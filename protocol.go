@@ -29,6 +29,11 @@ type protocol struct {
 	// queued marks a lock whose waiters queue in Redis with a ticket
 	// (FairMutex, Semaphore): a release names the waiters it wakes.
 	queued bool
+	// waitQueue marks a Mutex whose waiting calls queue in Redis (see
+	// handed.go): a release hands the lock to the first live one.
+	waitQueue bool
+	// ticket returns the place in that queue of the waiting call a.
+	ticket func(a *caller) *ticket
 	// waitOnly marks a wait that takes no hold (WaitGroup.Wait): its acquire
 	// answers Complete or Busy, and giving up has nothing to give back.
 	waitOnly bool
@@ -52,6 +57,10 @@ type acquisition struct {
 	tk    *ticket
 	// queueOnly: queue (or keep the place), never take; the owner holds.
 	queueOnly bool
+	// within, when set, is how long after its request the hold lasts at
+	// least until its first renewal, when that is shorter than the lease (a
+	// hold handed to a queued waiter).
+	within time.Duration
 }
 
 // hold returns what an acquire script is asked for a, under a lease of

@@ -31,6 +31,9 @@ func startQueuedChild(t *testing.T, tg *redisserver.Target, kind, name string, w
 //   - "fair-hold": lock the FairMutex name, print "held", wait to be killed;
 //   - "fair-wait": print "waiting", then queue for the FairMutex name (the
 //     parent watches the queue) and, if it ever gets it, print "held";
+//   - "mutex-wait": print "waiting", then wait for the Mutex name (it
+//     queues in Redis once the lock is found taken) and, if it ever gets
+//     it, print "held";
 //   - "sem-hold": acquire all 3 permits of the Semaphore name (size 3),
 //     print "held", wait to be killed.
 func runQueuedChild(c *redisync.Client, kind, name string) int {
@@ -49,6 +52,10 @@ func runQueuedChild(c *redisync.Client, kind, name string) int {
 	case "fair-wait":
 		fmt.Println("waiting")
 		c.NewFairMutex(name, opts...).Lock()
+		fmt.Println("held")
+	case "mutex-wait":
+		fmt.Println("waiting")
+		c.NewMutex(name, opts...).Lock()
 		fmt.Println("held")
 	case "sem-hold":
 		if err := c.NewSemaphore(name, 3, opts...).Acquire(context.Background(), 3); err != nil {

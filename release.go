@@ -175,12 +175,15 @@ func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err er
 }
 
 // wake wakes this process's waiters of p's lock after a release: those it
-// named (a queued lock), else, when released is set, one (or all: wakeAll).
+// named (a queued lock, or a Mutex handed to a queued waiter), else, when
+// released is set, one (or all: wakeAll).
 func (c *Client) wake(p *protocol, woken []string, released bool) {
 	switch {
-	case p.queued:
+	case p.queued || len(woken) > 0:
 		for _, tag := range woken {
-			c.notify.WakeTag(p.channel, tag)
+			if !c.notify.WakeTag(p.channel, tag) && p.waitQueue {
+				c.pokeFirst(p) // handed to another process's waiter: this Client's queue there
+			}
 		}
 	case !released:
 	case p.wakeAll:

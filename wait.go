@@ -29,6 +29,11 @@ type attempt struct {
 	// an answer that the call's goal is reached without a hold.
 	reentered, localHandoff, complete bool
 	channel                           string // where to wait, if not the lock's channel (scripts.Reply)
+	// place is a queued Mutex call's place number (scripts.Reply), which
+	// names it in the message of a release that hands it the lock; mayQueue
+	// says that the call, busy and not queued yet, may queue.
+	place    int64
+	mayQueue bool
 }
 
 // pollInterval bounds a wait when the holder's lease is unknown.
@@ -64,7 +69,7 @@ func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever boo
 		if c.isClosed() {
 			return lockError(a.p.name, ErrClosed)
 		}
-		res, tryErr := c.try(ctx, a, tk)
+		res, tryErr := c.try(ctx, a, l.tk)
 		if res.handoff != nil {
 			l.queued = res.handoff // from now on, giving up must leave the queue
 		}
@@ -91,6 +96,10 @@ type waitLoop struct {
 	joined  string         // w's channel
 	queued  *handoffWait   // the caller's place for a handover, while it waits
 	timer   *time.Timer    // made on the first wait: most acquisitions need none
+	tag     string         // w's tag
+	// own records that the call acquired with its own field, in Redis (a
+	// queued Mutex call then has no place left there).
+	own bool
 	// failures counts the failed attempts in a row, since firstFailure.
 	failures     int
 	firstFailure time.Time
@@ -136,27 +145,41 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(l.start)})
 		return f, true, nil
 	case res.acquired:
+		l.own = !res.localHandoff && !res.reentered
 		p.observe(ctx, acquiredEvent(l.start, res)) // cheap without an observer: no start
 		return f, true, nil
 	case res.free != nil && !p.queued:
 		f = waitFor{wake: res.free, src: WakeLocal}
 		l.sleep(time.Hour)
 	case l.w == nil || res.channel != "" && res.channel != l.joined:
-		tag := ""
+		l.tag = ""
 		if l.tk != nil {
-			tag = l.tk.ID
+			l.tag = cmp.Or(placeTag(res.place), l.tk.ID)
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
 		}
 		if l.w != nil {
 			l.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
 		}
 		l.joined = cmp.Or(res.channel, p.channel)
-		l.w = c.notify.Join(l.joined, p.policy, tag)
+		l.w = c.notify.Join(l.joined, p.policy, l.tag)
 		f = waitFor{wake: l.w.Ready(), free: res.free}
-		l.sleep(waitBound(res.wait))
+		l.sleep(l.bound(res.wait))
+	case res.mayQueue:
+		// Busy in Redis: the call queues there with its next attempt, at
+		// once (w's subscription is confirmed: Ready is closed).
+		l.tk = p.ticket(l.a)
+		f = waitFor{wake: l.w.Ready(), free: res.free}
+		l.sleep(l.bound(res.wait))
 	default:
+		if tag := placeTag(res.place); tag != "" && tag != l.tag {
+			l.tag = tag
+			l.w.Retag(tag)
+		}
 		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
-		l.sleep(waitBound(res.wait))
+		l.sleep(l.bound(res.wait))
+	}
+	if l.w != nil && res.mayQueue && l.tk == nil {
+		l.tk = p.ticket(l.a) // the call's first busy reply: it queues with the attempt after w's confirmation
 	}
 	if l.a.xfer == nil && f.src != WakeLocal && l.a.takesHanded() && !l.a.call.uncertain() {
 		l.a.xfer = c.queueTransfer(p) // a handle of this Client that holds the lock may hand it over
@@ -181,7 +204,12 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 		l.tk.Stop()
 	}
 	if l.w != nil {
-		l.w.Leave(err != nil && l.tk == nil) // a queued waiter's turn is passed on by giveUp's script
+		// A queued waiter's turn is passed on by giveUp's script; a Mutex's
+		// queue has no turns: a wake-up of Redisson's kind is passed on.
+		l.w.Leave(err != nil && (l.tk == nil || p.waitQueue))
+	}
+	if err == nil && l.tk != nil && p.waitQueue && !l.own {
+		c.giveUp(ctx, l.a, l.tk) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
 		c.giveUp(ctx, l.a, l.tk)
@@ -227,6 +255,11 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 		if observe {
 			p.observe(ctx, wakeEvent(l.w, f.src, true))
 		}
+		if l.tk != nil && p.waitQueue && (l.w.Named() || mutant.On("hand-any")) && c.takeHanded(ctx, l) {
+			l.own = true
+			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true}))
+			return true, nil
+		}
 		if f.src == WakePubSub {
 			c.passWake(l.a) // when queued behind another, that one asks Redis
 		}
@@ -268,6 +301,19 @@ func (c *Client) tryOnce(ctx context.Context, a *caller) (bool, error) {
 		return false, ctx.Err()
 	}
 	return res.acquired, err
+}
+
+// bound is how long the loop l waits for a wake-up before trying again,
+// after a try that found the lock taken for pttl. A queued Mutex call waits
+// no longer than its heartbeat timeout: a release may hand the lock to a
+// waiter ahead that died, which holds it until its heartbeat deadline and
+// then lets it expire without a message.
+func (l *waitLoop) bound(pttl time.Duration) time.Duration {
+	d := waitBound(pttl)
+	if l.tk != nil && l.a.p.waitQueue && !mutant.On("no-fallback") {
+		d = min(d, l.a.p.cfg.heartbeat)
+	}
+	return d
 }
 
 // waitBound is how long to wait for a wake-up before trying again: until the

@@ -186,7 +186,7 @@ func (d *demo) cleanup(name string) {
 	defer cancel()
 	del := []string{layout.Aux(holdersPrefix, name), layout.Aux(servedPrefix, name), layout.Aux(layout.TokenPrefix, name), layout.Aux(layout.FencePrefix, name)}
 	for _, p := range []string{layout.SemHoldersPrefix, layout.SemLeasesPrefix, layout.SemSizePrefix, layout.SemQueuePrefix, layout.SemAlivePrefix, layout.SemWantPrefix,
-		layout.FairLockPrefix, layout.FairQueuePrefix, layout.FairAlivePrefix} {
+		layout.FairLockPrefix, layout.FairQueuePrefix, layout.FairAlivePrefix, layout.MutexQueuePrefix, layout.MutexAlivePrefix, layout.MutexRunPrefix} {
 		del = append(del, layout.Aux(p, name))
 	}
 	_ = d.rc.Do(ctx, d.rc.B().Del().Key(del...).Build()).Error()

@@ -110,9 +110,9 @@ func headline(info *lockInfo) string {
 		return waitGroupHeadline(info)
 	case info.Kind == "Election":
 		return electionHeadline(info)
-	case info.Kind == "FairMutex" && !info.Locked:
+	case (info.Kind == "FairMutex" || info.Kind == "Mutex") && !info.Locked:
 		return "not locked" + queued(info)
-	case info.Kind == "FairMutex":
+	case info.Kind == "FairMutex" || info.Kind == "Mutex":
 		return "locked, " + formatTTL(info.TTLMillis) + queued(info)
 	case !info.Locked:
 		return "not locked"
@@ -165,7 +165,7 @@ func formatTTL(ms int64) string {
 	return durationMS(ms) + " left"
 }
 
-// queued tells how many wait in a FairMutex's or Semaphore's queue.
+// queued tells how many wait in a FairMutex's, Semaphore's or Mutex's queue.
 func queued(info *lockInfo) string {
 	n := int64(len(info.Waiters))
 	if n == 0 {

@@ -235,6 +235,10 @@ func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	for i := range info.Holders {
 		info.Holders[i].TTLMillis = info.TTLMillis
 	}
+	l := layout.MutexOf(name) // redisync's waiters queued in Redis
+	if info.Waiters, err = readQueue(ctx, rc, l.Queue, l.Alive, ""); err != nil {
+		return nil, err
+	}
 	return info, nil
 }
 

@@ -125,16 +125,19 @@ func readQueue(ctx context.Context, rc rueidis.Client, queue, alive, want string
 	return waiters, nil
 }
 
-// printWaiters writes the queue in order: a FairMutex's waiters, or a
-// Semaphore's requests with the permits each wants.
+// printWaiters writes the queue in order: a FairMutex's or a Mutex's
+// waiters, or a Semaphore's requests with the permits each wants.
 func printWaiters(w io.Writer, info *lockInfo) {
 	if len(info.Waiters) == 0 {
 		return
 	}
 	sem := info.Kind == "Semaphore"
-	if sem {
+	switch {
+	case sem:
 		fmt.Fprintln(w, "\n  queued requests, in order (each is granted when it fits together with those ahead):")
-	} else {
+	case info.Kind == "Mutex":
+		fmt.Fprintln(w, "\n  redisync waiters, in queue order (a release hands the lock to the first live one; Redisson's waiters do not queue):")
+	default:
 		fmt.Fprintln(w, "\n  waiters, in queue order (each is woken alone when its turn comes):")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

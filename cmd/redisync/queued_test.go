@@ -289,3 +289,31 @@ func checkQueuedScenes(t *testing.T, out string) {
 	require.Regexp(t, `most inside the Semaphore at once: [12] of 2 permits`, out)
 	require.NotContains(t, out, "HOLDERS AT ONCE")
 }
+
+// A Mutex's waiters queued in Redis show in queue order, after its holder.
+func TestInspectMutexQueue(t *testing.T) {
+	c, rc := newLibClient(t)
+	ctx := context.Background()
+	const name = "inspect:mutexqueue"
+	holder := c.NewMutex(name)
+	require.NoError(t, holder.LockContext(ctx))
+	other, _ := newLibClient(t)
+	wctx, cancel := context.WithCancel(ctx)
+	wait := waitFor(func() error { return other.NewMutex(name).LockContext(wctx) })
+	defer func() {
+		cancel()
+		require.ErrorIs(t, <-wait, context.Canceled)
+		require.NoError(t, holder.UnlockContext(ctx))
+	}()
+	ids := queuedIDs(t, rc, layout.MutexOf(name).Queue, 1)
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^Mutex "inspect:mutexqueue": locked, 2\d\.\d+s left; 1 waiter queued\n`, r.stdout)
+	require.Contains(t, r.stdout, "\n  redisync waiters, in queue order")
+	require.Regexp(t, `(?m)^  1 +`+regexp.QuoteMeta(ids[0])+` +alive for `, r.stdout)
+	info := inspectJSON(t, name)
+	require.Equal(t, "Mutex", info.Kind)
+	require.Len(t, info.Waiters, 1)
+	require.Equal(t, ids[0], info.Waiters[0].ID)
+}

@@ -16,15 +16,16 @@ type Mutex struct {
 	Fence   string // the record of a Fence of the same name
 	// Queue and Alive are the queue of redisync's waiting calls (our own
 	// keys; Redisson ignores them): their hold fields by arrival, and by the
-	// server time (ms) after which a waiter counts as dead.
-	Queue, Alive string
+	// server time (ms) after which a waiter counts as dead. Run is when the
+	// current run of releases that handed the lock on began (server ms).
+	Queue, Alive, Run string
 }
 
 // MutexOf returns the layout of the Mutex called name.
 func MutexOf(name string) Mutex {
 	return Mutex{Key: name, Channel: Aux(MutexChannelPrefix, name), Latch: Aux(UnlockLatchPrefix, name),
 		Token: Aux(TokenPrefix, name), Fence: Aux(FencePrefix, name),
-		Queue: Aux(MutexQueuePrefix, name), Alive: Aux(MutexAlivePrefix, name)}
+		Queue: Aux(MutexQueuePrefix, name), Alive: Aux(MutexAlivePrefix, name), Run: Aux(MutexRunPrefix, name)}
 }
 
 // RW is where an RWMutex lives: Redisson's RReadWriteLock layout. The hash

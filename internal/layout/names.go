@@ -31,6 +31,10 @@ const (
 	// MutexAlivePrefix names the same waiters' heartbeats: their fields
 	// scored by the server time (ms) after which a waiter counts as dead.
 	MutexAlivePrefix = "redisync_lock_alive"
+	// MutexRunPrefix names the start (server ms) of the current run of
+	// releases that handed a Mutex on to a queued waiter: a run is bounded,
+	// then the lock goes free once for every waiter, Redisson's too.
+	MutexRunPrefix = "redisync_lock_run"
 	// FencePrefix names the record of a resource guarded by fencing tokens.
 	FencePrefix = "redisync_fence"
 	// RWChannelPrefix is the channel of an RWMutex, as RReadWriteLock names it.

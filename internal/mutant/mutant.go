@@ -28,4 +28,6 @@
 //	                held by someone else (I1)
 //	handover-release  a Mutex hold handed to another handle of the Client is
 //	                also released in Redis, where anyone may then take it (I1)
+//	hand-any        a Mutex waiter queued in Redis takes any wake-up for a
+//	                handover of the lock, not only one naming its place (I1)
 package mutant

@@ -9,13 +9,13 @@ import (
 )
 
 // MutexKeys are the KEYS of a Mutex's (and a FencedMutex's) scripts, made
-// once per handle so that a call allocates none: the release's [0:5], the
-// acquire's [5:7], a waiting acquire's [5:9], a FencedMutex acquire's [9:12].
-type MutexKeys [12]string
+// once per handle so that a call allocates none: the release's [0:6], the
+// acquire's [6:8], a waiting acquire's [6:10], a FencedMutex acquire's [10:13].
+type MutexKeys [13]string
 
 // MutexKeysOf returns the KEYS of the scripts of the Mutex at l.
 func MutexKeysOf(l layout.Mutex) MutexKeys {
-	return MutexKeys{l.Key, l.Channel, l.Latch, l.Queue, l.Alive, l.Key, l.Latch, l.Queue, l.Alive, l.Key, l.Token, l.Latch}
+	return MutexKeys{l.Key, l.Channel, l.Latch, l.Queue, l.Alive, l.Run, l.Key, l.Latch, l.Queue, l.Alive, l.Key, l.Token, l.Latch}
 }
 
 // Channel returns the Mutex's release channel.
@@ -24,7 +24,7 @@ func (k *MutexKeys) Channel() string { return k[1] }
 // AcquireMutex runs mutex_acquire: hold h takes the lock k, or re-enters it.
 func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: k[5:7], Args: args}))
+	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: k[6:8], Args: args}))
 }
 
 // WaitMutex runs mutex_wait: the waiting call whose first acquire is hold h
@@ -32,7 +32,7 @@ func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply,
 // in the queue with a heartbeat of h.HeartbeatMS; a Busy Reply's Place is
 // the number a release that hands it the lock publishes.
 func (r *Runner) WaitMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
-	v, err := r.Exec(ctx, Call{Script: MutexWait, Keys: k[5:9], Args: []string{h.LeaseMS, h.Field, h.HeartbeatMS}}).AsIntSlice()
+	v, err := r.Exec(ctx, Call{Script: MutexWait, Keys: k[6:10], Args: []string{h.LeaseMS, h.Field, h.HeartbeatMS}}).AsIntSlice()
 	switch {
 	case err != nil:
 		return Reply{}, err
@@ -50,7 +50,7 @@ func (r *Runner) WaitMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, er
 // takes the next fencing token, the Reply's Value.
 func (r *Runner) AcquireFenced(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return r.pair(ctx, Call{Script: FencedAcquire, Keys: k[9:12], Args: args})
+	return r.pair(ctx, Call{Script: FencedAcquire, Keys: k[10:13], Args: args})
 }
 
 // ReleaseMutex runs mutex_release: rel's hold of the lock k leaves holds, or
@@ -58,9 +58,17 @@ func (r *Runner) AcquireFenced(ctx context.Context, k *MutexKeys, h Hold) (Reply
 // queue (Woken has its place number), or wakes one waiter (Redisson's
 // message "0") when none is queued; rel.Waiter, if set, leaves the queue.
 func (r *Runner) ReleaseMutex(ctx context.Context, k *MutexKeys, rel *Release) (Released, error) {
-	var argv [7]string
-	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:5], Args: append(r.argv(&argv, rel), rel.Waiter)})
+	var argv [8]string
+	r.argv((*[7]string)(argv[:7]), rel)
+	argv[6], argv[7] = rel.Waiter, HandoverRunMS
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:6], Args: argv[:]})
 }
+
+// HandoverRunMS bounds, in milliseconds, a run of releases of a Mutex that
+// hand the lock on to queued waiters: the first release after it leaves the
+// lock free, so that waiters outside the queue (Redisson's, a MultiMutex's,
+// a FencedMutex's) get their chance.
+const HandoverRunMS = "10"
 
 // ForceUnlockMutex runs mutex_force_unlock on the lock key (a Mutex's or an
 // RWMutex's): it deletes it, publishes message on channel ("0" wakes one

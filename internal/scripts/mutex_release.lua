@@ -9,6 +9,8 @@
 -- KEYS[4]  the queue of waiting calls (see mutex_wait); absent for a lock
 --          that queues none (an Election's leadership)
 -- KEYS[5]  the waiters' heartbeats (see mutex_wait); absent with KEYS[4]
+-- KEYS[6]  the start of the current run of handovers (server ms); absent
+--          with KEYS[4]
 -- ARGV[1]  the hold's field
 -- ARGV[2]  the hold count before this release
 -- ARGV[3]  the hold count after it: 0 releases the lock
@@ -18,6 +20,8 @@
 --          of an acquire of unknown outcome, whose late copy the latch refuses
 -- ARGV[7]  a waiting call's field to take out of the queue first (a call
 --          giving up), or "" (absent without KEYS[4])
+-- ARGV[8]  how long a run of handovers lasts, in milliseconds (absent
+--          without KEYS[4])
 --
 -- Reply: {status, n}: status 1 released (or a repeat of this release), 0
 --        still held, -1 the hold is not there; n is the place number of the
@@ -30,33 +34,48 @@
 -- that), and the place number is published. Redisson's waiters ignore that
 -- message, and find the lock held. With no live waiter the key stays deleted
 -- and "0" is published: Redisson's unlock message, which wakes one waiter.
+-- So that those outside the queue (Redisson's waiters, a MultiMutex's) are
+-- not starved by a queue that never empties, handovers come in runs of
+-- ARGV[8] ms: the first release after a run leaves the lock free and
+-- publishes "0", and whoever takes it starts the next run with its release.
 --
 -- The final release latches the hold's field: a repeat of the release (its
 -- reply was lost) then answers 1 as the first did, and a late copy of the
 -- hold's first acquire takes nothing (mutex_acquire, mutex_wait). A count
 -- above zero is compare-and-set, as in mutex_acquire.
-local queue, alive = KEYS[4], KEYS[5]
+local queue, alive, run = KEYS[4], KEYS[5], KEYS[6]
 if queue and ARGV[7] ~= '' then
 	redis.call('zrem', queue, ARGV[7])
 	redis.call('zrem', alive, ARGV[7])
 end
 
 -- handOver gives the free lock to the first live waiter and returns its
--- place number, or nil when no waiter is alive.
+-- place number, or nil when no waiter is alive or the run is over.
 local function handOver()
-	if not queue then
-		return nil
+	if not queue or redis.call('exists', queue) == 0 then
+		return nil -- the common case: nobody queued
 	end
 	local now = serverMS()
+	local start = tonumber(redis.call('get', run))
+	if start and now - start >= tonumber(ARGV[8]) then
+		redis.call('del', run)
+		return nil
+	end
 	while true do
 		local head = redis.call('zrange', queue, 0, 0, 'withscores')
 		if not head[1] then
+			if start then
+				redis.call('del', run)
+			end
 			return nil
 		end
 		local deadline = tonumber(redis.call('zscore', alive, head[1]))
 		redis.call('zrem', queue, head[1])
 		redis.call('zrem', alive, head[1])
 		if deadline and deadline > now then
+			if not start then
+				redis.call('set', run, now, 'px', 60000)
+			end
 			redis.call('hset', KEYS[1], head[1], 1)
 			redis.call('pexpire', KEYS[1], deadline - now)
 			return head[2]

@@ -84,6 +84,12 @@ func (q *mutexQueue) pttl() int64 {
 	return n
 }
 
+// newRun starts a new run of handovers, whatever the time the test took
+// since the last one began (see TestMutexHandoverRuns).
+func (q *mutexQueue) newRun() {
+	require.NoError(q.t, q.rc.Do(context.Background(), q.rc.B().Del().Key(q.l.Run).Build()).Error())
+}
+
 func (q *mutexQueue) queued() []string {
 	ids, err := q.rc.Do(context.Background(), q.rc.B().Zrange().Key(q.l.Queue).Min("0").Max("-1").Build()).AsStrSlice()
 	require.NoError(q.t, err)
@@ -117,6 +123,7 @@ func TestMutexWaitHandsOver(t *testing.T) {
 	assert.Greater(t, q.pttl(), int64(9000), "and sets the lease")
 	assert.Equal(t, scripts.Refused, q.wait("a:1", "5000").Outcome, "a late copy of the released hold's acquire")
 
+	q.newRun()
 	got = q.release(scripts.Release{Field: "b:1", From: 1, Latch: "5000"})
 	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken)
 	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
@@ -155,4 +162,28 @@ func TestMutexWaitSkipsDead(t *testing.T) {
 	got = q.release(scripts.Release{Field: "live:1", From: 1, Latch: "5000"})
 	assert.Empty(t, got.Woken)
 	assert.Equal(t, "0", q.message())
+}
+
+// Handovers come in runs: the first release after a run of HandoverRunMS
+// leaves the lock free for every waiter ("0"), though the queue has a live
+// one; whoever takes it starts the next run.
+func TestMutexHandoverRuns(t *testing.T) {
+	q := newMutexQueue(t)
+	require.Equal(t, scripts.Acquired, q.wait("a:1", "5000").Outcome)
+	b, c := q.wait("b:1", "5000"), q.wait("c:1", "5000")
+	got := q.release(scripts.Release{Field: "a:1", From: 1, Latch: "5000"})
+	assert.Equal(t, []string{strconv.FormatInt(b.Place, 10)}, got.Woken, "a run begins")
+	assert.Equal(t, strconv.FormatInt(b.Place, 10), q.message())
+	ms, err := strconv.Atoi(scripts.HandoverRunMS)
+	require.NoError(t, err)
+	time.Sleep(time.Duration(ms+5) * time.Millisecond)
+	got = q.release(scripts.Release{Field: "b:1", From: 1, Latch: "5000"})
+	assert.Empty(t, got.Woken, "the run is over")
+	assert.Equal(t, "0", q.message())
+	assert.Empty(t, q.holder(), "the lock is free for anyone")
+	assert.Equal(t, []string{"c:1"}, q.queued())
+	assert.Equal(t, scripts.Acquired, q.wait("x:1", "5000").Outcome, "taken by a caller from outside the queue")
+	got = q.release(scripts.Release{Field: "x:1", From: 1, Latch: "5000"})
+	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken, "the next run begins")
+	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
 }

@@ -1,0 +1,277 @@
+package redisync_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redisserver"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// mutexQueue returns the fields queued for the Mutex name, first first.
+func mutexQueue(t testing.TB, rc rueidis.Client, name string) []string {
+	t.Helper()
+	q, err := rc.Do(context.Background(), rc.B().Zrange().Key(layout.MutexOf(name).Queue).Min("0").Max("-1").Build()).AsStrSlice()
+	require.NoError(t, err)
+	return q
+}
+
+// waitMutexQueued waits until n waiting calls are queued for the Mutex name.
+func waitMutexQueued(t testing.TB, rc rueidis.Client, name string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(mutexQueue(t, rc, name)) == n }, hang, time.Millisecond,
+		"the queue of %s never had %d waiters", name, n)
+}
+
+// A release in one process hands the lock to a waiter queued in Redis by
+// another: the waiter's field holds the lock and the waiter takes it from
+// the release's message, without a script call of its own.
+func TestMutexHandedInRedis(t *testing.T) {
+	requireReal(t, standalone, "INFO commandstats")
+	holder, rc := newClient(t, standalone)
+	// Long timeouts: no heartbeat or renewal falls within the counted calls.
+	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute))
+	ctx := context.Background()
+	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
+	h.Lock()
+	got := make(chan error, 1)
+	go func() { got <- w.LockContext(ctx) }()
+	waitMutexQueued(t, rc, t.Name(), 1)
+	queued := mutexQueue(t, rc, t.Name())
+	before := redistest.CommandCalls(t, rc, "evalsha")
+	h.Unlock()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(hang):
+		t.Fatal("the queued waiter did not get the lock")
+	}
+	assert.EqualValues(t, 1, redistest.CommandCalls(t, rc, "evalsha")-before, "one script call: the release")
+	assert.Equal(t, queued, fields(t, t.Name()), "the waiter holds with the field it queued under")
+	assert.Empty(t, mutexQueue(t, rc, t.Name()))
+	n, err := w.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	ttl, err := w.TTL(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ttl, time.Minute, "until the first renewal, the hold lasts to the heartbeat deadline")
+	select {
+	case <-w.Done():
+		t.Fatal("the handed hold ended")
+	default:
+	}
+	w.Unlock()
+	assert.Empty(t, fields(t, t.Name()))
+	assert.NoError(t, w.Err())
+}
+
+// A handed hold lasts only to the waiter's heartbeat deadline until its
+// renewal: renewed in time, it is never reported lost and ends up with the
+// full lease.
+func TestMutexHandedHoldRenewed(t *testing.T) {
+	holder, _ := newClient(t, standalone)
+	waiter, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(300*time.Millisecond))
+	ctx := context.Background()
+	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
+	h.Lock()
+	rc := newRueidis(t, standalone)
+	got := make(chan error, 1)
+	go func() { got <- w.LockContext(ctx) }()
+	waitMutexQueued(t, rc, t.Name(), 1)
+	h.Unlock()
+	require.NoError(t, <-got)
+	time.Sleep(time.Second) // past the heartbeat deadline
+	select {
+	case <-w.Done():
+		t.Fatalf("the handed hold was lost: %v", w.Err())
+	default:
+	}
+	ttl, err := w.TTL(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 20*time.Second, "renewed to the watchdog lease")
+	w.Unlock()
+	assert.NoError(t, w.Err())
+}
+
+// A waiter that gives up just as the lock is handed to it passes it on: the
+// next waiter gets it at once (never after a heartbeat timeout, which is
+// how long a hold handed to nobody would block it), and nothing is left
+// queued.
+func TestMutexQueuedWaiterGivesUp(t *testing.T) {
+	const heartbeat = 5 * time.Second
+	holder, rc := newClient(t, standalone)
+	c1, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(heartbeat))
+	c2, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(heartbeat))
+	h, w1, w2 := holder.NewMutex(t.Name()), c1.NewMutex(t.Name()), c2.NewMutex(t.Name())
+	var gaveUp int
+	for i := range 30 {
+		h.Lock()
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() { first <- w1.LockContext(ctx) }()
+		waitMutexQueued(t, rc, t.Name(), 1)
+		second := make(chan error, 1)
+		go func() { second <- w2.LockContext(context.Background()) }()
+		waitMutexQueued(t, rc, t.Name(), 2)
+		go func() {
+			time.Sleep(time.Duration(i) * 15 * time.Microsecond) // around the handover's message
+			cancel()
+		}()
+		h.Unlock()
+		if err := <-first; err == nil {
+			w1.Unlock()
+		} else {
+			gaveUp++
+		}
+		select {
+		case err := <-second:
+			require.NoError(t, err)
+		case <-time.After(heartbeat / 2):
+			t.Fatalf("round %d: the second waiter was not served: the lock went to the one that gave up", i)
+		}
+		w2.Unlock()
+		assert.Empty(t, mutexQueue(t, rc, t.Name()), "round %d: a place left behind", i)
+		assert.Empty(t, fields(t, t.Name()), "round %d: a hold left behind", i)
+	}
+	t.Logf("the first waiter gave up in %d of 30 rounds", gaveUp)
+}
+
+// A hold handed to a waiter within its Client (no Redis) while that waiter
+// is queued in Redis takes it out of the queue: the Client's next release
+// does not hand the lock to the place it left.
+func TestMutexLocalHandoverLeavesQueue(t *testing.T) {
+	t.Cleanup(redisync.LongHandoffsForTest())
+	c, rc := newClient(t, standalone)
+	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
+	require.NoError(t, giver.LockContext(context.Background()))
+	got := make(chan error, 1)
+	go func() { got <- taker.LockContext(context.Background()) }()
+	waitMutexQueued(t, rc, t.Name(), 1)
+	giver.Unlock() // hands the hold to the taker within the Client
+	require.NoError(t, <-got)
+	assert.Len(t, fields(t, t.Name()), 1)
+	assert.Empty(t, mutexQueue(t, rc, t.Name()))
+	taker.Unlock()
+	assert.Empty(t, fields(t, t.Name()), "the release handed the lock to the place the taker had left")
+}
+
+func TestMutexCrashedQueuedWaiter(t *testing.T) { forEachTopology(t, testMutexCrashedQueuedWaiter) }
+
+// A waiter that dies while queued is skipped once its heartbeat lapses; if
+// the lock is handed to it before, the hold expires at its heartbeat
+// deadline and the waiters behind it get the lock then, in at most twice the
+// heartbeat timeout, one at a time.
+func testMutexCrashedQueuedWaiter(t *testing.T, tg *redisserver.Target) {
+	const heartbeat = time.Second
+	hc, rc := newClient(t, tg)
+	h := hc.NewMutex(t.Name())
+	h.Lock()
+	child := startQueuedChild(t, tg, "mutex-wait", t.Name(), 30*time.Second, heartbeat, "waiting")
+	waitMutexQueued(t, rc, t.Name(), 1)
+	var inside, worst int
+	var mu sync.Mutex
+	elapsed := make(chan time.Duration, 2)
+	killed := make(chan time.Time, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		c, _ := newClient(t, tg, redisync.WithHeartbeatTimeout(heartbeat))
+		w := c.NewMutex(t.Name())
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			if err := w.LockContext(ctx); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			inside++
+			worst = max(worst, inside)
+			mu.Unlock()
+			elapsed <- time.Since(<-killed)
+			time.Sleep(10 * time.Millisecond)
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			w.Unlock()
+		})
+		waitMutexQueued(t, rc, t.Name(), i+2)
+	}
+	time.Sleep(heartbeat) // the child's heartbeat is renewed meanwhile
+	require.Len(t, mutexQueue(t, rc, t.Name()), 3, "a live waiter stays queued")
+	require.NoError(t, child.Process.Kill())
+	at := time.Now()
+	killed <- at
+	killed <- at
+	h.Unlock() // hands the lock to the dead waiter, whose heartbeat is still current
+	wg.Wait()
+	close(elapsed)
+	for d := range elapsed {
+		t.Logf("a live waiter took the lock %v after the queued child was killed", d)
+		assert.LessOrEqual(t, d, 2*heartbeat+time.Second, "bound: the dead waiter's hold, then one wait of a heartbeat timeout")
+	}
+	assert.Equal(t, 1, worst, "two holders inside at once")
+	assert.Empty(t, mutexQueue(t, rc, t.Name()))
+}
+
+// Redisson's waiters ignore the queue: a Go release hands the lock to a
+// queued Go waiter with a message that is a number other than Redisson's
+// (so a Java waiter, which reads each message as a Long, ignores it and
+// finds the lock held), and publishes "0" when nobody is queued; a Java
+// release wakes a queued Go waiter, which takes the lock and leaves the
+// queue.
+func TestMutexQueueAndRedisson(t *testing.T) {
+	holder, rc := newClient(t, standalone)
+	waiter, _ := newClient(t, standalone)
+	name, java := t.Name(), "5e4d3c2b-java:1"
+	h, w := holder.NewMutex(name), waiter.NewMutex(name)
+	msgs := make(chan string, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	subscribed := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rc.Receive(rueidis.WithOnSubscriptionHook(ctx, func(rueidis.PubSubSubscription) { close(subscribed) }),
+			rc.B().Subscribe().Channel(layout.MutexOf(name).Channel).Build(), func(m rueidis.PubSubMessage) { msgs <- m.Message })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	<-subscribed
+	message := func() string {
+		select {
+		case m := <-msgs:
+			return m
+		case <-time.After(hang):
+			t.Fatal("no message")
+			return ""
+		}
+	}
+
+	h.Lock()
+	in := inBackground(w.LockContext)
+	waitMutexQueued(t, rc, name, 1)
+	h.Unlock()
+	require.NoError(t, <-in)
+	m := message()
+	n, err := strconv.ParseInt(m, 10, 64)
+	require.NoError(t, err, "a Java waiter reads every message as a Long")
+	assert.Greater(t, n, int64(1), "not one of Redisson's messages (0 and 1)")
+	assert.Positive(t, javaLock(t, rc, name, java, 30000), "the handed lock excludes a Java caller")
+	w.Unlock()
+	assert.Equal(t, "0", message(), "nobody queued: Redisson's unlock message")
+	require.EqualValues(t, -1, javaLock(t, rc, name, java, 30000))
+
+	in = inBackground(w.LockContext)
+	waitMutexQueued(t, rc, name, 1)
+	javaUnlock(t, rc, name, java)
+	require.NoError(t, <-in, "a Java release wakes a queued Go waiter")
+	assert.Empty(t, mutexQueue(t, rc, name))
+	w.Unlock()
+}
