@@ -71,6 +71,18 @@ func (c *Client) takeHanded(ctx context.Context, l *waitLoop) bool {
 	return true
 }
 
+// firstWaiting reports whether the waiting call a is the first of its
+// Client's calls waiting for a hold of its lock (or waits alone).
+func (c *Client) firstWaiting(a *caller) bool {
+	if a.xfer == nil {
+		return true
+	}
+	c.xmu.Lock()
+	defer c.xmu.Unlock()
+	q := c.transfers[a.p.key.name]
+	return len(q) == 0 || q[0] == a.xfer
+}
+
 // pokeFirst wakes the first of the Client's waiting calls of p's lock, if
 // any, so that it asks Redis: a release handed the lock to a waiter of
 // another process, and the calls of this Client were not queued in Redis.

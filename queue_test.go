@@ -275,3 +275,33 @@ func TestMutexQueueAndRedisson(t *testing.T) {
 	assert.Empty(t, mutexQueue(t, rc, name))
 	w.Unlock()
 }
+
+// Of a Client's calls waiting for one lock, only the first queues in Redis;
+// the others wait for it within the Client, and all are served.
+func TestMutexOneQueuedPerClient(t *testing.T) {
+	holder, rc := newClient(t, standalone)
+	waiters, _ := newClient(t, standalone)
+	h := holder.NewMutex(t.Name())
+	h.Lock()
+	var wg sync.WaitGroup
+	for range 5 {
+		m := waiters.NewMutex(t.Name())
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hang)
+			defer cancel()
+			if err := m.LockContext(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			m.Unlock()
+		})
+	}
+	require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(waiters, t.Name()) == 5 }, hang, time.Millisecond)
+	waitMutexQueued(t, rc, t.Name(), 1)
+	time.Sleep(100 * time.Millisecond)
+	assert.Len(t, mutexQueue(t, rc, t.Name()), 1, "more than one call of the Client queued in Redis")
+	h.Unlock()
+	wg.Wait()
+	assert.Empty(t, mutexQueue(t, rc, t.Name()))
+	assert.Empty(t, fields(t, t.Name()))
+}

@@ -164,12 +164,6 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		l.w = c.notify.Join(l.joined, p.policy, l.tag)
 		f = waitFor{wake: l.w.Ready(), free: res.free}
 		l.sleep(l.bound(res.wait))
-	case res.mayQueue:
-		// Busy in Redis: the call queues there with its next attempt, at
-		// once (w's subscription is confirmed: Ready is closed).
-		l.tk = p.ticket(l.a)
-		f = waitFor{wake: l.w.Ready(), free: res.free}
-		l.sleep(l.bound(res.wait))
 	default:
 		if tag := placeTag(res.place); tag != "" && tag != l.tag {
 			l.tag = tag
@@ -178,11 +172,15 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
 		l.sleep(l.bound(res.wait))
 	}
-	if l.w != nil && res.mayQueue && l.tk == nil {
-		l.tk = p.ticket(l.a) // the call's first busy reply: it queues with the attempt after w's confirmation
-	}
 	if l.a.xfer == nil && f.src != WakeLocal && l.a.takesHanded() && !l.a.call.uncertain() {
 		l.a.xfer = c.queueTransfer(p) // a handle of this Client that holds the lock may hand it over
+	}
+	if res.mayQueue && l.tk == nil && c.firstWaiting(l.a) {
+		// Busy in Redis: the call queues there with its next attempt, made
+		// once w's subscription is confirmed (at once if it is). Calls of
+		// the Client behind it wait for it to be served, not in Redis.
+		l.tk = p.ticket(l.a)
+		f = waitFor{wake: l.w.Ready(), free: res.free}
 	}
 	return f, false, nil
 }
