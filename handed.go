@@ -22,6 +22,32 @@ import (
 // acquisitions need no queue), and a call whose hold came another way (a
 // handover within the Client) leaves the queue when it returns (giveUp).
 
+// queueEarly makes the waiting Mutex call of l queue in Redis with its
+// first attempt, joined to its lock's channel beforehand, when the lock is
+// contended in this process: the channel's subscription is in place (a
+// waiter of this Client waited for the lock within the subscription's
+// linger) and no other call of the Client waits for it. A contended call
+// then spares the attempt that would find the lock taken before queueing;
+// one that finds it free takes it as mutex_acquire would.
+func (c *Client) queueEarly(l *waitLoop) {
+	a, p := l.a, l.a.p
+	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !c.notify.Confirmed(p.channel) || c.transferWaiters(p) > 0 {
+		return
+	}
+	c.callField(a)
+	l.joined = p.channel
+	l.w = c.notify.Join(p.channel, p.policy, "")
+	l.tk = p.ticket(a)
+}
+
+// transferWaiters returns how many calls of the Client wait for a hold of
+// p's lock.
+func (c *Client) transferWaiters(p *protocol) int {
+	c.xmu.Lock()
+	defer c.xmu.Unlock()
+	return len(c.transfers[p.key.name])
+}
+
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the
 // message of a release that hands it the lock ("" for no place).
 func placeTag(n int64) string {
@@ -44,10 +70,10 @@ func (m *Mutex) mutexTicket(a *caller) *ticket {
 // the release found the place after that, and left the lock to expire at
 // the place's heartbeat deadline. It does not take the hold when the place
 // is no longer confirmed (its heartbeat lapsed), its deadline has passed
-// (the process was paused), or the call's owner holds
-// the lock meanwhile: the call then asks Redis, which answers what the
-// release did (the call's field is there, and the attempt adopts it), or
-// gives it back when it returns.
+// (the process was paused), or the call's owner holds the lock meanwhile:
+// the call then asks Redis, which answers what the release did (the call's
+// field is there, and the attempt adopts it), or gives it back when it
+// returns.
 func (c *Client) takeHanded(ctx context.Context, l *waitLoop) bool {
 	a, p := l.a, l.a.p
 	since, ok := l.tk.Confirmed()

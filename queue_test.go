@@ -305,3 +305,29 @@ func TestMutexOneQueuedPerClient(t *testing.T) {
 	assert.Empty(t, mutexQueue(t, rc, t.Name()))
 	assert.Empty(t, fields(t, t.Name()))
 }
+
+// A Client that waited for a lock lately (its channel is still subscribed)
+// queues a new waiting call in Redis with its first attempt: one script call
+// to wait, and the handover takes none.
+func TestMutexQueuesEarlyWhenContended(t *testing.T) {
+	requireReal(t, standalone, "INFO commandstats")
+	holder, rc := newClient(t, standalone)
+	// Long timeouts: no heartbeat or renewal falls within the counted calls.
+	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute))
+	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
+	for round := range 2 { // the first round subscribes the waiter's Client, the second finds it subscribed
+		h.Lock()
+		before := redistest.CommandCalls(t, rc, "evalsha")
+		in := inBackground(w.LockContext)
+		waitMutexQueued(t, rc, t.Name(), 1)
+		waiting := redistest.CommandCalls(t, rc, "evalsha") - before
+		h.Unlock()
+		require.NoError(t, <-in)
+		w.Unlock()
+		if round == 0 {
+			assert.EqualValues(t, 2, waiting, "a first wait: the lock found taken, then queued")
+		} else {
+			assert.EqualValues(t, 1, waiting, "a wait while the channel is subscribed queues at once")
+		}
+	}
+}

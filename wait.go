@@ -65,6 +65,9 @@ func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever boo
 		l.start = time.Now() // the call's start
 	}
 	defer func() { c.endWait(ctx, l, err) }()
+	if tk == nil {
+		c.queueEarly(l)
+	}
 	for {
 		if c.isClosed() {
 			return lockError(a.p.name, ErrClosed)

@@ -187,6 +187,24 @@ func (r *Registry) WakeTag(name, tag string) bool {
 	return false
 }
 
+// Confirmed reports whether channel is subscribed in this process, with
+// its subscription confirmed (it has waiters, or had them within Linger):
+// a message published from now on reaches a waiter that joins it.
+func (r *Registry) Confirmed(name string) bool {
+	r.mu.Lock()
+	ch := r.chans[name]
+	r.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 // Subscribed returns the number of channels with waiters in this process.
 func (r *Registry) Subscribed() int {
 	r.mu.Lock()

@@ -37,7 +37,8 @@
 -- So that those outside the queue (Redisson's waiters, a MultiMutex's) are
 -- not starved by a queue that never empties, handovers come in runs of
 -- ARGV[8] ms: the first release after a run leaves the lock free and
--- publishes "0", and whoever takes it starts the next run with its release.
+-- publishes "0", and whoever takes it starts the next run with its release;
+-- a release that finds nobody queued ends the run too.
 --
 -- The final release latches the hold's field: a repeat of the release (its
 -- reply was lost) then answers 1 as the first did, and a late copy of the
@@ -52,8 +53,12 @@ end
 -- handOver gives the free lock to the first live waiter and returns its
 -- place number, or nil when no waiter is alive or the run is over.
 local function handOver()
-	if not queue or redis.call('exists', queue) == 0 then
-		return nil -- the common case: nobody queued
+	if not queue then
+		return nil
+	end
+	if redis.call('exists', queue) == 0 then
+		redis.call('del', run) -- nobody queued: the lock goes free, and a run ends
+		return nil
 	end
 	local now = serverMS()
 	local start = tonumber(redis.call('get', run))

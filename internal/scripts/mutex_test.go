@@ -186,4 +186,9 @@ func TestMutexHandoverRuns(t *testing.T) {
 	got = q.release(scripts.Release{Field: "x:1", From: 1, Latch: "5000"})
 	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken, "the next run begins")
 	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
+	got = q.release(scripts.Release{Field: "c:1", From: 1, Latch: "5000"})
+	assert.Empty(t, got.Woken)
+	n, err := q.rc.Do(context.Background(), q.rc.B().Exists().Key(q.l.Run).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "a release that finds nobody queued ends the run: nothing is left behind")
 }
