@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -115,9 +116,15 @@ func (lc lockChannel) name(channel string) (string, bool) {
 
 // lockChannels are the channels whose messages watch reports.
 var lockChannels = []lockChannel{
+	// A Mutex release publishes "0" when it leaves the lock free, and the
+	// place number of the queued redisync waiter it handed the lock to
+	// otherwise (a decimal above 1, which Redisson's waiters ignore).
 	{prefix: mutexChannelPrefix, describe: func(msg string) (string, string) {
 		if msg == "0" {
 			return "release", ""
+		}
+		if n, err := strconv.ParseInt(msg, 10, 64); err == nil && n > 1 {
+			return "handover", "Mutex: handed to the queued waiter at place " + msg
 		}
 		return fmt.Sprintf("message %q", msg), ""
 	}},

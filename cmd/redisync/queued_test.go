@@ -317,3 +317,30 @@ func TestInspectMutexQueue(t *testing.T) {
 	require.Len(t, info.Waiters, 1)
 	require.Equal(t, ids[0], info.Waiters[0].ID)
 }
+
+// watch names a Mutex release that hands the lock to a queued waiter.
+func TestWatchMutexHandover(t *testing.T) {
+	c, rc := newLibClient(t)
+	other, _ := newLibClient(t)
+	ctx := context.Background()
+	_, lines, stderr := startWatch(t, "--duration", "30s", "watchmutex:*")
+	const name = "watchmutex:one"
+	holder := c.NewMutex(name)
+	require.NoError(t, holder.LockContext(ctx))
+	wm := other.NewMutex(name)
+	acquired := waitFor(func() error { return wm.LockContext(ctx) })
+	queuedIDs(t, rc, layout.MutexOf(name).Queue, 1)
+	require.NoError(t, holder.UnlockContext(ctx)) // hands the lock over
+	require.NoError(t, <-acquired)
+	require.NoError(t, wm.UnlockContext(ctx)) // nobody queued: "0"
+
+	want := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  handover +watchmutex:one  \(Mutex: handed to the queued waiter at place \d+\)$`)
+	var seen []string
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+		if want.MatchString(lines.Text()) {
+			return
+		}
+	}
+	t.Fatalf("no handover event; saw %q; stderr %s", seen, stderr.String())
+}
