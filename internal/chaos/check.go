@@ -121,6 +121,15 @@ func admissible(res Resource, inside map[*hold]bool) bool {
 	return true
 }
 
+// breaksLeases reports whether f may end leases: a fault that always may
+// (see Fault.breaksLeases), or a restart with AOF (F4) that lasted longer
+// than a lease renewed on time has left (two thirds of a lease): the
+// guarantee holds only for a restart shorter than the remaining lease, and
+// a longer one lets the restored lock expire before its holder can renew it.
+func (m *model) breaksLeases(f Fault) bool {
+	return f.breaksLeases() || f.Kind == "F4" && time.Duration(f.End-f.Start) >= m.Params.Lease*2/3
+}
+
 // leaseBroken returns the kind of a fault that breaks leases and hit hd's
 // worker (or the server) while hd was held, "" when there is none: from the
 // acquire's call (the hold may have begun in Redis at any time after it, say
@@ -128,7 +137,7 @@ func admissible(res Resource, inside map[*hold]bool) bool {
 // critical section.
 func (m *model) leaseBroken(hd *hold) string {
 	for _, f := range m.faultsIn(hd.Inv, hd.Exit) {
-		if f.breaksLeases() && (f.Global || f.W == hd.W) {
+		if m.breaksLeases(f) && (f.Global || f.W == hd.W) {
 			return f.Kind
 		}
 	}

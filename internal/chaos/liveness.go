@@ -200,7 +200,7 @@ func (m *model) losses() []loss {
 		case f.Kind == "F5":
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
-		case f.breaksLeases() && (f.Kind == "F15" || f.Kind == "F13"):
+		case m.breaksLeases(f) && (f.Kind == "F15" || f.Kind == "F13"):
 			// A failover may or may not lose the hold: it is lost when
 			// another holder got in. A killed master (F15) takes the
 			// renewals with it: the holder stops at its lease, counted from
