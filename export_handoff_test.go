@@ -37,11 +37,7 @@ func ReadRenewEveryForTest(d time.Duration) (restore func()) {
 
 // TransferWaitersForTest returns how many waiting calls of c a hold of the
 // lock called name may be handed to.
-func TransferWaitersForTest(c *Client, name string) int {
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	return len(c.transfers[name])
-}
+func TransferWaitersForTest(c *Client, name string) int { return c.transferWaiters(name) }
 
 // HandOverInFlightForTest unlocks giver while a call of taker (another
 // handle of the same Client) is queued for a handed hold, as a waiting

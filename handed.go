@@ -31,7 +31,7 @@ import (
 // one that finds it free takes it as mutex_acquire would.
 func (c *Client) queueEarly(l *waitLoop) {
 	a, p := l.a, l.a.p
-	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !c.notify.Confirmed(p.channel) || c.transferWaiters(p) > 0 {
+	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !c.notify.Confirmed(p.channel) || c.transferWaiters(p.key.name) > 0 {
 		return
 	}
 	c.callField(a)
@@ -41,11 +41,11 @@ func (c *Client) queueEarly(l *waitLoop) {
 }
 
 // transferWaiters returns how many calls of the Client wait for a hold of
-// p's lock.
-func (c *Client) transferWaiters(p *protocol) int {
+// the lock called name.
+func (c *Client) transferWaiters(name string) int {
 	c.xmu.Lock()
 	defer c.xmu.Unlock()
-	return len(c.transfers[p.key.name])
+	return len(c.transfers[name])
 }
 
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the
@@ -97,21 +97,10 @@ func (c *Client) takeHanded(ctx context.Context, l *waitLoop) bool {
 	return true
 }
 
-// firstWaiting reports whether the waiting call a is the first of its
-// Client's calls waiting for a hold of its lock (or waits alone).
-func (c *Client) firstWaiting(a *caller) bool {
-	if a.xfer == nil {
-		return true
-	}
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	q := c.transfers[a.p.key.name]
-	return len(q) == 0 || q[0] == a.xfer
-}
-
 // pokeFirst wakes the first of the Client's waiting calls of p's lock, if
-// any, so that it asks Redis: a release handed the lock to a waiter of
-// another process, and the calls of this Client were not queued in Redis.
+// any, so that it asks Redis: a wake-up passed on by a call behind it, or a
+// release that handed the lock to a waiter of another process while the
+// calls of this Client were not queued in Redis.
 func (c *Client) pokeFirst(p *protocol) {
 	c.xmu.Lock()
 	defer c.xmu.Unlock()

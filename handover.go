@@ -157,19 +157,10 @@ func (c *Client) queuedBehind(a *caller, tk *ticket) bool {
 // call a, queued behind another, on to the first of the queue, which asks
 // Redis where a would not; it reports whether it did.
 func (c *Client) passWake(a *caller) bool {
-	if a.xfer == nil { // the call is the waiting goroutine's own: no lock needed to read it
+	if a.xfer == nil || !c.queuedBehind(a, nil) { // xfer is the waiting goroutine's own: no lock needed to read it
 		return false
 	}
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	q := c.transfers[a.p.key.name]
-	if len(q) == 0 || q[0] == a.xfer {
-		return false
-	}
-	select {
-	case q[0].poke <- struct{}{}:
-	default: // one is pending already
-	}
+	c.pokeFirst(a.p) // the first now, if another one took its place meanwhile: it asks Redis
 	return true
 }
 

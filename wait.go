@@ -178,7 +178,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 	if l.a.xfer == nil && f.src != WakeLocal && l.a.takesHanded() && !l.a.call.uncertain() {
 		l.a.xfer = c.queueTransfer(p) // a handle of this Client that holds the lock may hand it over
 	}
-	if res.mayQueue && l.tk == nil && l.w != nil && c.firstWaiting(l.a) {
+	if res.mayQueue && l.tk == nil && l.w != nil && !c.queuedBehind(l.a, nil) {
 		// Busy in Redis: the call queues there with its next attempt, made
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
