@@ -277,7 +277,8 @@ func (r *run) leftKeys() {
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
 			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"):
-			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms < 0 {
+			// -1: no expiry, a leak; -2: it expired after KEYS listed it.
+			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms == -1 {
 				left = append(left, k)
 			}
 		default:
