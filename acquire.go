@@ -26,9 +26,9 @@ type caller struct {
 	n      int  // holds (permits) to add
 	single bool // a Try call: one attempt that waits for nothing
 	call   holdCall
-	xfer   *transferWait // the call's place for a hold handed from another handle, while it waits
-	value  int64         // what the acquire script passed on at the last success (a fencing token)
-	term   *term         // the term of the last success
+	place  *place // the call's place in its Client's queue of the lock, while it waits
+	value  int64  // what the acquire script passed on at the last success (a fencing token)
+	term   *term  // the term of the last success
 	// complete records that what the call waits for has happened with
 	// nothing to hold: a Once's function succeeded, a WaitGroup reached zero.
 	complete bool
@@ -86,11 +86,6 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		return attempt{}, nil, 0, ctx.Err()
 	}
 	defer h.op.Unlock()
-	if h.parked {
-		if t, ok := c.unpark(h); ok {
-			return attempt{acquired: true, localHandoff: true}, t, 0, nil
-		}
-	}
 	acq := acquisition{h: h, n: a.n, tk: tk}
 	var free <-chan struct{}
 	if h.count > 0 {
@@ -134,6 +129,8 @@ func (c *Client) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 			mayQueue: tk == nil && p.waitQueue && a.takesHanded()}, nil, 0, nil
 	case sync != nil && sync.Acked < sync.Wanted:
 		return attempt{}, nil, 0, c.unreplicated(ctx, a, &acq, sync)
+	case sync != nil:
+		acq.synced = sync.N
 	}
 	return c.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
 }
@@ -148,16 +145,10 @@ func (c *Client) callField(a *caller) string {
 }
 
 // lockOp takes h's op for a: at once or not at all for a single attempt,
-// else waiting as long as ctx lasts. A waiting Mutex call counts itself as
-// arriving meanwhile, so that a release can park the hold for it.
+// else waiting as long as ctx lasts.
 func (c *Client) lockOp(ctx context.Context, h *hold, a *caller) bool {
 	if a.single {
 		return h.op.TryLock()
-	}
-	arriving := a.mode == waitHandoff && a.p.handoff
-	if arriving {
-		h.arriving.Add(1)
-		defer h.arriving.Add(-1)
 	}
 	return h.op.Lock(ctx) == nil
 }
@@ -171,10 +162,6 @@ func (c *Client) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res at
 	case ended && p.permits:
 		c.setAside(h) // a new term; the lost permits wait for Release
 		return attempt{}, false, nil
-	case a.mode == waitHandoff && p.handoff && !ended:
-		ch := make(chan struct{}, 1)
-		h.handoff = append(h.handoff, ch)
-		return attempt{free: h.freeChan(), handoff: &handoffWait{h: h, p: p, ch: ch}}, true, nil
 	case a.mode == waitFree && p.queued && tk != nil && !ended:
 		// A second Lock of the owner queues now, so that its turn is fixed
 		// by arrival, but never takes until the owner's hold is released.
@@ -196,7 +183,7 @@ func (c *Client) took(h *hold, a *caller, acq *acquisition, sent time.Time) atte
 	p := a.p
 	if acq.count == 0 {
 		t := newObservedTerm(p.cfg, p.primitive, p.name)
-		t.field, t.ambiguous = acq.field, a.call.firstUnknown
+		t.field, t.ambiguous, t.synced = acq.field, a.call.firstUnknown, acq.synced
 		h.setCount(a.n)
 		t.lease = p.newLease(t)
 		c.begin(h, t, sent, acq.within)

@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/state"
@@ -73,8 +72,7 @@ func (h *handle) forceUnlocked(fields []string, err error) (bool, error) {
 		return false, lockError(h.name, err)
 	}
 	if len(fields) > 0 {
-		h.c.endHolds(func(key holdKey, t *term) bool { return key.name == h.key && slices.Contains(fields, t.field) },
-			func(t *term) { t.lost(ErrForceUnlocked) })
+		h.c.endForced(h.key, fields)
 	}
 	return len(fields) > 0, nil
 }

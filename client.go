@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -33,14 +34,19 @@ type Client struct {
 
 	mu    sync.Mutex
 	holds map[holdKey]*hold
+	// forced holds, with when, the fields of this Client's holds that a
+	// ForceUnlock through it deleted while no term had them: holds whose
+	// acquire reply (or handover message) was on its way. begin ends such a
+	// hold as force-unlocked the moment it is recorded.
+	forced map[string]time.Time
 
-	// xmu guards the hand-over of holds between handles (handover.go):
-	// transfers queues, by lock key, the waiting calls a hold may be handed
-	// to; handing records the holds handed and not yet taken, with the
-	// record they are for. Taken before mu when both are.
-	xmu       sync.Mutex
-	transfers map[string][]*transferWait
-	handing   map[*term]holdKey
+	// xmu guards the Client's queues of waiting calls (handover.go):
+	// queues holds, by lock, the waiting calls in their order; handing
+	// records the holds handed and not yet taken, with the record they are
+	// for. Taken before mu when both are.
+	xmu     sync.Mutex
+	queues  map[holdKey][]*place
+	handing map[*term]holdKey
 }
 
 // New returns a Client that works through rc, with the options as the
@@ -68,9 +74,10 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		scripts: scripts.NewRunner(rc, sharded),
 		closed:  make(chan struct{}),
 		holds:   make(map[holdKey]*hold),
+		forced:  make(map[string]time.Time),
 
-		transfers: make(map[string][]*transferWait),
-		handing:   make(map[*term]holdKey),
+		queues:  make(map[holdKey][]*place),
+		handing: make(map[*term]holdKey),
 	}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option
@@ -96,7 +103,7 @@ func (c *Client) Close() error {
 		close(c.closed)
 		c.notify.Close()
 		c.leases.Close()
-		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.name, ErrClosed)) })
+		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.name, ErrClosed)) }, nil)
 		c.background.Wait()
 	})
 	return nil

@@ -26,6 +26,7 @@ const childElection = "REDISYNC_TEST_ELECTION"
 // once (counted inside the leadership), Leader reads each one's value while
 // it leads, and a resignation elects a waiting campaigner promptly.
 func TestElectionOneLeader(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		name := "election:" + t.Name()
 		var clients []*redisync.Client
@@ -84,6 +85,7 @@ func TestElectionOneLeader(t *testing.T) {
 // within the lease, and an observer sees the dead leader's value, then the
 // new one's.
 func TestElectionLeaderKilled(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		requireReal(t, tg, "a child process")
 		name := "election:" + t.Name()
@@ -172,6 +174,7 @@ func TestElectionObserve(t *testing.T) {
 // Proclaim needs leadership, Leader a leader; Resign without leadership is a
 // no-op; a campaign that gives up leaves no trace.
 func TestElectionErrors(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg)
 		b, rc := newClient(t, tg)

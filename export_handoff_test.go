@@ -15,18 +15,6 @@ func LongHandoffsForTest() (restore func()) {
 	return func() { maxHandoffTime = saved }
 }
 
-// ArriveForTest counts a caller on its way to m's handover queue, as a Lock
-// blocked behind a round trip of the holder is, until leave is called. An
-// Unlock meanwhile parks the hold for it instead of releasing it in Redis.
-func ArriveForTest(m *Mutex) (leave func()) {
-	h := m.c.ref(holdKey{kind: exclusive, name: m.name, owner: m.owner}, true)
-	h.arriving.Add(1)
-	return func() {
-		h.arriving.Add(-1)
-		m.c.unref(h)
-	}
-}
-
 // ReadRenewEveryForTest sets how often read holds are renewed until restore
 // is called.
 func ReadRenewEveryForTest(d time.Duration) (restore func()) {
@@ -35,9 +23,13 @@ func ReadRenewEveryForTest(d time.Duration) (restore func()) {
 	return func() { readRenewEvery = saved }
 }
 
-// TransferWaitersForTest returns how many waiting calls of c a hold of the
-// lock called name may be handed to.
-func TransferWaitersForTest(c *Client, name string) int { return c.transferWaiters(name) }
+// TransferWaitersForTest returns how many waiting calls of c wait in its
+// queue of the Mutex called name.
+func TransferWaitersForTest(c *Client, name string) int {
+	c.xmu.Lock()
+	defer c.xmu.Unlock()
+	return len(c.queues[holdKey{kind: exclusive, name: name}])
+}
 
 // HandOverInFlightForTest unlocks giver while a call of taker (another
 // handle of the same Client) is queued for a handed hold, as a waiting
@@ -46,7 +38,7 @@ func TransferWaitersForTest(c *Client, name string) int { return c.transferWaite
 // hold's end if it had ended; an error if nothing was handed over.
 func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, ended error)) {
 	p := taker.proto(taker.owner)
-	w := taker.c.queueTransfer(p)
+	w := taker.c.queue(&caller{p: p, mode: waitHandoff, n: 1})
 	giver.Unlock()
 	return func() (bool, error) {
 		select {
@@ -57,7 +49,7 @@ func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, en
 			_, err := x.t.result()
 			return false, err
 		default:
-			taker.c.leaveTransfer(context.Background(), w)
+			taker.c.leave(context.Background(), w, true)
 			return false, errors.New("nothing was handed over")
 		}
 	}

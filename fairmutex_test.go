@@ -130,17 +130,24 @@ func fifo(t *testing.T, tg *redisserver.Target, name string, rounds, perClient i
 	assert.Zero(t, inversions, "rounds served out of queue order")
 }
 
-func TestFairMutexFIFO(t *testing.T) { forEachTopology(t, testFairMutexFIFO) }
+func TestFairMutexFIFO(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testFairMutexFIFO)
+}
 
 func testFairMutexFIFO(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
-	fifo(t, tg, t.Name(), 200, 2)
-	t.Logf("200 rounds of 6 queued waiters from 3 Clients in %v", time.Since(start))
+	rounds := scaled(tg, 200)
+	fifo(t, tg, t.Name(), rounds, 2)
+	t.Logf("%d rounds of 6 queued waiters from 3 Clients in %v", rounds, time.Since(start))
 }
 
 // A waiter in a child process dies while queued; the waiters behind it move
 // up once its heartbeat lapses.
-func TestFairMutexCrashedWaiter(t *testing.T) { forEachTopology(t, testFairMutexCrashedWaiter) }
+func TestFairMutexCrashedWaiter(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testFairMutexCrashedWaiter)
+}
 
 func testFairMutexCrashedWaiter(t *testing.T, tg *redisserver.Target) {
 	const heartbeat = time.Second
@@ -194,6 +201,7 @@ func testFairMutexCrashedWaiter(t *testing.T, tg *redisserver.Target) {
 // Live waiters queued behind a slow holder for three heartbeat timeouts keep
 // their places: liveness is a heartbeat, not a predicted deadline.
 func TestFairMutexLongWaitKeepsPlace(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, testFairMutexLongWaitKeepsPlace)
 }
 
@@ -369,7 +377,10 @@ func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
 	wg.Wait()
 }
 
-func TestFairMutexCrashedHolder(t *testing.T) { forEachTopology(t, testFairMutexCrashedHolder) }
+func TestFairMutexCrashedHolder(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testFairMutexCrashedHolder)
+}
 
 func testFairMutexCrashedHolder(t *testing.T, tg *redisserver.Target) {
 	crashFair(t, tg, t.Name())

@@ -80,11 +80,15 @@ func fencedHammer(t *testing.T, tg *redisserver.Target, name string, clients, go
 	return grants
 }
 
-func TestFencedMutexTokensIncrease(t *testing.T) { forEachTopology(t, testFencedMutexTokensIncrease) }
+func TestFencedMutexTokensIncrease(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testFencedMutexTokensIncrease)
+}
 
 func testFencedMutexTokensIncrease(t *testing.T, tg *redisserver.Target) {
-	grants := fencedHammer(t, tg, t.Name(), 4, 8, 200)
-	require.Len(t, grants, 4*8*200)
+	rounds := scaled(tg, 200)
+	grants := fencedHammer(t, tg, t.Name(), 4, 8, rounds)
+	require.Len(t, grants, 4*8*rounds)
 	checkGrants(t, grants)
 }
 

@@ -31,21 +31,13 @@ import (
 // one that finds it free takes it as mutex_acquire would.
 func (c *Client) queueEarly(l *waitLoop) {
 	a, p := l.a, l.a.p
-	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !c.notify.Confirmed(p.channel) || c.transferWaiters(p.key.name) > 0 {
+	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !c.notify.Confirmed(p.channel) || c.waiting(p) > 0 {
 		return
 	}
 	c.callField(a)
 	l.joined = p.channel
 	l.w = c.notify.Join(p.channel, p.policy, "")
 	l.tk = p.ticket(a)
-}
-
-// transferWaiters returns how many calls of the Client wait for a hold of
-// the lock called name.
-func (c *Client) transferWaiters(name string) int {
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	return len(c.transfers[name])
 }
 
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the
@@ -86,7 +78,7 @@ func (c *Client) takeHanded(ctx context.Context, l *waitLoop) bool {
 		return false
 	}
 	defer h.op.Unlock()
-	if h.count > 0 || h.parked {
+	if h.count > 0 {
 		return false
 	}
 	acq := acquisition{h: h, n: a.n, field: a.call.field, within: p.cfg.heartbeat}
@@ -95,19 +87,4 @@ func (c *Client) takeHanded(ctx context.Context, l *waitLoop) bool {
 	a.value, a.term = 0, t
 	p.cur.Store(t)
 	return true
-}
-
-// pokeFirst wakes the first of the Client's waiting calls of p's lock, if
-// any, so that it asks Redis: a wake-up passed on by a call behind it, or a
-// release that handed the lock to a waiter of another process while the
-// calls of this Client were not queued in Redis.
-func (c *Client) pokeFirst(p *protocol) {
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	if q := c.transfers[p.key.name]; len(q) > 0 {
-		select {
-		case q[0].poke <- struct{}{}:
-		default:
-		}
-	}
 }

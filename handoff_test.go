@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
@@ -98,91 +96,6 @@ func TestFencedMutexNoLocalHandoff(t *testing.T) {
 	}
 	wg.Wait()
 	checkGrants(t, grants)
-}
-
-// parkedMutex returns a Mutex of a new Client (and its rueidis client) whose
-// hold is parked: it was unlocked while a caller of the handle was arriving.
-func parkedMutex(t *testing.T) (*redisync.Mutex, rueidis.Client) {
-	t.Cleanup(redisync.LongHandoffsForTest()) // the steps may take over 1 ms
-	c, rc := newClient(t, standalone)
-	m := c.NewMutex(t.Name())
-	m.Lock()
-	leave := redisync.ArriveForTest(m)
-	m.Unlock()
-	leave()
-	return m, rc
-}
-
-// An Unlock while a caller of the same handle is on its way to the handover
-// queue (blocked behind the holder's round trip) leaves the hold parked for
-// it: the lock stays held in Redis, the next Lock takes it without a script
-// call, and an Unlock of the parked hold is an unlock of an unlocked mutex.
-func TestMutexParkedHandoff(t *testing.T) {
-	requireReal(t, standalone, "INFO commandstats")
-	ctx := context.Background()
-	m, rc := parkedMutex(t)
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.True(t, locked, "released in Redis although a caller was arriving")
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", m.Unlock, "Unlock of a parked hold")
-
-	before := redistest.CommandCalls(t, rc, "evalsha")
-	m.Lock()
-	assert.Equal(t, before, redistest.CommandCalls(t, rc, "evalsha"), "taking a parked hold called a script")
-	select {
-	case <-m.Done():
-		t.Fatal("Done closed while held")
-	default:
-	}
-	m.Unlock() // nobody arriving: released in Redis
-	locked, err = m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked)
-	assert.NoError(t, m.Err())
-}
-
-// A parked hold that ends meanwhile (here by ForceUnlock) is not handed to
-// the arriving caller: it acquires in Redis and gets a hold of its own.
-func TestMutexParkedHoldEnded(t *testing.T) {
-	ctx := context.Background()
-	m, _ := parkedMutex(t)
-	forced, err := m.ForceUnlock(ctx)
-	require.NoError(t, err)
-	require.True(t, forced)
-
-	lockCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	require.NoError(t, m.LockContext(lockCtx))
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.True(t, locked, "the ended parked hold was taken instead of the lock")
-	assert.NoError(t, m.Err())
-	select {
-	case <-m.Done():
-		t.Fatal("Done of the new hold is closed")
-	default:
-	}
-	m.Unlock()
-}
-
-// A FencedMutex never parks: every acquisition takes its token from Redis.
-func TestFencedMutexNoPark(t *testing.T) {
-	defer redisync.LongHandoffsForTest()() // the steps below may take over 1 ms
-	c, _ := newClient(t, standalone)
-	ctx := context.Background()
-	fm := c.NewFencedMutex(t.Name())
-	first, err := fm.LockToken(ctx)
-	require.NoError(t, err)
-	leave := redisync.ArriveForTest(&fm.Mutex)
-	fm.Unlock()
-	leave()
-	locked, err := fm.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked, "a FencedMutex hold was kept for a local caller")
-	second, err := fm.LockToken(ctx)
-	require.NoError(t, err)
-	assert.Greater(t, second, first)
-	fm.Unlock()
 }
 
 // Handovers in a row are bounded in time as well as in number: a hold kept

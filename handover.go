@@ -9,112 +9,33 @@ import (
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
-// The local handover layer: goroutines that share a Mutex handle (one owner)
-// pass its hold to each other without Redis, within bounds.
+// The Client's queue of waiting calls: the waiting Lock and LockContext
+// calls of one Client on one lock (those of a handle's own owner: an
+// explicit owner re-enters instead) wait in one first-come-first-served
+// queue, whichever handle they come through. Only the first of them asks
+// Redis; a newcomer, TryLock included, does not go ahead of them; and a
+// Mutex release hands its hold to the first of them that can take it,
+// within bounds, instead of releasing it in Redis. A hold handed over keeps
+// its identity in Redis (the field, which no command of the releasing owner
+// uses again) and its lease (see lease.Scheduler.Replace); locally it
+// becomes a new term of the receiving call's owner, and the releasing
+// handle's term ends as released.
 
-// maxHandoffs and maxHandoffTime bound a run of handovers between local
-// callers of one owner, after which the hold is released in Redis so that
-// other processes get their chance. The time bound (sync.Mutex's starvation
-// threshold) stops long critical sections; with short ones the count ends a
-// run first, after a few hundred microseconds (a run of 16 gave a third of
-// the throughput).
+// maxHandoffs and maxHandoffTime bound a run of handovers within the
+// Client, after which the hold is released in Redis so that other processes
+// get their chance. The time bound (sync.Mutex's starvation threshold) stops
+// long critical sections; with short ones the count ends a run first, after
+// a few hundred microseconds (a run of 16 gave a third of the throughput).
 const maxHandoffs = 64
 
 // maxHandoffTime is a variable only so that tests can lengthen it.
 var maxHandoffTime = time.Millisecond
 
-// A handoffWait is a caller's place in its owner's handover queue.
-type handoffWait struct {
-	h  *hold
-	p  *protocol
-	ch chan struct{} // receives when the hold is handed to the caller
-}
-
-// handOver passes h's hold (h.op held, one hold left, not ended) straight to
-// a local caller of the same owner, or parks it for one on its way, instead
-// of releasing it in Redis, when the bounds allow and the lease's deadline
-// has not passed (after a pause the hold may be gone from Redis, which the
-// release finds out); it reports whether it did.
-func (c *Client) handOver(h *hold, p *protocol, t *term) bool {
-	if h.count != 1 || !p.handoff || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime ||
-		!c.leases.Current(t.lease) {
-		return false
-	}
-	switch {
-	case len(h.handoff) > 0:
-		// A local caller of the owner waits for this very hold: hand it over.
-		ch := h.handoff[0]
-		h.handoff = h.handoff[1:]
-		h.streak++
-		if t.obs != nil {
-			t.observeHandoff()
-		}
-		ch <- struct{}{} // buffered: never blocks
-		return true
-	case h.arriving.Load() > 0:
-		// One is on its way to the queue, blocked on h.op: releasing in
-		// Redis now would make it (and all the others) acquire there
-		// again. Leave the hold for it to take.
-		h.parked = true
-		h.streak++
-		if t.obs != nil {
-			t.observeHandoff()
-		}
-		return true
-	}
-	return false
-}
-
-// unpark takes the parked hold of h (h.op held) for the caller and returns
-// its term. When the hold ended meanwhile (lost, Close, ForceUnlock), nobody
-// holds it to acknowledge that with a release: unpark does, clears h and
-// reports false, and the caller acquires in Redis.
-func (c *Client) unpark(h *hold) (*term, bool) {
-	h.parked = false
-	t := h.term.Load()
-	if ended, _ := t.result(); ended {
-		c.finish(h)
-		return nil, false
-	}
-	return t, true
-}
-
-// abandonHandoff takes a caller that gives up out of its owner's handover
-// queue, releasing the hold if it was handed to it meanwhile.
-func (c *Client) abandonHandoff(ctx context.Context, hw *handoffWait) {
-	_ = hw.h.op.Lock(context.Background())
-	for i, ch := range hw.h.handoff {
-		if ch == hw.ch {
-			hw.h.handoff = append(hw.h.handoff[:i:i], hw.h.handoff[i+1:]...)
-			hw.h.op.Unlock()
-			return
-		}
-	}
-	hw.h.op.Unlock()
-	select {
-	case <-hw.ch:
-		if err := c.releaseHold(context.WithoutCancel(ctx), hw.p, 1); err != nil {
-			hw.p.cfg.logger.Warn("redisync: a hold handed to a caller that gave up could not be released; it expires with its lease",
-				"name", hw.p.name, "error", err)
-		}
-	default:
-	}
-}
-
-// Handing a hold between handles: a Mutex released by one handle while a
-// handle of another owner of the same Client waits for the same lock passes
-// its hold in Redis to that waiter instead of releasing it, within the same
-// bounds as above. The hold keeps its identity in Redis (the field, which
-// no command of the releasing owner uses again) and its lease (see
-// lease.Scheduler.Replace); locally it becomes a new term of the receiving
-// owner, and the releasing handle's term ends as released.
-
-// A transferWait is a waiting call's place in its Client's queue of callers
-// that a hold of another owner may be handed to.
-type transferWait struct {
+// A place is a waiting call's place in its Client's queue of its lock.
+type place struct {
 	p    *protocol
 	ch   chan handed   // receives the hold handed to the caller; buffered
-	poke chan struct{} // a wake-up passed on by a waiter behind; buffered
+	poke chan struct{} // a wake-up passed on to the first of the queue; buffered
 }
 
 // A handed hold is a term on its way to the caller it was handed to, with
@@ -125,53 +46,100 @@ type handed struct {
 	fromRedis time.Time
 }
 
-// queueTransfer places a waiting call of p in the queue of its lock.
-func (c *Client) queueTransfer(p *protocol) *transferWait {
-	w := &transferWait{p: p, ch: make(chan handed, 1), poke: make(chan struct{}, 1)}
+// queueKey names the queue of p's lock: its sort and name, whatever the
+// owner (a Mutex and a FencedMutex of one name share it).
+func queueKey(p *protocol) holdKey { return holdKey{kind: p.key.kind, name: p.key.name} }
+
+// queues reports whether the call a waits in its Client's queue of its
+// lock: a waiting call of a handle's own owner on an exclusive lock that
+// does not queue in Redis by itself (Mutex, FencedMutex, a write lock,
+// MultiMutex), whose attempts all had a known outcome (a late copy of one
+// could outlive a hold handed to it).
+func (a *caller) queues() bool {
+	return a.p.fifo && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.call.uncertain()
+}
+
+// takesHanded reports whether the call a may be handed a hold by another
+// call of its Client: a waiting Lock or LockContext of a Mutex handle's own
+// owner.
+func (a *caller) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }
+
+// queue places the waiting call a at the end of its lock's queue.
+func (c *Client) queue(a *caller) *place {
+	w := &place{p: a.p, ch: make(chan handed, 1), poke: make(chan struct{}, 1)}
+	k := queueKey(a.p)
 	c.xmu.Lock()
-	c.transfers[p.key.name] = append(c.transfers[p.key.name], w)
+	c.queues[k] = append(c.queues[k], w)
 	c.xmu.Unlock()
 	return w
 }
 
-// takesHanded reports whether the call a may be handed a hold by another
-// handle of its Client: a waiting Lock or LockContext of a Mutex handle's
-// own owner.
-func (a *caller) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }
-
-// queuedBehind reports whether the waiting call a (a first acquire) finds
-// other calls of this Client queued for a handed hold of its lock ahead of
-// it: it then waits among them without asking Redis, where only the first
-// of them waits. A call that does not take handed holds never does.
+// queuedBehind reports whether the call a (a first acquire) finds calls of
+// this Client queued for its lock ahead of it: it then waits among them
+// without asking Redis, where only the first of them asks. A single attempt
+// (TryLock) fails then, as sync.Mutex's does while waiters starve; an
+// explicit owner's call and a call queued in Redis by itself never wait so.
 func (c *Client) queuedBehind(a *caller, tk *ticket) bool {
-	if !a.takesHanded() || tk != nil {
+	if !a.p.fifo || tk != nil || a.mode != waitFree && a.mode != waitHandoff {
 		return false
 	}
 	c.xmu.Lock()
 	defer c.xmu.Unlock()
-	q := c.transfers[a.p.key.name]
-	return len(q) > 0 && q[0] != a.xfer
+	q := c.queues[queueKey(a.p)]
+	return len(q) > 0 && (a.single || q[0] != a.place)
+}
+
+// waiting returns how many calls of the Client wait in the queue of p's
+// lock.
+func (c *Client) waiting(p *protocol) int {
+	c.xmu.Lock()
+	defer c.xmu.Unlock()
+	return len(c.queues[queueKey(p)])
 }
 
 // passWake passes a wake-up of the lock's channel that reached the waiting
 // call a, queued behind another, on to the first of the queue, which asks
 // Redis where a would not; it reports whether it did.
 func (c *Client) passWake(a *caller) bool {
-	if a.xfer == nil || !c.queuedBehind(a, nil) { // xfer is the waiting goroutine's own: no lock needed to read it
+	if a.place == nil || !c.queuedBehind(a, nil) { // place is the waiting goroutine's own: no lock needed to read it
 		return false
 	}
 	c.pokeFirst(a.p) // the first now, if another one took its place meanwhile: it asks Redis
 	return true
 }
 
-// leaveTransfer takes w out of its queue. When a hold was handed to w
-// meanwhile, it gives it back in Redis.
-func (c *Client) leaveTransfer(ctx context.Context, w *transferWait) {
+// pokeFirst wakes the first of the Client's waiting calls of p's lock, if
+// any, so that it asks Redis: a wake-up passed on by a call behind it, a
+// release in Redis by a call of this Client, or one that handed the lock to
+// a waiter of another process while the calls of this Client were not
+// queued in Redis.
+func (c *Client) pokeFirst(p *protocol) {
 	c.xmu.Lock()
-	q := c.transfers[w.p.key.name]
+	defer c.xmu.Unlock()
+	if q := c.queues[queueKey(p)]; len(q) > 0 {
+		select {
+		case q[0].poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// leave takes w out of its queue. When a hold was handed to w meanwhile, it
+// gives it back; when w was first and its call failed, the next one asks
+// Redis in its place.
+func (c *Client) leave(ctx context.Context, w *place, failed bool) {
+	k := queueKey(w.p)
+	c.xmu.Lock()
+	q := c.queues[k]
 	i := slices.Index(q, w)
 	if i >= 0 {
-		c.dropWait(w.p.key.name, i)
+		c.dropWait(k, i)
+		if next := c.queues[k]; i == 0 && failed && len(next) > 0 {
+			select {
+			case next[0].poke <- struct{}{}:
+			default:
+			}
+		}
 	}
 	c.xmu.Unlock()
 	if i < 0 {
@@ -179,37 +147,41 @@ func (c *Client) leaveTransfer(ctx context.Context, w *transferWait) {
 	}
 }
 
-// dropWait removes the i-th waiter of name's queue (c.xmu held).
-func (c *Client) dropWait(name string, i int) {
-	q := c.transfers[name]
+// dropWait removes the i-th waiter of the queue k (c.xmu held).
+func (c *Client) dropWait(k holdKey, i int) {
+	q := c.queues[k]
 	if len(q) == 1 {
-		delete(c.transfers, name)
+		delete(c.queues, k)
 		return
 	}
-	c.transfers[name] = slices.Delete(q, i, i+1)
+	c.queues[k] = slices.Delete(q, i, i+1)
 }
 
 // transfer hands h's hold (h.op held, one hold left, not ended) to the
-// longest-waiting caller of another owner of this Client on the same lock,
-// whose handle has the same lease, when the bounds of a run of handovers
-// allow; it reports whether it did. A hold one of whose acquire attempts had
-// an unknown outcome is never handed on: a late copy of that attempt must
-// find it released (see release.go).
+// longest-waiting call of this Client on the same lock that may take it
+// (a Mutex call whose handle has the same lease, asking for no more
+// replicas than the hold's acquisition had), the holder's own owner's
+// included, when the bounds of a run of handovers allow; it reports whether
+// it did. A hold one of whose acquire attempts had an unknown outcome is
+// never handed on: a late copy of that attempt must find it released (see
+// release.go).
 func (c *Client) transfer(h *hold, p *protocol, t *term) bool {
 	if h.count != 1 || !p.handoff || t.ambiguous || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
 		return false
 	}
+	k := queueKey(p)
 	c.xmu.Lock()
-	i := slices.IndexFunc(c.transfers[p.key.name], func(w *transferWait) bool {
-		return w.p.key.owner != p.key.owner && w.p.cfg.lease == p.cfg.lease && w.p.cfg.leaseTTL() == p.cfg.leaseTTL()
+	i := slices.IndexFunc(c.queues[k], func(w *place) bool {
+		return w.p.handoff && w.p.cfg.lease == p.cfg.lease && w.p.cfg.leaseTTL() == p.cfg.leaseTTL() &&
+			(w.p.cfg.syncReplicas == 0 || w.p.cfg.syncReplicas == t.synced)
 	})
 	if i < 0 {
 		c.xmu.Unlock()
 		return false
 	}
-	w := c.transfers[p.key.name][i]
+	w := c.queues[k][i]
 	next := newObservedTerm(w.p.cfg, w.p.primitive, w.p.name)
-	next.field = t.field
+	next.field, next.synced = t.field, t.synced
 	next.lease = w.p.newLease(next)
 	if !c.leases.Replace(t.lease, next.lease) {
 		c.xmu.Unlock() // lost, or past its deadline: the release finds out
@@ -218,7 +190,7 @@ func (c *Client) transfer(h *hold, p *protocol, t *term) bool {
 	if next.obs != nil {
 		next.obs.since = time.Now()
 	}
-	c.dropWait(p.key.name, i)
+	c.dropWait(k, i)
 	c.handing[next] = w.p.key
 	w.ch <- handed{t: next, streak: h.streak + 1, fromRedis: h.fromRedis}
 	c.xmu.Unlock()
@@ -246,7 +218,7 @@ func (c *Client) adopt(ctx context.Context, a *caller, x handed) bool {
 	c.xmu.Lock()
 	delete(c.handing, x.t)
 	ended, _ := x.t.result()
-	ok := !ended && h.count == 0 && !h.parked && !a.call.uncertain()
+	ok := !ended && h.count == 0 && !a.call.uncertain()
 	if ok {
 		h.setCount(1)
 		h.streak, h.fromRedis = x.streak, x.fromRedis
@@ -270,8 +242,8 @@ func (c *Client) adopt(ctx context.Context, a *caller, x handed) bool {
 	return ok
 }
 
-// giveBack releases in Redis the hold x, handed to a call of p that does not
-// take it.
+// giveBack releases in Redis the hold x, handed to a call of p that does
+// not take it; the release wakes the lock's next waiter.
 func (c *Client) giveBack(ctx context.Context, p *protocol, x handed) {
 	c.xmu.Lock()
 	delete(c.handing, x.t)

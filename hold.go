@@ -2,7 +2,9 @@ package redisync
 
 import (
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,16 +53,11 @@ type hold struct {
 	// still give back; the record stays in the table while there are any.
 	lost int
 	free chan struct{} // closed when count returns to 0; see freeChan
-	// The local handover (handover.go): handoff queues the owner's local
-	// callers waiting for its hold; streak counts the handovers since the
-	// hold came from Redis at fromRedis (the acquire's reply); parked marks a
-	// hold released locally for a caller on its way (counted in arriving,
-	// without op: they are blocked on it), which the first of them takes.
-	handoff   []chan struct{}
+	// The handover within the Client (handover.go): streak counts the
+	// handovers since the hold came from Redis at fromRedis (the acquire's
+	// reply).
 	streak    int
 	fromRedis time.Time
-	parked    bool
-	arriving  atomic.Int32
 
 	// term is the current term while held, nil otherwise. It is written under
 	// op and read without it by Close and ForceUnlock, which end terms.
@@ -75,11 +72,14 @@ type term struct {
 	// outcome: a copy of it may still arrive after the term ends, so the
 	// final release latches the field for longer (see tombstoneTTL).
 	ambiguous bool
-	args      [3]string // the lease's Args, stored here to spare an allocation
-	lease     *lease.Lease
-	own       lease.Lease   // what lease points to: one allocation for both
-	token     atomic.Uint64 // a FencedMutex's latest token in this term; an Election's proclamations
-	obs       *termObserver // reports the end; nil without an observer
+	// synced is the WithSyncReplicas count its acquisition satisfied (0
+	// for none): a hold is handed only to a handle that asks for no more.
+	synced int
+	args   [3]string // the lease's Args, stored here to spare an allocation
+	lease  *lease.Lease
+	own    lease.Lease   // what lease points to: one allocation for both
+	token  atomic.Uint64 // a FencedMutex's latest token in this term; an Election's proclamations
+	obs    *termObserver // reports the end; nil without an observer
 
 	// cfg and name serve the loss report (LeaseLost).
 	cfg  *config
@@ -251,11 +251,16 @@ func (c *Client) begin(h *hold, t *term, sent time.Time, within time.Duration) {
 	h.term.Store(t)
 	c.mu.Lock()
 	h.refs++ // the hold itself keeps the record
+	_, forced := c.forced[t.field]
+	delete(c.forced, t.field)
 	c.mu.Unlock()
 	if within > 0 {
 		c.leases.AddWithin(t.lease, sent, within)
 	} else {
 		c.leases.Add(t.lease, sent)
+	}
+	if forced {
+		c.lose(t, ErrForceUnlocked) // deleted by a ForceUnlock before it was recorded
 	}
 }
 
@@ -272,7 +277,7 @@ func (c *Client) finish(h *hold) {
 // caller.
 func (c *Client) clear(h *hold) {
 	h.setCount(0)
-	h.handoff, h.streak, h.parked = nil, 0, false
+	h.streak = 0
 	h.term.Store(nil)
 	if h.free != nil {
 		close(h.free)
@@ -308,24 +313,71 @@ func (h *hold) freeChan() chan struct{} {
 	return h.free
 }
 
+// forcedTTL is how long a field that a ForceUnlock deleted is remembered
+// for a hold being recorded (see Client.forced): far longer than a reply
+// takes to be recorded, short enough to keep the record small.
+const forcedTTL = time.Minute
+
+// endForced ends, as force-unlocked, this Client's holds among fields, the
+// hold fields that a force unlock of the lock key name deleted, and
+// remembers those no term has yet: a hold being recorded ends as soon as it
+// is (see begin).
+func (c *Client) endForced(name string, fields []string) {
+	own := c.id + ":"
+	c.endHolds(func(key holdKey, t *term) bool { return key.name == name && slices.Contains(fields, t.field) },
+		func(t *term) { t.lost(ErrForceUnlocked) },
+		func(live map[string]bool) {
+			now := time.Now()
+			for field, at := range c.forced {
+				if now.Sub(at) > forcedTTL {
+					delete(c.forced, field)
+				}
+			}
+			for _, field := range fields {
+				if strings.HasPrefix(field, own) && !live[field] {
+					c.forced[field] = now
+				}
+			}
+		})
+}
+
 // endHolds stops the renewal of every live term of this Client's holds
 // (those being handed over between handles included) that match accepts, and
 // ends it with end.
-func (c *Client) endHolds(match func(holdKey, *term) bool, end func(*term)) {
+// If seen is set, it is called (c.mu held) with the fields of every live
+// term of this Client's, those being handed over included.
+func (c *Client) endHolds(match func(holdKey, *term) bool, end func(*term), seen func(live map[string]bool)) {
 	var terms []*term
+	var live map[string]bool
+	if seen != nil {
+		live = make(map[string]bool)
+	}
 	c.xmu.Lock() // a hold being handed over is in c.handing or in its new record
 	c.mu.Lock()
 	for key, h := range c.holds {
-		if t := h.term.Load(); t != nil && match(key, t) {
-			terms = append(terms, t)
+		// One load for both: begin stores a term before it takes c.mu, and
+		// a term must be either ended here or looked for in c.forced there.
+		if t := h.term.Load(); t != nil {
+			if live != nil {
+				live[t.field] = true
+			}
+			if match(key, t) {
+				terms = append(terms, t)
+			}
 		}
 	}
-	c.mu.Unlock()
 	for t, key := range c.handing {
+		if live != nil {
+			live[t.field] = true
+		}
 		if match(key, t) {
 			terms = append(terms, t)
 		}
 	}
+	if seen != nil {
+		seen(live)
+	}
+	c.mu.Unlock()
 	c.xmu.Unlock()
 	for _, t := range terms {
 		c.leases.Remove(t.lease)

@@ -123,6 +123,7 @@ func TestHugeName(t *testing.T) {
 // caller; nothing is left behind, and the lock works once the server
 // accepts writes again.
 func TestScriptErrorReply(t *testing.T) {
+	requireReal(t, standalone, "maxmemory (an OOM refusal)")
 	ctx := context.Background()
 	c, rc := newClient(t, standalone)
 	require.NoError(t, rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("maxmemory", "1").Build()).Error())

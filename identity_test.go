@@ -166,6 +166,7 @@ func TestLateAcquireAfterUndoTakesNothing(t *testing.T) {
 // the same handle: before, it set an old count, and the semaphore let more
 // permits out than its size.
 func TestSemaphoreLateReleaseKeepsCount(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	c, late := newLateClient(t, standalone)
 	warmUp(t, c)
 	rivals, _ := newClient(t, standalone)

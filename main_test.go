@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
 		os.Exit(runChild(name))
 	}
+	redistest.Parallel(8)
 	os.Exit(redistest.Run(m,
 		func() (err error) {
 			standalone, err = redisserver.StartStandalone()
@@ -62,6 +63,17 @@ func newRueidis(t testing.TB, tg *redisserver.Target) rueidis.Client {
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// scaled returns n, the rounds of a hammer test, on a real server, and an
+// eighth of it (at least 5) on miniredis, whose scripts run in an
+// interpreter in the test process: tens of times slower, so the full count
+// took minutes there. A machine with redis-server, CI's, runs them all.
+func scaled(tg *redisserver.Target, n int) int {
+	if tg.Real() {
+		return n
+	}
+	return max(n/8, 5)
 }
 
 // newClient returns a redisync Client on its own rueidis client (its own

@@ -95,7 +95,7 @@ func (m *MultiMutex) newGroup(names []string) *multiGroup {
 	}
 	g := &multiGroup{keys: scripts.MultiKeysOf(ls)}
 	p := m.h.protocol(multiple, strings.Join(names, "\x00"), m.h.owner, PrimitiveMultiMutex, g.keys.Channels[0], notify.Handover)
-	p.name = m.h.name
+	p.name, p.fifo = m.h.name, true
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		return m.h.c.scripts.AcquireMulti(ctx, &g.keys, a.hold(m.h.leaseMS))
 	}
@@ -169,14 +169,32 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(a *caller) error) er
 	return nil
 }
 
-// undo releases the first n groups of m, taken by a call that failed.
+// undo releases the first n groups of m, taken by a call that failed. A
+// group whose hold already ended (lost, or ended by Close) is released in
+// Redis all the same: the call that took it returns an error, so nobody is
+// inside, and what it holds there is freed rather than left to its lease.
 func (m *MultiMutex) undo(ctx context.Context, n int) {
 	for _, g := range m.groups[:n] {
+		_, field := m.h.c.current(g.p.key)
 		err := m.h.c.releaseHold(context.WithoutCancel(ctx), g.p, 1)
-		if err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed) {
+		switch {
+		case (errors.Is(err, ErrLockLost) || errors.Is(err, ErrClosed)) && field != "":
+			m.free(ctx, g, field)
+		case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
 			m.h.cfg.logger.Warn("redisync: could not release the names a failed MultiMutex lock took; they expire with their lease",
 				"name", m.h.name, "error", err)
 		}
+	}
+}
+
+// free releases in Redis what the hold field of group g still has there,
+// after the engine ended the hold without releasing it (a loss of one of
+// its names, or Close).
+func (m *MultiMutex) free(ctx context.Context, g *multiGroup, field string) {
+	rel := release{Release: scripts.Release{Field: field, From: 1, Latch: latchTTL}}
+	if _, err := g.p.release(context.WithoutCancel(ctx), rel); err != nil {
+		m.h.cfg.logger.Warn("redisync: could not release the names of an ended MultiMutex hold; they expire with their lease",
+			"name", m.h.name, "error", err)
 	}
 }
 
@@ -211,13 +229,7 @@ func (m *MultiMutex) UnlockContext(ctx context.Context) error {
 		_, field := m.h.c.current(g.p.key)
 		err := m.h.c.releaseHold(ctx, g.p, 1)
 		if errors.Is(err, ErrLockLost) && field != "" {
-			// The lost hold may still have other names of the slot, left to
-			// expire with the lease: free them now.
-			rel := release{Release: scripts.Release{Field: field, From: 1, Latch: latchTTL}}
-			if _, rerr := g.p.release(context.WithoutCancel(ctx), rel); rerr != nil {
-				m.h.cfg.logger.Warn("redisync: could not release the names of a lost MultiMutex hold; they expire with their lease",
-					"name", m.h.name, "error", rerr)
-			}
+			m.free(ctx, g, field) // the lost hold may still have other names of the slot
 		}
 		if first == nil {
 			first = err

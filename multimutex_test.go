@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -85,6 +86,7 @@ func TestMultiMutexOverlapping(t *testing.T) {
 // waits is woken by the release of the name it waits for, also after it
 // moved on to wait for another.
 func TestMultiMutexAllOrNothing(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, rc := newClient(t, tg)
 		b, _ := newClient(t, tg)
@@ -223,4 +225,52 @@ func existing(t *testing.T, rc rueidis.Client, keys []string) int64 {
 		n += e
 	}
 	return n
+}
+
+// A MultiMutex whose attempt is in flight when its Client closes holds none
+// of its names once LockContext returns: those it took are released in
+// Redis (the rueidis client is still open), not left to their 30 s lease.
+// With WithSyncReplicas and the second name's replica paused, each attempt
+// on the second name waits 500 ms for WAIT, on a connection of its own,
+// while Close ends the Client's holds.
+func TestMultiMutexCloseGivesBack(t *testing.T) {
+	tg := clusterTarget(t)
+	requireReal(t, tg, "WAIT")
+	blocker, rc := newClient(t, tg)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	var first, second string // taken in this order, on two masters
+	for i := 0; second == ""; i++ {
+		a, b := fmt.Sprintf("{a%d}%s", i, t.Name()), fmt.Sprintf("{b%d}%s", i, t.Name())
+		if layout.Slot(a) > layout.Slot(b) {
+			a, b = b, a
+		}
+		ma, err := tg.Cluster.MasterForSlot(ctx, layout.Slot(a))
+		require.NoError(t, err)
+		mb, err := tg.Cluster.MasterForSlot(ctx, layout.Slot(b))
+		require.NoError(t, err)
+		if ma != mb {
+			first, second = a, b
+		}
+	}
+	b := blocker.NewMutex(second)
+	require.NoError(t, b.LockContext(ctx))
+	defer b.Unlock()
+	replica := primaryReplica(ctx, t, tg, second)
+	require.NotNil(t, replica)
+	require.NoError(t, replica.Pause())
+	t.Cleanup(func() { _ = replica.Resume() })
+
+	c, _ := newClient(t, tg, redisync.WithSyncReplicas(1, 500*time.Millisecond))
+	m := c.NewMultiMutex([]string{second, first})
+	locked := inBackground(m.LockContext)
+	require.Eventually(t, func() bool { return existing(t, rc, []string{first}) == 1 }, hang, time.Millisecond,
+		"the first name was never taken")
+	time.Sleep(700 * time.Millisecond) // the first attempt on the second name is over: it waits
+	publish := rc.B().Spublish().Channel(layout.MutexOf(second).Channel).Message("0").Build()
+	require.NoError(t, rc.Do(ctx, publish).Error()) // wakes it: the next attempt waits for WAIT
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-locked, redisync.ErrClosed)
+	assert.Zero(t, existing(t, rc, []string{first}), "the name taken before Close is still held")
 }

@@ -50,9 +50,10 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 // persistent ones logged. Lock panics if the Client is closed.
 //
 // Waiting Lock and LockContext calls of one Client on one lock (other than
-// those of an explicit owner) queue in the Client: only the first of them
-// asks Redis, and a hold handed over (see [Mutex.Unlock]) goes to the one
-// that has waited longest. In watchdog mode (without [WithSyncReplicas]),
+// those of an explicit owner) queue in the Client in arrival order, whatever
+// handle they come through: only the first of them asks Redis, a newcomer
+// waits behind them, and a hold handed over (see [Mutex.Unlock]) goes to the
+// one that has waited longest. In watchdog mode (without [WithSyncReplicas]),
 // that first call queues in Redis once it found the lock taken, with a
 // heartbeat (see [WithHeartbeatTimeout]), and a release by any process hands
 // the lock to the longest-waiting live call there, in runs of 10 ms, after
@@ -63,7 +64,9 @@ func (m *Mutex) Lock() {
 
 // TryLock tries to lock m and reports whether it succeeded, with one attempt
 // that waits neither for the lock nor for another call of the same owner (it
-// then fails); a Redis failure counts as not acquired.
+// then fails); a Redis failure counts as not acquired. It fails while
+// waiting Lock calls of the Client queue for the lock (see [Mutex.Lock]), as
+// sync.Mutex's TryLock does while its waiters starve.
 func (m *Mutex) TryLock() bool {
 	return m.tried(m.TryLockContext(context.Background()))
 }
@@ -89,13 +92,16 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 // goroutine: one goroutine may lock it and another unlock it.
 //
 // When other goroutines wait in Lock or LockContext on the same handle, or
-// on another handle of the same Client and lock with the same lease, Unlock
-// may hand them the lock within this process for a short run (at most 64
-// handovers and 1 ms since the hold came from Redis) before it releases the
-// lock in Redis for other processes. A hold handed to another handle keeps
-// its identity and lease in Redis and becomes that handle's: m's Done closes
-// and its Err is nil, as after a release. A FencedMutex never hands a hold
-// over: each acquisition takes a token.
+// on another handle of the same Client and lock with the same lease and
+// acquisition rules (a hold taken without [WithSyncReplicas] never goes to a
+// handle that asks for it), Unlock may hand the lock to the one that has
+// waited longest within this process, for a short run (at most 64 handovers
+// and 1 ms since the hold came from Redis) before it releases the lock in
+// Redis for other processes. A hold handed over keeps its identity and lease
+// in Redis and becomes a new hold of the receiving call (on the same handle
+// too): the hold that Done and Err described closes with Err nil, as after a
+// release. A FencedMutex never hands a hold over: each acquisition takes a
+// token.
 //
 // It is a run-time error, and Unlock panics, if m is not locked by its own
 // owner in this process. If the hold was lost, or Redis cannot be reached,
@@ -141,6 +147,7 @@ func (m *Mutex) proto(owner uint64) *protocol {
 
 func (m *Mutex) newProto(owner uint64) *protocol {
 	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), notify.Handover)
+	p.fifo = true
 	if m.fenced {
 		p.primitive = PrimitiveFencedMutex
 	} else {

@@ -100,22 +100,29 @@ func hammer(t *testing.T, tg *redisserver.Target, names []string, clients, gorou
 	assert.EqualValues(t, clients*goroutines*rounds, total.Load())
 }
 
-func TestMutexHammerOneName(t *testing.T) { forEachTopology(t, testMutexHammerOneName) }
+func TestMutexHammerOneName(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testMutexHammerOneName)
+}
 
 func testMutexHammerOneName(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
-	hammer(t, tg, spread(t, tg, t.Name()), 4, 8, 200)
-	t.Logf("6400 critical sections on one name in %v", time.Since(start))
+	rounds := scaled(tg, 200)
+	hammer(t, tg, spread(t, tg, t.Name()), 4, 8, rounds)
+	t.Logf("%d critical sections on one name in %v", 4*8*rounds, time.Since(start))
 }
 
-func TestMutexHammerDistinctNames(t *testing.T) { forEachTopology(t, testMutexHammerDistinctNames) }
+func TestMutexHammerDistinctNames(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testMutexHammerDistinctNames)
+}
 
 func testMutexHammerDistinctNames(t *testing.T, tg *redisserver.Target) {
 	names := make([]string, 8)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", t.Name(), i)
 	}
-	hammer(t, tg, names, 4, 8, 200)
+	hammer(t, tg, names, 4, 8, scaled(tg, 200))
 }
 
 func TestMutexSecondLockOnHandleWaits(t *testing.T) {
@@ -184,7 +191,10 @@ func testMutexReentrantOwner(t *testing.T, tg *redisserver.Target) {
 	require.NoError(t, m.UnlockContext(other))
 }
 
-func TestMutexWatchdogRenews(t *testing.T) { forEachTopology(t, testMutexWatchdogRenews) }
+func TestMutexWatchdogRenews(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testMutexWatchdogRenews)
+}
 
 func testMutexWatchdogRenews(t *testing.T, tg *redisserver.Target) {
 	c, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
@@ -250,7 +260,10 @@ func testMutexLossIsReported(t *testing.T, tg *redisserver.Target) {
 	m.Unlock()
 }
 
-func TestMutexCrashedHolderExpires(t *testing.T) { forEachTopology(t, testMutexCrashedHolderExpires) }
+func TestMutexCrashedHolderExpires(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testMutexCrashedHolderExpires)
+}
 
 func testMutexCrashedHolderExpires(t *testing.T, tg *redisserver.Target) {
 	crash(t, tg, spread(t, tg, t.Name()))
@@ -373,7 +386,10 @@ func testMutexWakeupSurvivesFaults(t *testing.T, tg *redisserver.Target) {
 	}
 }
 
-func TestMutexCancelLeavesNothing(t *testing.T) { forEachTopology(t, testMutexCancelLeavesNothing) }
+func TestMutexCancelLeavesNothing(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testMutexCancelLeavesNothing)
+}
 
 func testMutexCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 	holder, _ := newClient(t, tg)

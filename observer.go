@@ -193,18 +193,6 @@ func (t *term) observeEnd(err error, since time.Time) {
 		Hold: time.Since(since), Cause: err})
 }
 
-// observeHandoff reports the end of the hold of term t that a release hands
-// to another local caller: the hold continues in Redis, so the term goes on,
-// and the next hold's time counts from now. (t.mu guards the start, which the
-// term's end, on another goroutine, may read meanwhile.)
-func (t *term) observeHandoff() {
-	t.mu.Lock()
-	since := t.obs.since
-	t.obs.since = time.Now()
-	t.mu.Unlock()
-	t.observeEnd(nil, since)
-}
-
 // observe reports e, an event of p's lock, to p's observer, if it has one.
 func (p *protocol) observe(ctx context.Context, e Event) {
 	if p.cfg.observer != nil {

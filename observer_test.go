@@ -440,9 +440,18 @@ func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
 		}
 	})
 	m := c.NewMutex(t.Name(), redisync.WithObserver(obs))
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	// The loops run for 400 ms, and on until both kinds of event were seen
+	// (miniredis under load may hand no hold over in 400 ms), up to hang.
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
+	start := time.Now()
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil && (time.Since(start) < 400*time.Millisecond || handoffs.Load() == 0 || losses.Load() == 0) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	})
 	for range 4 {
 		wg.Go(func() {
 			for ctx.Err() == nil {

@@ -114,6 +114,7 @@ func TestOnceRetriesAfterFailure(t *testing.T) {
 // The process running f is killed: its claim expires within its lease and a
 // waiting caller runs f.
 func TestOnceRunnerKilled(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		requireReal(t, tg, "a child process")
 		name := "once:" + t.Name()
@@ -150,6 +151,7 @@ func runOnceChild(c *redisync.Client, name string) int {
 // A waiter whose ctx ends returns ctx.Err() and leaves no subscription and
 // no claim; the runner goes on.
 func TestOnceWaiterGivesUp(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg)
 		b, rc := newClient(t, tg)

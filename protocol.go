@@ -23,9 +23,12 @@ type protocol struct {
 	policy    notify.Policy // how the channel's messages wake them
 	wakeAll   bool          // a release wakes every waiter of this process, not one
 	suffix    string        // ends the fields of new holds (a write hold's ":write")
-	// handoff lets a release hand the hold to a local caller of the same
-	// owner (handOver); never when Redis must see every acquisition.
+	// handoff lets a release hand the hold to a waiting call of the Client
+	// (transfer); never when Redis must see every acquisition.
 	handoff bool
+	// fifo marks an exclusive lock whose waiting calls queue in their
+	// Client (see queues): Mutex, FencedMutex, a write lock, MultiMutex.
+	fifo bool
 	// queued marks a lock whose waiters queue in Redis with a ticket
 	// (FairMutex, Semaphore): a release names the waiters it wakes.
 	queued bool
@@ -57,6 +60,9 @@ type acquisition struct {
 	tk    *ticket
 	// queueOnly: queue (or keep the place), never take; the owner holds.
 	queueOnly bool
+	// synced is the WithSyncReplicas count that replicas acknowledged for
+	// this acquisition (0 without the option).
+	synced int
 	// within, when set, is how long after its request the hold lasts at
 	// least until its first renewal, when that is shorter than the lease (a
 	// hold handed to a queued waiter).

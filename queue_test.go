@@ -164,7 +164,10 @@ func TestMutexLocalHandoverLeavesQueue(t *testing.T) {
 	assert.Empty(t, fields(t, t.Name()), "the release handed the lock to the place the taker had left")
 }
 
-func TestMutexCrashedQueuedWaiter(t *testing.T) { forEachTopology(t, testMutexCrashedQueuedWaiter) }
+func TestMutexCrashedQueuedWaiter(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testMutexCrashedQueuedWaiter)
+}
 
 // A waiter that dies while queued is skipped once its heartbeat lapses; if
 // the lock is handed to it before, the hold expires at its heartbeat

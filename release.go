@@ -24,7 +24,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 		return err
 	}
 	defer h.op.Unlock()
-	if n > h.count+h.lost || h.parked {
+	if n > h.count+h.lost {
 		return lockError(p.name, ErrNotHeld)
 	}
 	if taken := min(n, h.lost); taken > 0 { // a Semaphore's lost permits first
@@ -43,7 +43,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 		}
 		return err
 	}
-	if n == 1 && (c.handOver(h, p, t) || c.transfer(h, p, t)) {
+	if n == 1 && c.transfer(h, p, t) {
 		return nil
 	}
 	if h.count > n {

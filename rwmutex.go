@@ -199,6 +199,7 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	op.wakeAll = true
 	if write {
 		op.key.kind, op.primitive, op.suffix = exclusive, PrimitiveRWWrite, layout.WriteSuffix
+		op.fifo = true
 		op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, waits)
 			return claimWait(r, err)

@@ -77,12 +77,16 @@ func overAdmit(t *testing.T, tg *redisserver.Target, name string, clients, gorou
 	assert.EqualValues(t, clients*goroutines*rounds, total.Load(), "every acquire finished")
 }
 
-func TestSemaphoreNeverOverAdmits(t *testing.T) { forEachTopology(t, testSemaphoreNeverOverAdmits) }
+func TestSemaphoreNeverOverAdmits(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testSemaphoreNeverOverAdmits)
+}
 
 func testSemaphoreNeverOverAdmits(t *testing.T, tg *redisserver.Target) {
 	start := time.Now()
-	overAdmit(t, tg, t.Name(), 4, 8, 25)
-	t.Logf("800 weighted acquisitions by 4 Clients x 8 goroutines in %v", time.Since(start))
+	rounds := scaled(tg, 25)
+	overAdmit(t, tg, t.Name(), 4, 8, rounds)
+	t.Logf("%d weighted acquisitions by 4 Clients x 8 goroutines in %v", 4*8*rounds, time.Since(start))
 }
 
 // A request for all 5 permits queued behind held permits is served before
@@ -136,7 +140,10 @@ func testSemaphoreFIFONoStarvation(t *testing.T, tg *redisserver.Target) {
 	assert.Empty(t, semHolders(t, rc, t.Name()))
 }
 
-func TestSemaphoreCrashedHolder(t *testing.T) { forEachTopology(t, testSemaphoreCrashedHolder) }
+func TestSemaphoreCrashedHolder(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	forEachTopology(t, testSemaphoreCrashedHolder)
+}
 
 func testSemaphoreCrashedHolder(t *testing.T, tg *redisserver.Target) {
 	crashSemaphore(t, tg, t.Name())

@@ -149,3 +149,36 @@ func TestSyncReplicasSurviveFailover(t *testing.T) {
 	assert.EqualValues(t, 1, existing(t, rc, []string{kept}), "the synced lock survived the failover")
 	assert.Zero(t, existing(t, rc, []string{lost}), "the unsynced one was lost with the master")
 }
+
+// A hold passes between handles of one Client only when it satisfies the
+// receiver's acquisition rules: a plain handle's hold, taken without WAIT,
+// is never handed to a WithSyncReplicas handle, which acquires in Redis
+// and is refused while the only replica is frozen.
+func TestSyncReplicasNoHandoverFromPlain(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
+		requireReal(t, tg, "WAIT and ROLE")
+		t.Cleanup(redisync.LongHandoffsForTest()) // a hold older than 1 ms may still be handed
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := "sync:" + t.Name()
+		replica := primaryReplica(ctx, t, tg, name)
+		if replica == nil {
+			t.Skip("no replica on a standalone server")
+		}
+		c, rc := newClient(t, tg)
+		plain, synced := c.NewMutex(name), c.NewMutex(name, redisync.WithSyncReplicas(1, 300*time.Millisecond))
+		require.NoError(t, replica.Pause())
+		t.Cleanup(func() { _ = replica.Resume() })
+		require.NoError(t, plain.LockContext(ctx))
+		got := inBackground(synced.LockContext)
+		require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 1 }, hang, time.Millisecond,
+			"the synced handle never waited")
+		plain.Unlock()
+		err := <-got
+		if err == nil {
+			synced.Unlock()
+		}
+		assert.ErrorIs(t, err, redisync.ErrNotReplicated, "the synced handle got a hold no replica acknowledged")
+		assert.Zero(t, existing(t, rc, []string{name}), "the refused acquisition was undone")
+	})
+}

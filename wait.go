@@ -20,13 +20,12 @@ type attempt struct {
 	// remaining lease, or a queued waiter's deadline); negative if unknown.
 	wait time.Duration
 	// free, when set, is closed when the hold of the caller's own owner, who
-	// does not re-enter, is released; handoff, when set too, is the caller's
-	// place in the owner's local handover queue.
-	free    <-chan struct{}
-	handoff *handoffWait
+	// does not re-enter, is released.
+	free <-chan struct{}
 	// reentered marks an acquisition joining the owner's current term, and
-	// localHandoff one handed over by a local release (no Redis); complete
-	// an answer that the call's goal is reached without a hold.
+	// localHandoff one handed over by a release within the Client (no
+	// Redis); complete an answer that the call's goal is reached without a
+	// hold.
 	reentered, localHandoff, complete bool
 	channel                           string // where to wait, if not the lock's channel (scripts.Reply)
 	// place is a queued Mutex call's place number (scripts.Reply), which
@@ -73,9 +72,6 @@ func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever boo
 			return lockError(a.p.name, ErrClosed)
 		}
 		res, tryErr := c.try(ctx, a, l.tk)
-		if res.handoff != nil {
-			l.queued = res.handoff // from now on, giving up must leave the queue
-		}
 		if ctx.Err() != nil && !res.acquired && !res.complete {
 			return ctx.Err()
 		}
@@ -97,7 +93,6 @@ type waitLoop struct {
 	start   time.Time      // the call's start, taken only for an observer
 	w       *notify.Waiter // the caller's place on the lock's channel
 	joined  string         // w's channel
-	queued  *handoffWait   // the caller's place for a handover, while it waits
 	timer   *time.Timer    // made on the first wait: most acquisitions need none
 	tag     string         // w's tag
 	// own records that the call acquired with its own field, in Redis (a
@@ -175,8 +170,8 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
 		l.sleep(l.bound(res.wait))
 	}
-	if l.a.xfer == nil && f.src != WakeLocal && l.a.takesHanded() && !l.a.call.uncertain() {
-		l.a.xfer = c.queueTransfer(p) // a handle of this Client that holds the lock may hand it over
+	if l.a.place == nil && l.a.queues() {
+		l.a.place = c.queue(l.a) // first come, first served among the Client's calls
 	}
 	if res.mayQueue && l.tk == nil && l.w != nil && !c.queuedBehind(l.a, nil) {
 		// Busy in Redis: the call queues there with its next attempt, made
@@ -195,11 +190,8 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	if l.queued != nil {
-		c.abandonHandoff(ctx, l.queued)
-	}
-	if l.a.xfer != nil {
-		c.leaveTransfer(ctx, l.a.xfer)
+	if l.a.place != nil {
+		c.leave(ctx, l.a.place, err != nil)
 	}
 	if l.tk != nil {
 		l.tk.Stop()
@@ -226,33 +218,24 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 // and false when the loop should try again.
 func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, err error) {
 	p := l.a.p
-	var handedOver <-chan struct{}
-	if l.queued != nil {
-		handedOver = l.queued.ch
-	}
 	var lapsed chan struct{}
 	if l.tk != nil {
 		lapsed = l.tk.Lapsed
 	}
 	var transferred <-chan handed
 	var poked <-chan struct{}
-	if l.a.xfer != nil {
-		transferred, poked = l.a.xfer.ch, l.a.xfer.poke
+	if l.a.place != nil {
+		transferred, poked = l.a.place.ch, l.a.place.poke
 	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
-	case <-handedOver:
-		l.queued = nil
-		p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
-		return true, nil
 	case x := <-transferred:
-		l.a.xfer = nil
+		l.a.place = nil
 		if c.adopt(ctx, l.a, x) {
 			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
 			return true, nil
 		}
 	case <-f.wake:
-		l.queued = nil // a release that closes free hands nothing over
 		if observe {
 			p.observe(ctx, wakeEvent(l.w, f.src, true))
 		}

@@ -75,6 +75,7 @@ func TestWaitGroupNegativeCounter(t *testing.T) {
 
 // A Wait whose ctx ends returns ctx.Err() and leaves no subscription.
 func TestWaitGroupWaitGivesUp(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		c, _ := newClient(t, tg)
 		name := "wg:" + t.Name()

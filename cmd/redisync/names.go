@@ -86,6 +86,10 @@ type lockChannel struct {
 	// "}" whatever the name, instead of auxName(prefix, name).
 	braced   bool
 	describe func(message string) (event, detail string)
+	// echoed names the event whose message the publisher follows with a
+	// "0" for the waiters outside a queue: that "0" is part of the event,
+	// not one of its own.
+	echoed string
 }
 
 // channel returns the channel of the lock called name.
@@ -118,8 +122,9 @@ func (lc lockChannel) name(channel string) (string, bool) {
 var lockChannels = []lockChannel{
 	// A Mutex release publishes "0" when it leaves the lock free, and the
 	// place number of the queued redisync waiter it handed the lock to
-	// otherwise (a decimal above 1, which Redisson's waiters ignore).
-	{prefix: mutexChannelPrefix, describe: func(msg string) (string, string) {
+	// otherwise (a decimal above 1, which Redisson's waiters ignore),
+	// followed by a "0" that makes the waiters outside the queue look again.
+	{prefix: mutexChannelPrefix, echoed: "handover", describe: func(msg string) (string, string) {
 		if msg == "0" {
 			return "release", ""
 		}

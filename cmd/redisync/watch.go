@@ -161,6 +161,7 @@ type watcher struct {
 	printed int
 	ready   bool
 	known   map[string]bool // keys seen acquired, whose expiry is a lock's
+	echoes  map[string]bool // channels whose next "0" is an event's echo (lockChannel.echoed)
 }
 
 // run subscribes, prints a header once every subscription is confirmed, and
@@ -216,10 +217,30 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 	for _, lc := range lockChannels {
 		if name, ok := lc.name(msg.Channel); ok {
 			event, detail := lc.describe(msg.Message)
+			if lc.echoed != "" && w.echo(msg.Channel, event == lc.echoed, msg.Message == "0") {
+				return
+			}
 			w.emit(event, name, detail)
 			return
 		}
 	}
+}
+
+// echo records whether the next "0" on channel is the echo of an event
+// (arm) and reports whether this message is such an echo (zero: a "0").
+func (w *watcher) echo(channel string, arm, zero bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	echo := zero && w.echoes[channel]
+	if arm {
+		if w.echoes == nil {
+			w.echoes = make(map[string]bool)
+		}
+		w.echoes[channel] = true
+	} else {
+		delete(w.echoes, channel)
+	}
+	return echo
 }
 
 // keyspace handles a keyspace notification: event happened to key.

@@ -21,7 +21,7 @@ var (
 	chaosFaults   = flag.String("chaos.faults", "", "the fault kinds to inject (default: every kind that applies to the topology)")
 	chaosTopology = flag.String("chaos.topology", Standalone, "the lock servers: standalone, cluster (3 masters with a replica each) or sentinel")
 	chaosWorkers  = flag.Int("chaos.workers", 4, "worker processes")
-	chaosLease    = flag.Duration("chaos.lease", 1500*time.Millisecond, "every lock's watchdog and heartbeat timeout")
+	chaosLease    = flag.Duration("chaos.lease", 1500*time.Millisecond, "every lock's watchdog timeout (a third of it is the heartbeat timeout)")
 	chaosReport   = flag.String("chaos.report", "", "write the JSON report to this file (and the table next to it, .md)")
 	chaosPark     = flag.String("chaos.park", "", "park holders of this lock only for the faults that park one (default: any lock)")
 	chaosHistory  = flag.String("chaos.history", "", "write the recorded history (JSON) to this file, for a closer look")

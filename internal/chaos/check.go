@@ -17,10 +17,11 @@ const (
 	I6 = "I6" // no leaks
 	I7 = "I7" // a Once's function completes once (until a Reset)
 	I8 = "I8" // a WaitGroup's Wait never returns while the counter is above zero
+	I9 = "I9" // a free lock reaches a waiter within a heartbeat timeout, dead waiters or not
 )
 
 // Invariants lists them in order.
-var Invariants = []string{I1, I2, I3, I4, I5, I6, I7, I8}
+var Invariants = []string{I1, I2, I3, I4, I5, I6, I7, I8, I9}
 
 // A Violation is one breach of an invariant. Expected ones are allowed by the
 // fault that caused them (I1 under F2, F3, F5 and F9's deletions).
@@ -46,6 +47,7 @@ func Check(h *History) []Violation {
 	out = append(out, m.checkLeaks()...)
 	out = append(out, m.checkOnce()...)
 	out = append(out, m.checkWaitGroup()...)
+	out = append(out, m.checkPrompt()...)
 	return out
 }
 

@@ -10,7 +10,7 @@ import (
 const ms1 = int64(time.Millisecond)
 
 var testParams = Params{Lease: time.Second, Interval: 333 * time.Millisecond, Recovery: 3 * time.Second,
-	RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond}
+	RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: 300 * time.Millisecond}
 
 var testResources = map[string]Resource{
 	"m":    {Name: "m", Primitive: "Mutex"},
@@ -154,6 +154,56 @@ func TestWakeups(t *testing.T) {
 	expect(t, history(nil, onMM, mmWaiter, busyM), I3, 0, 1) // unserved after m's last release, at 3 s
 	expect(t, history(nil, onMM, busyM, cycle(2, 0, "mm", Exclusive, 50, 3100, 3200)), I3, 0, 0)
 	expect(t, history(nil, onMM, mmWaiter), I3, 0, 1)
+}
+
+// I9: within a heartbeat timeout (300 ms) plus the slack of a lock going
+// free, a waiter gets it, whoever died waiting meanwhile.
+func TestPrompt(t *testing.T) {
+	holder := cycle(1, 0, "m", Exclusive, 0, 10, 100)
+	expect(t, history(nil, holder, cycle(2, 0, "m", Exclusive, 50, 850, 860)), I9, 0, 0)
+	late := cycle(2, 0, "m", Exclusive, 50, 1000, 1010) // within I3's lease, past I9's bound
+	expect(t, history(nil, holder, late), I3, 0, 0)
+	expect(t, history(nil, holder, late), I9, 0, 1)
+	// The item the invariant is for: a waiter of another worker died (in
+	// the queue, say, and was handed the lock); the others are still due.
+	deadWaiter := []Event{{T: 20 * ms1, W: 3, G: 0, K: Invoke, R: "m", Mode: Exclusive}}
+	waiterKilled := []Fault{{Kind: "F1", W: 3, G: 1, R: "fair", Start: 60 * ms1, End: 60 * ms1}}
+	expect(t, history(waiterKilled, holder, deadWaiter, late), I9, 0, 1)
+	// ... and the dead waiter's own wait is not counted.
+	expect(t, history(waiterKilled, holder, deadWaiter, cycle(2, 0, "m", Exclusive, 50, 850, 860)), I9, 0, 0)
+	// A waiter that died after the release began may have taken the lock
+	// alive and died holding it before its acquire returned: I3's.
+	justAfter := []Fault{{Kind: "F1", W: 3, G: 1, R: "fair", Start: 102 * ms1, End: 102 * ms1}}
+	expect(t, history(justAfter, holder, deadWaiter, late), I9, 0, 0)
+	// A holder that died occupies the lock for a lease: I3's.
+	killed := cycle(1, 0, "m", Exclusive, 0, 10, 100)[:3]
+	holderKilled := []Fault{{Kind: "F1", W: 1, G: 0, R: "m", Start: 40 * ms1, End: 40 * ms1}}
+	expect(t, history(holderKilled, killed, cycle(2, 0, "m", Exclusive, 50, 1500, 1600)), I9, 0, 0)
+	// A MultiMutex whose worker died while it held a part of its names (it
+	// waited for the rest) occupies that part for a lease: I3's. Having
+	// given a part back, or without one, its death excuses nothing.
+	mmHolder := cycle(1, 0, "mm", Exclusive, 0, 10, 100)
+	mmLate := cycle(2, 0, "mm", Exclusive, 50, 1000, 1010)
+	deadMM := []Event{{T: 20 * ms1, W: 3, G: 0, K: Invoke, R: "mm", Mode: Exclusive}}
+	deadPart := append(slices.Clone(deadMM), Event{T: 30 * ms1, W: 3, G: 0, K: Part, R: "mm"})
+	expect(t, history(waiterKilled, mmHolder, deadPart, mmLate), I9, 0, 0)
+	expect(t, history(waiterKilled, mmHolder, deadMM, mmLate), I9, 0, 1)
+	gaveBack := append(slices.Clone(deadPart), Event{T: 40 * ms1, W: 3, G: 0, K: AcquireFailed, R: "mm"})
+	expect(t, history(waiterKilled, mmHolder, gaveBack, mmLate), I9, 0, 1)
+	// Any other fault near: I3's.
+	paused := []Fault{{Kind: "F2", W: 2, G: 0, R: "m", Start: 200 * ms1, End: 500 * ms1}}
+	expect(t, history(paused, holder, late), I9, 0, 0)
+	// A FairMutex, a Semaphore, a MultiMutex's pair are checked too; an
+	// RWMutex (a dead writer's claim holds readers back for 3 s) is not.
+	for _, r := range []string{"fair", "sem", "fm"} {
+		expect(t, history(nil, cycle(1, 0, r, Exclusive, 0, 10, 100), cycle(2, 0, r, Exclusive, 50, 1000, 1010)), I9, 0, 1)
+	}
+	expect(t, history(nil, cycle(1, 0, "mm", Exclusive, 0, 10, 100), cycle(2, 0, "mm", Exclusive, 50, 1000, 1010)), I9, 0, 1)
+	expect(t, history(nil, cycle(1, 0, "rw", Exclusive, 0, 10, 100), cycle(2, 0, "rw", Exclusive, 50, 1000, 1010)), I9, 0, 0)
+	// A history without a heartbeat timeout (from before I9) is not checked.
+	h := history(nil, holder, late)
+	h.Params.Heartbeat = 0
+	expect(t, h, I9, 0, 0)
 }
 
 func TestFIFO(t *testing.T) {

@@ -55,6 +55,7 @@ type proc struct {
 	stdin  io.WriteCloser
 	parked chan int      // goroutines that report being parked
 	quiet  chan struct{} // closed when the worker has quiesced
+	hushed chan struct{} // the worker's MultiMutex slots are idle, as asked
 	done   chan struct{} // closed when its output has been read to the end
 }
 
@@ -130,7 +131,7 @@ func (r *run) spawn(s *seat) {
 		r.t.Fatal(err)
 	}
 	p := &proc{id: r.nextID, cmd: cmd, stdin: stdin, parked: make(chan int, 16),
-		quiet: make(chan struct{}), done: make(chan struct{})}
+		hushed: make(chan struct{}, 1), quiet: make(chan struct{}), done: make(chan struct{})}
 	s.p = p
 	go r.read(p, stdout)
 }
@@ -148,6 +149,11 @@ func (r *run) read(p *proc, out io.Reader) {
 		case Parked:
 			select {
 			case p.parked <- e.G:
+			default:
+			}
+		case Hushed:
+			select {
+			case p.hushed <- struct{}{}:
 			default:
 			}
 		case Quiet:
@@ -226,7 +232,7 @@ func (r *run) finish() *History {
 	defer r.mu.Unlock()
 	return &History{Events: append(r.history(), r.events...), Faults: r.faults, Resources: resources, End: Now(), Params: Params{
 		Lease: r.lease, Interval: r.lease / 3, Recovery: max(r.lease, 3*time.Second),
-		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond}}
+		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: heartbeat(r.lease)}}
 }
 
 // leaks records the subscriptions left on the lock servers once every worker

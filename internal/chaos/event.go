@@ -11,6 +11,7 @@ const (
 	Invoke        Kind = "inv"      // a waiting acquire call begins (Mode)
 	Queued        Kind = "queued"   // its place in a FIFO queue is confirmed
 	Handover      Kind = "handover" // the acquisition to come was handed over locally (by a goroutine of the worker)
+	Part          Kind = "part"     // a waiting MultiMutex call took some of its names (one slot's), not yet all
 	Acquired      Kind = "acq"      // it returned holding (Mode; Tok for a FencedMutex)
 	AcquireFailed Kind = "acqfail"  // it returned an error (Err)
 	Enter         Kind = "enter"    // the critical section begins
@@ -22,6 +23,7 @@ const (
 	Parked        Kind = "parked"   // the holder waits in its critical section for a fault
 	Leak          Kind = "leak"     // a leak found at the end (R says of what, N how many)
 	Quiet         Kind = "quiet"    // the worker stopped and waited out its lingers
+	Hushed        Kind = "hushed"   // the worker's MultiMutex slots are idle, as asked (F17)
 	// A Once's and a WaitGroup's own events.
 	Completed Kind = "ok"       // a Once's function returned nil (inside its hold, before Exit)
 	Finished  Kind = "done"     // a waiting call returned nil without a hold: the Once was done, the WaitGroup at zero
@@ -64,7 +66,7 @@ type Fault struct {
 }
 
 // The fault kinds.
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16"}
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
@@ -82,7 +84,12 @@ var FaultNames = map[string]string{
 	"F14": "migration of a busy lock's slot to another master",
 	"F15": "SIGKILL of a busy lock's master (unplanned failover; it rejoins as a replica)",
 	"F16": "a replica cut off (SIGSTOP) for two leases",
+	"F17": "SIGKILL of the waiters queued behind a holder, which then releases",
 }
+
+// kills reports whether f killed its worker: F1, or F17 (one fault per
+// worker killed).
+func (f Fault) kills() bool { return f.Kind == "F1" || f.Kind == "F17" }
 
 // breaksLeases reports whether f may let a second holder in while a holder
 // still works: the holder was paused (F2) or cut off (F5), or the server
@@ -152,6 +159,10 @@ type Params struct {
 	// RoundTrip is the allowance for one round trip to Redis, scheduling on
 	// the loaded machine included.
 	RoundTrip time.Duration
-	// WakeSlack is I3's allowance beyond a lease (500 ms).
+	// WakeSlack is I3's allowance beyond a lease, and I9's beyond a
+	// heartbeat timeout (500 ms).
 	WakeSlack time.Duration
+	// Heartbeat is the queued waiters' heartbeat timeout, shorter than the
+	// lease; 0 (a history from before I9) leaves I9 unchecked.
+	Heartbeat time.Duration `json:",omitempty"`
 }

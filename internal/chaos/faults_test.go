@@ -100,6 +100,120 @@ func (r *run) fault(k string) {
 		r.failover(s, k)
 	case "F16":
 		r.cutReplica()
+	case "F17":
+		r.killQueued(s)
+	}
+}
+
+// queuedRes is F17's lock: a Mutex (slot queuedSlot) whose waiters queue in
+// Redis, beside the MultiMutexes on it and chaos-multi-a, whose waiters
+// never do.
+const (
+	queuedRes  = "chaos-multi-b"
+	queuedSlot = 13
+)
+
+// hushOthers asks every worker but s's to leave its MultiMutexes idle, and
+// reports whether all of them are within a few seconds; if not, it lifts
+// the hush again.
+func (r *run) hushOthers(s *seat) bool {
+	for _, o := range r.seats {
+		if o != s {
+			select {
+			case <-o.p.hushed:
+			default:
+			}
+			o.p.send("hush")
+		}
+	}
+	timeout := time.After(5 * time.Second)
+	for _, o := range r.seats {
+		if o == s {
+			continue
+		}
+		select {
+		case <-o.p.hushed:
+		case <-timeout:
+			r.unhushOthers(s)
+			return false
+		}
+	}
+	return true
+}
+
+// unhushOthers lifts hushOthers' hush.
+func (r *run) unhushOthers(s *seat) {
+	for _, o := range r.seats {
+		if o != s {
+			o.p.send("unhush")
+		}
+	}
+}
+
+// killQueued injects F17, the death of the waiters queued behind a holder:
+// s's worker parks its Mutex holder of queuedRes, so that the
+// other workers' Mutex waiters queue in Redis behind it while its own
+// MultiMutex waiters wait outside the queue (the other workers' are idle);
+// every other worker is killed;
+// the holder releases, which hands the lock to a dead queued waiter, and
+// rests for two leases; the killed workers come back a lease later. Until
+// the dead waiter's hold lapses (a heartbeat timeout after its death at
+// most) nobody can take the lock, and the waiters outside the queue, the
+// only live ones, must take it then (I9), not a lease later.
+func (r *run) killQueued(s *seat) {
+	if slots[queuedSlot].res != queuedRes {
+		r.t.Fatalf("F17: slot %d is on %s, not %s", queuedSlot, slots[queuedSlot].res, queuedRes)
+	}
+	// The other workers' MultiMutexes stop first: one killed while it held
+	// chaos-multi-a and waited for the holder's name would keep that name
+	// for a lease, which is I3's matter, not this fault's.
+	if !r.hushOthers(s) {
+		return
+	}
+	for len(s.p.parked) > 0 {
+		<-s.p.parked
+	}
+	s.p.send("park " + itoa(queuedSlot))
+	select {
+	case g := <-s.p.parked:
+		if g != queuedSlot {
+			s.p.send("unpark " + itoa(g))
+			r.unhushOthers(s)
+			return
+		}
+	case <-time.After(5 * time.Second):
+		s.p.send("nopark " + itoa(queuedSlot))
+		s.p.send("unpark " + itoa(queuedSlot))
+		r.unhushOthers(s)
+		return
+	}
+	// The other workers' waiters queue (within milliseconds). The holder
+	// releases early in its hold: the waiters outside the queue, who looked
+	// when it took the lock, then sleep most of a lease unless told to look
+	// again (the "0" after a handover), well past I9's bound.
+	time.Sleep(r.lease / 6)
+	s.p.send("rest " + itoa(queuedSlot))
+	var killed []*seat
+	for _, o := range r.seats {
+		if o == s {
+			continue
+		}
+		f := Fault{Kind: "F17", W: o.p.id, G: -1, R: queuedRes, Start: Now()}
+		_ = o.p.cmd.Process.Kill()
+		f.End = Now()
+		<-o.p.done
+		_ = o.p.cmd.Wait()
+		r.record(f)
+		killed = append(killed, o)
+	}
+	// The release begins a run of handovers, as about one in two does (one
+	// more than 10 ms into a run leaves the lock free instead, which would
+	// hand nothing to the dead): the run's record goes.
+	r.del(layout.MutexOf(queuedRes).Run)
+	s.p.send("unpark " + itoa(queuedSlot))
+	time.Sleep(r.lease)
+	for _, o := range killed {
+		r.spawn(o)
 	}
 }
 

@@ -36,6 +36,10 @@ type wait struct {
 	Ret    int64 // never when it did not return
 	OK     bool
 	hold   *hold
+	// Part marks a MultiMutex call that took some of its names before it
+	// returned: killed then, its worker holds them until their lease runs
+	// out.
+	Part bool
 	// Finished marks a call that returned nil without a hold (a Once found
 	// done, a WaitGroup's Wait at zero).
 	Finished bool
@@ -98,7 +102,7 @@ type model struct {
 func build(h *History) *model {
 	m := &model{History: h, kills: map[int]int64{}, slots: map[[2]int][]*hold{}}
 	for _, f := range h.Faults {
-		if f.Kind == "F1" {
+		if f.kills() {
 			m.kills[f.W] = f.End // dead by then at the latest
 		}
 	}
@@ -127,6 +131,10 @@ func build(h *History) *model {
 			}
 		case Handover:
 			handed[s] = true
+		case Part:
+			if w := waiting[s]; w != nil {
+				w.Part = true
+			}
 		case Finished:
 			if w := waiting[s]; w != nil {
 				delete(waiting, s)

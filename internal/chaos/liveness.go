@@ -16,52 +16,158 @@ import (
 // (Resource.With) is checked as one with it.
 func (m *model) checkWakeups() []Violation {
 	var out []Violation
-	holds := byResource(m.holds, func(hd *hold) string { return hd.R })
-	waits := byResource(m.waits, func(w *wait) string { return w.R })
-	for name, ws := range waits {
-		res := m.Resources[name]
-		hs := holds[name]
-		if res.With != "" { // checked as one with the lock its waiters need too
-			hs = slices.Concat(hs, holds[res.With])
-			ws = slices.Concat(ws, waits[res.With])
-		}
-		var acquired []int64
-		for _, w := range ws {
-			if w.OK {
-				acquired = append(acquired, w.Ret)
-			}
-		}
-		slices.Sort(acquired)
-		for _, f := range m.freeMoments(res, hs) {
-			deadline := m.wakeDeadline(f)
-			i := sort.Search(len(acquired), func(i int) bool { return acquired[i] > f })
-			if i < len(acquired) && acquired[i] <= deadline {
+	for _, c := range m.contentions() {
+		for _, fr := range m.freeings(c.res, c.hs) {
+			deadline := m.wakeDeadline(fr.t)
+			if deadline >= m.End || c.served(fr.t, deadline) {
 				continue
 			}
-			for _, w := range ws {
-				if w.Inv <= f && w.Ret > deadline && deadline < m.End {
-					out = append(out, Violation{Invariant: I3, T: f, R: name,
-						Detail: fmt.Sprintf("free at %s; w%d/g%d (waiting since %s) not served by %s", m.at(f), w.W, w.G, m.at(w.Inv), m.at(deadline))})
-					break
-				}
+			if w := c.unserved(fr.t, deadline); w != nil {
+				out = append(out, Violation{Invariant: I3, T: fr.t, R: c.name,
+					Detail: fmt.Sprintf("free at %s; w%d/g%d (waiting since %s) not served by %s", m.at(fr.t), w.W, w.G, m.at(w.Inv), m.at(deadline))})
 			}
 		}
 	}
 	return out
 }
 
-// freeMoments returns the times at which a hold of res ended and left res
-// with room for a waiter.
-func (m *model) freeMoments(res Resource, hs []*hold) []int64 {
+// checkPrompt (I9): a lock that goes free while callers wait for it
+// reaches one of them within a heartbeat timeout plus WakeSlack when no
+// fault but the death of waiters came near. A queued waiter that died may be
+// handed the lock, which then stays in its name until its heartbeat deadline:
+// the others, queued or not, must look again by then, not sleep on the lease
+// they read before (I3 allows a lease). A free moment near any other fault,
+// or near the death of one of the lock's holders, is I3's alone, as are the
+// locks whose waiters a dead party holds back longer by design: an RWMutex's
+// (a dead writer's claim, 3 s), a Once's, a WaitGroup's, an Election's. A
+// killed worker's waits end at its death.
+func (m *model) checkPrompt() []Violation {
+	if m.Params.Heartbeat == 0 {
+		return nil
+	}
+	var out []Violation
+	for _, c := range m.contentions() {
+		if !promptKinds[c.res.Primitive] {
+			continue
+		}
+		diedHolding := map[int]bool{} // the workers that died holding the lock, or a part of it
+		for _, hd := range c.hs {
+			if hd.Killed != 0 {
+				diedHolding[hd.W] = true
+			}
+		}
+		for _, w := range c.ws {
+			if t, killed := m.kills[w.W]; killed && w.Part && !w.OK && w.Ret == t {
+				diedHolding[w.W] = true // a MultiMutex call that died with some of its names
+			}
+		}
+		for _, fr := range m.freeings(c.res, c.hs) {
+			deadline := fr.t + int64(m.Params.Heartbeat+m.Params.WakeSlack)
+			if deadline >= m.End || c.served(fr.t, deadline) || m.promptExcused(fr, deadline, diedHolding) {
+				continue
+			}
+			if w := c.unserved(fr.t, deadline); w != nil {
+				out = append(out, Violation{Invariant: I9, T: fr.t, R: c.name,
+					Detail: fmt.Sprintf("free at %s; w%d/g%d (waiting since %s) not served by %s, a heartbeat timeout later", m.at(fr.t), w.W, w.G, m.at(w.Inv), m.at(deadline))})
+			}
+		}
+	}
+	return out
+}
+
+// A contention is what the liveness checkers look at for one lock that
+// callers waited for: its holds and waits, with those of the lock its
+// waiters need too (Resource.With), and when waiters got it, in order.
+type contention struct {
+	name     string
+	res      Resource
+	hs       []*hold
+	ws       []*wait
+	acquired []int64
+}
+
+// contentions returns one contention per lock that callers waited for.
+func (m *model) contentions() []contention {
+	holds := byResource(m.holds, func(hd *hold) string { return hd.R })
+	waits := byResource(m.waits, func(w *wait) string { return w.R })
+	var out []contention
+	for name, ws := range waits {
+		c := contention{name: name, res: m.Resources[name], hs: holds[name], ws: ws}
+		if c.res.With != "" { // checked as one with the lock its waiters need too
+			c.hs = slices.Concat(c.hs, holds[c.res.With])
+			c.ws = slices.Concat(c.ws, waits[c.res.With])
+		}
+		for _, w := range c.ws {
+			if w.OK {
+				c.acquired = append(c.acquired, w.Ret)
+			}
+		}
+		slices.Sort(c.acquired)
+		out = append(out, c)
+	}
+	return out
+}
+
+// served reports whether a waiter got the lock after f, by deadline.
+func (c contention) served(f, deadline int64) bool {
+	i := sort.Search(len(c.acquired), func(i int) bool { return c.acquired[i] > f })
+	return i < len(c.acquired) && c.acquired[i] <= deadline
+}
+
+// unserved returns a waiter that waited from before f to past deadline, or
+// nil. (A killed worker's wait ends at its death.)
+func (c contention) unserved(f, deadline int64) *wait {
+	for _, w := range c.ws {
+		if w.Inv <= f && w.Ret > deadline {
+			return w
+		}
+	}
+	return nil
+}
+
+// promptKinds are the primitives I9 checks: those whose waiters a dead
+// party holds back for a heartbeat timeout at most.
+var promptKinds = map[string]bool{"Mutex": true, "FencedMutex": true, "MultiMutex": true, "FairMutex": true, "Semaphore": true}
+
+// promptExcused reports whether a fault other than the death of a waiter
+// came near the lock going free (fr): from Recovery before it to the
+// deadline, a fault of another kind, the death of a worker that died
+// holding the lock (diedHolding: its hold occupies it for a lease, as does
+// a part of it that a waiting MultiMutex took), or a death
+// after the freeing hold's critical section ended: a waiter of that worker
+// may have been handed the lock, or taken it, alive, and died holding it
+// before its acquire returned (the history cannot tell). A waiter that was
+// dead before the release began can only have been handed the lock, which
+// stays in its name for a heartbeat timeout at most: that is what I9 checks.
+func (m *model) promptExcused(fr freeing, deadline int64, diedHolding map[int]bool) bool {
+	for _, ft := range m.faultsIn(fr.t-int64(m.Params.Recovery), deadline) {
+		if !ft.kills() || ft.Start >= fr.by.Exit || diedHolding[ft.W] {
+			return true
+		}
+	}
+	return false
+}
+
+// A freeing is a moment at which hold by ended and left its lock with room
+// for a waiter.
+type freeing struct {
+	t  int64
+	by *hold
+}
+
+// freeings returns the moments at which a hold of res ended and left res
+// with room for a waiter, with the hold that ended.
+func (m *model) freeings(res Resource, hs []*hold) []freeing {
 	type point struct {
 		t     int64
 		delta int
+		hd    *hold
 	}
 	var pts []point
 	for _, hd := range hs {
-		pts = append(pts, point{hd.Acq, +1})
+		pts = append(pts, point{hd.Acq, +1, hd})
 		if end := m.occupied(hd); end != never {
-			pts = append(pts, point{end, -1})
+			pts = append(pts, point{end, -1, hd})
 		}
 	}
 	sort.Slice(pts, func(i, j int) bool { return pts[i].t < pts[j].t })
@@ -69,12 +175,12 @@ func (m *model) freeMoments(res Resource, hs []*hold) []int64 {
 	if res.Primitive == "Semaphore" {
 		room = res.Shared
 	}
-	var out []int64
+	var out []freeing
 	n := 0
 	for _, p := range pts {
 		n += p.delta
 		if p.delta < 0 && n < room {
-			out = append(out, p.t)
+			out = append(out, freeing{p.t, p.hd})
 		}
 	}
 	return out

@@ -180,7 +180,7 @@ func (m *model) recovery() map[string]Dist {
 	times := map[string][]int64{}
 	for _, f := range m.Faults {
 		from := f.End
-		if f.Kind == "F1" {
+		if f.kills() {
 			from = f.Start
 		}
 		hs, parked := all, f.R != "" && !f.keepsHold()

@@ -36,7 +36,7 @@ type workerConfig struct {
 	MasterSet string
 	Proxies   map[string]string
 	Resource  string        // the fenced resource's server
-	Lease     time.Duration // watchdog and heartbeat timeout
+	Lease     time.Duration // watchdog timeout (the heartbeat timeout is heartbeat(Lease))
 	Seed      uint64
 	// Events is the file the worker writes its history to. A file, not a
 	// pipe: a worker must never wait for the coordinator to read, or a slow
@@ -45,7 +45,9 @@ type workerConfig struct {
 }
 
 // The locks every worker contends for, one goroutine per slot. Slots 7 and 8
-// share one Mutex handle (one owner), so local handovers are exercised too.
+// share one Mutex handle (one owner), one cycle in three of theirs beginning
+// with a TryLock (see tryFirst), so that handovers within a handle and
+// TryLock beside waiting calls are exercised too.
 var slots = []struct {
 	res  string
 	mode string
@@ -71,7 +73,7 @@ var multiNames = [2][]string{{"chaos-multi-a", "chaos-multi-b"}, {"chaos-multi-b
 // hold on its second name, with the events of aliased.
 const multiAlias = 100
 
-var aliased = []Kind{Invoke, Acquired, AcquireFailed, Enter, Exit, Released, Lost}
+var aliased = []Kind{Invoke, Part, Acquired, AcquireFailed, Enter, Exit, Released, Lost}
 
 // The WaitGroups that every worker's waitGroup goroutine shares are named
 // waitGroupName + ":<epoch>"; its goroutines' numbers come after the slots'.
@@ -125,6 +127,10 @@ type worker struct {
 	// parkFailed asks the first goroutine whose unlock fails to park at its
 	// next acquisition (F10).
 	parkFailed atomic.Bool
+	// hush keeps the MultiMutex slots from beginning a cycle (F17); idle
+	// counts those that wait for it to go.
+	hush atomic.Bool
+	idle atomic.Int32
 	// renewals counts renewal rounds with leases in them, once counting is on.
 	counting atomic.Bool
 	renewals atomic.Int64
@@ -138,6 +144,7 @@ type slot struct {
 	mode   string
 	park   atomic.Bool
 	unpark chan struct{}
+	rest   atomic.Bool // after its next release, the goroutine pauses for two leases (F17)
 	lock   func(ctx context.Context) (uint64, error)
 	unlock func(ctx context.Context) error
 	done   func() <-chan struct{}
@@ -169,7 +176,7 @@ func (w *worker) emit(e Event) {
 	w.out.Lock()
 	defer w.out.Unlock()
 	_, _ = w.file.Write(line)
-	if e.K == Parked || e.K == Quiet {
+	if e.K == Parked || e.K == Quiet || e.K == Hushed {
 		_, _ = os.Stdout.Write(line) // what the coordinator waits for
 	}
 }
@@ -183,8 +190,15 @@ func (w *worker) Observe(ctx context.Context, ev redisync.Event) {
 			w.emit(Event{G: s.g, K: Queued, R: s.res})
 		}
 	case redisync.EventAcquired:
-		if s, ok := ctx.Value(slotKey{}).(*slot); ok && ev.LocalHandoff {
+		s, ok := ctx.Value(slotKey{}).(*slot)
+		switch {
+		case !ok:
+		case ev.LocalHandoff:
 			w.emit(Event{G: s.g, K: Handover, R: s.res})
+		case ev.Primitive == redisync.PrimitiveMultiMutex:
+			// A MultiMutex reports the names of each slot as it takes
+			// them: until its call returns, it holds a part.
+			w.emit(Event{G: s.g, K: Part, R: s.res})
 		}
 	case redisync.EventRenewalBatch:
 		if w.counting.Load() && ev.Batch > 0 {
@@ -238,6 +252,13 @@ func runWorker(raw string) int {
 			w.parkFailed.Store(false)
 		case "nopark":
 			w.slots[g].park.Store(false)
+		case "rest":
+			w.slots[g].rest.Store(true)
+		case "hush":
+			w.hush.Store(true)
+			go w.reportHushed()
+		case "unhush":
+			w.hush.Store(false)
 		case "unpark":
 			select {
 			case w.slots[g].unpark <- struct{}{}:
@@ -292,7 +313,7 @@ func (w *worker) connect() (func(), error) {
 		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := redisync.New(lockRC, redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(w.cfg.Lease),
+	c, err := redisync.New(lockRC, redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(heartbeat(w.cfg.Lease)),
 		redisync.WithObserver(w), redisync.WithLogger(quiet))
 	if err != nil {
 		return nil, err
@@ -316,6 +337,9 @@ func (w *worker) connect() (func(), error) {
 				m = c.NewMutex(sl.res)
 			}
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
+			if sl.res == "chaos-shared" {
+				s.lock = tryFirst(m)
+			}
 			s.unlock, s.done = m.UnlockContext, m.Done
 			s.brief = sl.res != "chaos-multi-b"
 		case sl.res == "chaos-rw" && sl.mode == Shared:
@@ -362,6 +386,27 @@ func (w *worker) connect() (func(), error) {
 	}, nil
 }
 
+// heartbeat returns the workers' heartbeat timeout for a lease: a third, so
+// that a lock handed to a dead queued waiter, which stays in its name until
+// its heartbeat deadline, comes back well before a lease (I9).
+func heartbeat(lease time.Duration) time.Duration { return lease / 3 }
+
+// tryFirst returns the lock function of a slot on the shared handle m: one
+// cycle in three begins with a TryLock, as Go's HammerMutex does, and waits
+// in LockContext only when it fails.
+func tryFirst(m *redisync.Mutex) func(ctx context.Context) (uint64, error) {
+	n := 0
+	return func(ctx context.Context) (uint64, error) {
+		n++
+		if n%3 == 0 {
+			if ok, err := m.TryLockContext(ctx); ok || err != nil {
+				return 0, err
+			}
+		}
+		return 0, m.LockContext(ctx)
+	}
+}
+
 // drive runs one slot's lock cycles until the worker stops: call, hold for a
 // short critical section (or, when parked, until the coordinator says),
 // write to the fence with the token if fenced, release.
@@ -373,6 +418,14 @@ func (w *worker) drive(s *slot) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(s.g)))
 	base := context.WithValue(context.Background(), slotKey{}, s)
 	for !w.stop.Load() {
+		if s.also != "" && w.hush.Load() {
+			w.idle.Add(1)
+			for w.hush.Load() && !w.stop.Load() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			w.idle.Add(-1)
+			continue
+		}
 		lockLimit, unlockLimit := limits(rng)
 		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
 		ctx, cancel := context.WithTimeout(base, lockLimit)
@@ -409,9 +462,30 @@ func (w *worker) drive(s *slot) {
 			s.park.Store(true) // F10: its release may still be on its way
 		}
 		w.emit(e)
+		if s.rest.CompareAndSwap(true, false) {
+			time.Sleep(2 * w.cfg.Lease)
+		}
 		if !brief {
 			time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 		}
+	}
+}
+
+// reportHushed tells the coordinator once every MultiMutex slot is idle
+// after a hush, unless the hush is lifted first.
+func (w *worker) reportHushed() {
+	n := int32(0)
+	for _, s := range w.slots {
+		if s.also != "" {
+			n++
+		}
+	}
+	for w.hush.Load() {
+		if w.idle.Load() == n {
+			w.emit(Event{K: Hushed})
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

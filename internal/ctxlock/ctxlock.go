@@ -15,13 +15,15 @@ import (
 //
 // It is a sync.Mutex underneath, which callers without a deadline (Lock,
 // Unlock) wait on directly, as cheaply as before contexts mattered. A caller
-// whose context can end registers instead, and is told by every unlock to try
-// again; it checks once more after registering, so that an unlock between its
-// first try and its registration is not missed.
+// whose context can end registers instead, and an unlock that finds one
+// registered hands the lock to the longest-registered one without unlocking
+// it in between: a loop of TryLock and Unlock (a TryAcquire loop through one
+// handle) cannot keep it from a registered caller, who would otherwise be
+// told to try again and lose to the loop's next TryLock every time.
 type Mutex struct {
 	mu      sync.Mutex
 	wmu     sync.Mutex      // guards waiters
-	waiters []chan struct{} // closed to tell a waiter to try again
+	waiters []chan struct{} // closed to hand the lock to a waiter
 	nwait   atomic.Int32    // len(waiters), read without wmu by unlock
 }
 
@@ -32,52 +34,55 @@ func (l *Mutex) Lock(ctx context.Context) error {
 		l.mu.Lock()
 		return nil
 	}
-	if l.mu.TryLock() {
+	if l.nwait.Load() == 0 && l.mu.TryLock() {
 		return nil
 	}
-	for {
-		ch := make(chan struct{})
-		l.wmu.Lock()
-		l.waiters = append(l.waiters, ch)
-		l.nwait.Add(1)
-		l.wmu.Unlock()
-		if l.mu.TryLock() {
-			if !l.forget(ch) {
-				l.signal() // told meanwhile: pass it on
-			}
-			return nil
+	ch := make(chan struct{})
+	l.wmu.Lock()
+	l.waiters = append(l.waiters, ch)
+	l.nwait.Add(1)
+	l.wmu.Unlock()
+	// An unlock that saw no waiter just before the registration left l
+	// unlocked: take it, passing it to the first waiter if that is not us.
+	if l.mu.TryLock() {
+		l.pass()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		if !l.forget(ch) {
+			l.Unlock() // handed to us just now: pass it on
 		}
-		select {
-		case <-ch:
-			if l.mu.TryLock() {
-				return nil
-			}
-			// Another caller came first: register again.
-		case <-ctx.Done():
-			if !l.forget(ch) {
-				l.signal() // told just now: pass it on
-			}
-			return ctx.Err()
-		}
+		return ctx.Err()
 	}
 }
 
-// TryLock locks l if it is free and reports whether it did.
-func (l *Mutex) TryLock() bool { return l.mu.TryLock() }
+// TryLock locks l if it is free and nobody is registered for it, and reports
+// whether it did.
+func (l *Mutex) TryLock() bool { return l.nwait.Load() == 0 && l.mu.TryLock() }
 
-// Unlock unlocks l and tells the longest-registered waiter to try again.
+// Unlock unlocks l, or hands it to the longest-registered waiter.
 func (l *Mutex) Unlock() {
-	l.mu.Unlock()
 	if l.nwait.Load() > 0 {
-		l.signal()
+		l.pass()
+		return
+	}
+	l.mu.Unlock()
+	// A caller that registered after the check, and whose TryLock came
+	// before the unlock, waits: take l back to hand it over.
+	if l.nwait.Load() > 0 && l.mu.TryLock() {
+		l.pass()
 	}
 }
 
-// signal tells the longest-registered waiter, if any, to try again.
-func (l *Mutex) signal() {
+// pass hands l, which the caller holds, to the longest-registered waiter,
+// or unlocks it when there is none.
+func (l *Mutex) pass() {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if len(l.waiters) == 0 {
+		l.mu.Unlock()
 		return
 	}
 	ch := l.waiters[0]
@@ -87,7 +92,7 @@ func (l *Mutex) signal() {
 }
 
 // forget takes ch out of the waiters and reports whether it was there (not
-// yet told to try again).
+// yet handed the lock).
 func (l *Mutex) forget(ch chan struct{}) bool {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()

@@ -80,6 +80,66 @@ func TestMutexHonoursContext(t *testing.T) {
 	l.Unlock()
 }
 
+// An unlock hands the lock to a caller waiting with a context: a loop of
+// TryLock and Unlock, as a TryAcquire loop through one handle makes, does
+// not keep it from that caller (before, the waiter was only told to try
+// again, and the loop's next TryLock came first).
+func TestMutexHandsToWaiter(t *testing.T) {
+	var l ctxlock.Mutex
+	require.NoError(t, l.Lock(context.Background()))
+	got, leave := make(chan error, 1), make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		err := l.Lock(ctx)
+		got <- err
+		if err == nil {
+			<-leave
+			l.Unlock()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter registers
+	l.Unlock()
+	tried := 0
+	for ; tried < 1000; tried++ {
+		if l.TryLock() {
+			l.Unlock()
+			t.Fatalf("TryLock %d took the lock the unlock handed to the waiter", tried+1)
+		}
+	}
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(hang):
+		t.Fatal("the waiter was not let in after the unlock")
+	}
+	close(leave)
+	require.Eventually(t, l.TryLock, hang, time.Millisecond, "the waiter's unlock frees the lock")
+	l.Unlock()
+}
+
+// A waiter whose context ends as the lock is handed to it passes the lock on.
+func TestMutexCancelPassesOn(t *testing.T) {
+	var l ctxlock.Mutex
+	for range 200 {
+		require.NoError(t, l.Lock(context.Background()))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- l.Lock(ctx) }()
+		time.Sleep(20 * time.Microsecond)
+		go cancel()
+		l.Unlock()
+		if err := <-done; err == nil {
+			l.Unlock()
+		}
+		cancel()
+		ctx2, cancel2 := context.WithTimeout(context.Background(), hang)
+		require.NoError(t, l.Lock(ctx2), "the lock is free again")
+		cancel2()
+		l.Unlock()
+	}
+}
+
 // hang bounds a wait that only a bug makes long.
 const hang = 10 * time.Second
 

@@ -64,7 +64,11 @@ func TestHeartbeatConfirmed(t *testing.T) {
 	_, ok := hb.Confirmed()
 	assert.False(t, ok, "not queued yet")
 	require.NoError(t, f.rc.Do(ctx, f.rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "w1").Build()).Error())
-	require.NoError(t, f.rc.Do(ctx, f.rc.B().Zadd().Key(alive).ScoreMember().ScoreMember(1e15, "w1").Build()).Error())
+	// A deadline an hour away, in server milliseconds as the scripts write
+	// it (a round number such as 1e15 is "1e+15" in miniredis's replies,
+	// which Lua's tonumber does not read).
+	deadline := float64(time.Now().Add(time.Hour).UnixMilli())
+	require.NoError(t, f.rc.Do(ctx, f.rc.B().Zadd().Key(alive).ScoreMember().ScoreMember(deadline, "w1").Build()).Error())
 	sent := time.Now()
 	hb.Queued(sent)
 	at, ok := hb.Confirmed()

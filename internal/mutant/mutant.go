@@ -30,4 +30,8 @@
 //	                also released in Redis, where anyone may then take it (I1)
 //	hand-any        a Mutex waiter queued in Redis takes any wake-up for a
 //	                handover of the lock, not only one naming its place (I1)
+//	no-echo         a Mutex release that hands the lock to a queued waiter
+//	                publishes only its place number, not the "0" after it,
+//	                so the waiters outside the queue sleep on the lease they
+//	                read while a dead queued waiter's hold lapses (I9)
 package mutant

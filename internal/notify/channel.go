@@ -29,6 +29,9 @@ type channel struct {
 	// and Retag look here first.
 	unclaimed [8]string
 	nextSlot  int
+	// echo records that the last message asked for an echo (Wake.Echo):
+	// the next one wakes only waiters without a tag.
+	echo bool
 }
 
 // A Waiter is one goroutine's interest in a channel.
@@ -126,7 +129,8 @@ func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
 		close(ch.ready)
 	} else {
 		// A resubscription: whatever was published in between is lost.
-		ch.wakeLocked(WakeAll, FromResubscribe)
+		ch.echo = false
+		ch.wakeLocked(WakeAll, FromResubscribe, false)
 	}
 	ch.mu.Unlock()
 	if f := ch.reg.onSubscribe; f != nil {
@@ -135,7 +139,16 @@ func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
 }
 
 func (ch *channel) message(m rueidis.PubSubMessage) {
-	ch.wake(ch.policy(m.Message), FromMessage)
+	wk := ch.policy(m.Message)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	untagged := ch.echo
+	ch.echo = wk.Echo
+	if untagged && wk.Tag == "" {
+		ch.wakeLocked(wk.N, FromMessage, true)
+		return
+	}
+	ch.wakeTagged(wk, FromMessage)
 }
 
 func (ch *channel) wakeN(n int, src Source) { ch.wake(Wake{N: n}, src) }
@@ -145,8 +158,13 @@ func (ch *channel) wakeN(n int, src Source) { ch.wake(Wake{N: n}, src) }
 func (ch *channel) wake(wk Wake, src Source) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	return ch.wakeTagged(wk, src)
+}
+
+// wakeTagged is wake with ch.mu held.
+func (ch *channel) wakeTagged(wk Wake, src Source) bool {
 	if wk.Tag == "" {
-		ch.wakeLocked(wk.N, src)
+		ch.wakeLocked(wk.N, src, false)
 		return true
 	}
 	found := false
@@ -168,9 +186,13 @@ func (ch *channel) wake(wk Wake, src Source) bool {
 }
 
 // wakeLocked wakes n waiters (all for WakeAll), oldest first, skipping those
-// that already have a wake-up pending.
-func (ch *channel) wakeLocked(n int, src Source) {
+// that already have a wake-up pending, and, when untagged is set, those
+// that joined with a tag.
+func (ch *channel) wakeLocked(n int, src Source, untagged bool) {
 	for w := ch.head; w != nil && n != 0; w = w.next {
+		if untagged && w.tag != "" {
+			continue
+		}
 		select {
 		case w.wake <- struct{}{}:
 			w.source = src

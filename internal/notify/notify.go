@@ -39,6 +39,10 @@ const Linger = time.Second
 type Wake struct {
 	N   int    // how many waiters, oldest first; WakeAll for all
 	Tag string // the one waiter to wake, by the tag it joined with
+	// Echo marks a message whose publisher follows it with an echo for the
+	// waiters without a tag: the channel's next message wakes, as its
+	// policy says, only waiters that joined without one.
+	Echo bool
 }
 
 // A Policy turns a message on a channel into the waiters it wakes. A waiter
@@ -59,12 +63,14 @@ func Redisson(message string) Wake {
 // Handover is the policy of a Mutex's channel, Redisson's lock channel
 // where redisync's releases also hand the lock to a queued waiter: "0" and
 // "1" are Redisson's (see [Redisson]); any other message is the tag of the
-// one waiter it names, which the lock was handed to.
+// one waiter it names, which the lock was handed to, and is echoed (see
+// [Wake.Echo]): the release's "0" that follows it wakes one waiter that is
+// not queued, so that it looks at the lock again.
 func Handover(message string) Wake {
 	if message == "0" || message == "1" {
 		return Redisson(message)
 	}
-	return Wake{Tag: message}
+	return Wake{Tag: message, Echo: true}
 }
 
 // All is the policy of a channel where any message may let every waiter in,
@@ -242,7 +248,7 @@ func (r *Registry) leave(w *Waiter, passOn bool) {
 	ch.remove(w)
 	empty := ch.head == nil
 	if passOn && !empty {
-		ch.wakeLocked(1, FromLocal)
+		ch.wakeLocked(1, FromLocal, false)
 	}
 	ch.mu.Unlock()
 	if empty && r.chans[ch.name] == ch && !mutant.On("leak-subscribe") {

@@ -211,7 +211,8 @@ func TestPolicies(t *testing.T) {
 	assert.Equal(t, notify.Wake{Tag: "w1"}, notify.Tagged("w1"))
 	assert.Equal(t, notify.Wake{N: 1}, notify.Handover("0"), "Redisson's unlock message wakes one")
 	assert.Equal(t, notify.Wake{N: notify.WakeAll}, notify.Handover("1"))
-	assert.Equal(t, notify.Wake{Tag: "1796175786876433"}, notify.Handover("1796175786876433"), "a place number names its waiter")
+	assert.Equal(t, notify.Wake{Tag: "1796175786876433", Echo: true}, notify.Handover("1796175786876433"),
+		"a place number names its waiter, and the release echoes it for the others")
 }
 
 // A waiter knows that a wake-up named it, even one that came while another
@@ -241,6 +242,7 @@ func TestNamedWake(t *testing.T) {
 	// A wake-up that names a tag before its waiter has it waits for it.
 	assert.False(t, r.WakeTag(ch, "10"), "nobody has tag 10 yet")
 	publish(t, rc, ch, "11")
+	publish(t, rc, ch, "0") // the echo a release sends after a place number: for waiters without a tag
 	publish(t, rc, ch, "0") // messages of a channel come in order: once a is woken by it, "11" came
 	require.True(t, woken(a, wait))
 	assert.False(t, a.Named())
@@ -255,4 +257,22 @@ func TestNamedWake(t *testing.T) {
 	a.Leave(false)
 	b.Leave(false)
 	c.Leave(false)
+}
+
+// A "0" that follows a place number on a Mutex's channel is the release's
+// echo for the waiters that are not queued: it wakes one of them, not a
+// queued (tagged) waiter; the next "0" is Redisson's unlock message again.
+func TestHandoverEcho(t *testing.T) {
+	r, rc := newRegistry(t)
+	ch := t.Name()
+	queued, plain := r.Join(ch, notify.Handover, "7"), r.Join(ch, notify.Handover, "")
+	ready(t, queued)
+	publish(t, rc, ch, "5") // handed to a waiter of another process
+	publish(t, rc, ch, "0")
+	assert.True(t, woken(plain, wait), "the echo wakes a waiter that is not queued")
+	assert.False(t, woken(queued, 100*time.Millisecond), "not the queued one")
+	publish(t, rc, ch, "0") // a release with nobody queued
+	assert.True(t, woken(queued, wait), "an unlock message wakes the longest waiting")
+	queued.Leave(false)
+	plain.Leave(false)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/rueidis"
 )
 
@@ -38,6 +39,16 @@ func StartStandalone() (*Target, error) {
 		mr.ClockTTL(true)
 		if err := mr.Start(); err != nil {
 			return nil, fmt.Errorf("redisserver: start miniredis: %w", err)
+		}
+		// ROLE, which miniredis lacks, answers as a primary without
+		// replicas does (its WAIT answers 0 at once, as such a primary's).
+		if err := mr.Server().Register("ROLE", func(c *server.Peer, _ string, _ []string) {
+			c.WriteLen(3)
+			c.WriteBulk("master")
+			c.WriteInt(0)
+			c.WriteLen(0)
+		}); err != nil {
+			return nil, fmt.Errorf("redisserver: miniredis ROLE: %w", err)
 		}
 		return &Target{Addrs: []string{mr.Addr()}, Mini: mr}, nil
 	}

@@ -1,9 +1,11 @@
 package redistest
 
 import (
+	"flag"
 	"fmt"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,4 +50,24 @@ func Main(m *testing.M, target **redisserver.Target) {
 			return err
 		},
 		func() { _ = (*target).Stop() }))
+}
+
+// Parallel makes n the number of parallel tests (t.Parallel) that run at
+// once, unless -test.parallel was given: the package's parallel tests wait
+// for leases and heartbeats to run out, not for the CPU, and the default
+// (GOMAXPROCS) would run them two at a time on a 2-core machine. Without a
+// redis-server binary the tests run on miniredis, in this process, whose
+// expiry and replies slow down under many tests at once: there they run one
+// at a time, as tests without t.Parallel do. Call it in TestMain, before Run.
+func Parallel(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return
+	}
+	if _, err := redisserver.ServerBinary(); err != nil {
+		n = 1
+	}
+	_ = flag.Set("test.parallel", strconv.Itoa(n))
 }

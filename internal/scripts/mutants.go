@@ -33,6 +33,7 @@ var mutants = []struct {
 	{"once-rerun", &OnceClaim, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"wg-early", &WGAdd, "if after == 0 then", "if after <= 1 then"},
 	{"election-steal", &ElectionCampaign, "if busy then", "if false then"},
+	{"no-echo", &MutexRelease, "redis.call(ARGV[4], KEYS[2], '0')\nreturn", "if not n then redis.call(ARGV[4], KEYS[2], '0') end\nreturn"},
 	{"multi-partial", &MultiAcquire, "if redis.call('exists', lock) == 1 then", "if i == 1 and redis.call('exists', lock) == 1 then"},
 }
 

@@ -31,9 +31,14 @@
 -- queue whose heartbeat is current, skipping (and removing) dead ones: the
 -- waiter's field holds the lock once, expiring with the waiter's heartbeat
 -- deadline (the waiter renews it; a waiter that died holds it no longer than
--- that), and the place number is published. Redisson's waiters ignore that
--- message, and find the lock held. With no live waiter the key stays deleted
--- and "0" is published: Redisson's unlock message, which wakes one waiter.
+-- that), and the place number is published, then "0". Redisson's waiters
+-- ignore the number; the "0" (Redisson's unlock message, which wakes one
+-- waiter) makes the waiters outside the queue look again, so that they find
+-- the lock held until the waiter's heartbeat deadline at most, not until the
+-- lease they read before: a waiter that died holds it from nobody longer
+-- than that. (redisync's subscribers take a "0" that follows a place number
+-- as meant for the waiters without a place.) With no live waiter the key
+-- stays deleted and only "0" is published.
 -- So that those outside the queue (Redisson's waiters, a MultiMutex's) are
 -- not starved by a queue that never empties, handovers come in runs of
 -- ARGV[8] ms: the first release after a run leaves the lock free and
@@ -103,5 +108,8 @@ end
 redis.call('del', KEYS[1])
 redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
 local n = handOver()
-redis.call(ARGV[4], KEYS[2], n or '0')
+if n then
+	redis.call(ARGV[4], KEYS[2], n)
+end
+redis.call(ARGV[4], KEYS[2], '0')
 return {1, n or ''}

@@ -98,7 +98,7 @@ func (q *mutexQueue) queued() []string {
 
 // A waiting call queues while the lock is taken; the final release hands
 // the lock to the first waiter (its field holds it, for no longer than its
-// heartbeat deadline) and publishes that waiter's place number, not "0"; the
+// heartbeat deadline) and publishes that waiter's place number, then "0"; the
 // waiter's next attempt finds its field and holds the lock with its lease.
 func TestMutexWaitHandsOver(t *testing.T) {
 	q := newMutexQueue(t)
@@ -116,6 +116,7 @@ func TestMutexWaitHandsOver(t *testing.T) {
 	assert.EqualValues(t, 1, got.Status)
 	assert.Equal(t, []string{strconv.FormatInt(b.Place, 10)}, got.Woken)
 	assert.Equal(t, strconv.FormatInt(b.Place, 10), q.message(), "the message names the place handed the lock")
+	assert.Equal(t, "0", q.message(), "then the echo that makes the waiters outside the queue look again")
 	assert.Equal(t, map[string]string{"b:1": "1"}, q.holder(), "the lock is the first waiter's")
 	assert.InDelta(t, 5000, q.pttl(), 1000, "until the waiter's heartbeat deadline, not for a lease")
 	assert.Equal(t, []string{"c:1"}, q.queued())
@@ -127,6 +128,7 @@ func TestMutexWaitHandsOver(t *testing.T) {
 	got = q.release(scripts.Release{Field: "b:1", From: 1, Latch: "5000"})
 	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken)
 	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
+	assert.Equal(t, "0", q.message(), "then the echo that makes the waiters outside the queue look again")
 	// c gives up: its undo takes it out of the queue and releases what was
 	// handed to it, which, with nobody queued, wakes Redisson's way.
 	got = q.release(scripts.Release{Field: "c:1", From: 1, Latch: "5000", Undo: true, Waiter: "c:1"})
@@ -157,6 +159,7 @@ func TestMutexWaitSkipsDead(t *testing.T) {
 	assert.Equal(t, map[string]string{"live:1": "1"}, q.holder())
 	assert.Empty(t, q.queued(), "the dead waiter was removed")
 	assert.Equal(t, strconv.FormatInt(live.Place, 10), q.message())
+	assert.Equal(t, "0", q.message(), "then the echo that makes the waiters outside the queue look again")
 
 	// With nobody queued, the release only wakes: Redisson's "0".
 	got = q.release(scripts.Release{Field: "live:1", From: 1, Latch: "5000"})
@@ -174,6 +177,7 @@ func TestMutexHandoverRuns(t *testing.T) {
 	got := q.release(scripts.Release{Field: "a:1", From: 1, Latch: "5000"})
 	assert.Equal(t, []string{strconv.FormatInt(b.Place, 10)}, got.Woken, "a run begins")
 	assert.Equal(t, strconv.FormatInt(b.Place, 10), q.message())
+	assert.Equal(t, "0", q.message(), "then the echo that makes the waiters outside the queue look again")
 	ms, err := strconv.Atoi(scripts.HandoverRunMS)
 	require.NoError(t, err)
 	time.Sleep(time.Duration(ms+5) * time.Millisecond)
@@ -186,6 +190,7 @@ func TestMutexHandoverRuns(t *testing.T) {
 	got = q.release(scripts.Release{Field: "x:1", From: 1, Latch: "5000"})
 	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken, "the next run begins")
 	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
+	assert.Equal(t, "0", q.message(), "then the echo that makes the waiters outside the queue look again")
 	got = q.release(scripts.Release{Field: "c:1", From: 1, Latch: "5000"})
 	assert.Empty(t, got.Woken)
 	n, err := q.rc.Do(context.Background(), q.rc.B().Exists().Key(q.l.Run).Build()).AsInt64()

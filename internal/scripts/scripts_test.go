@@ -24,6 +24,14 @@ var target *redisserver.Target
 
 func TestMain(m *testing.M) { redistest.Main(m, &target) }
 
+// requireReal skips a test that needs what miniredis does not emulate.
+func requireReal(t *testing.T, what string) {
+	t.Helper()
+	if !target.Real() {
+		t.Skipf("miniredis lacks %s; %s", what, redisserver.InstallHint)
+	}
+}
+
 func newRunner(t *testing.T) (*scripts.Runner, rueidis.Client) {
 	t.Helper()
 	rc, err := target.NewClient()
@@ -193,6 +201,7 @@ func sha1hex(s string) string {
 
 // An error raised inside a script names the script and the source line.
 func TestErrorNamesScriptLine(t *testing.T) {
+	requireReal(t, "Redis's error replies from scripts (with the script's line)")
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	key := t.Name()
@@ -208,6 +217,7 @@ func TestErrorNamesScriptLine(t *testing.T) {
 // is named by the script and the file and line it comes from: the library's
 // or the script's own.
 func TestErrorNamesLibraryLine(t *testing.T) {
+	requireReal(t, "Redis's error replies from scripts (with the script's line)")
 	r, rc := newRunner(t)
 	ctx := context.Background()
 	l := layout.SemOf(t.Name())

@@ -1,0 +1,142 @@
+package redisync_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/layout"
+)
+
+// ForceUnlock through the holder's own Client ends the hold it deletes even
+// when that hold is still being recorded (its acquire's reply on its way to
+// the caller): a caller that gets the lock either holds it in Redis or sees
+// it lost, never an Err of nil for a lock Redis no longer has, which a rival
+// could take. The acquisition and the force unlock race in every round; an
+// engine that ends only the holds already recorded fails within a few
+// dozen rounds.
+func TestForceUnlockCatchesHoldsBeingRecorded(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	exists := func(key string) bool {
+		n, err := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
+		require.NoError(t, err)
+		return n == 1
+	}
+	// Each kind acquires name, waits for forced (closed once the rival
+	// ForceUnlock returned) and reports whether its hold ended and whether
+	// Redis still has it, then releases.
+	kinds := []struct {
+		name    string
+		acquire func(name string, forced <-chan struct{}) (got, ended, inRedis bool)
+		force   func(name string) error
+	}{
+		{"Mutex", func(name string, forced <-chan struct{}) (bool, bool, bool) {
+			m := c.NewMutex(name)
+			if !m.TryLock() {
+				return false, false, false
+			}
+			defer m.Unlock()
+			<-forced
+			return true, m.Err() != nil, exists(name)
+		}, func(name string) error { _, err := c.NewMutex(name).ForceUnlock(ctx); return err }},
+		{"Election", func(name string, forced <-chan struct{}) (bool, bool, bool) {
+			e := c.NewElection(name)
+			require.NoError(t, e.Campaign(ctx, "v"))
+			defer func() { _ = e.Resign(ctx) }()
+			<-forced
+			return true, e.Err() != nil, exists(layout.ElectionOf(name).Key)
+		}, func(name string) error { _, err := c.NewElection(name).ForceUnlock(ctx); return err }},
+		{"Once", func(name string, forced <-chan struct{}) (got, ended, inRedis bool) {
+			err := c.NewOnce(name).Do(ctx, func(fctx context.Context) error {
+				<-forced
+				got, ended, inRedis = true, fctx.Err() != nil, exists(layout.OnceOf(name).Claim)
+				return nil
+			})
+			require.NoError(t, err)
+			return got, ended, inRedis
+		}, func(name string) error { _, err := c.NewOnce(name).ForceUnlock(ctx); return err }},
+	}
+	for _, kind := range kinds {
+		t.Run(kind.name, func(t *testing.T) {
+			var lost, held int
+			base := fmt.Sprint(t.Name(), ":", time.Now().UnixNano(), ":") // a Once is done for good
+			for round := range 300 {
+				name := base + strconv.Itoa(round)
+				start, forced := make(chan struct{}), make(chan struct{})
+				var got, ended, inRedis bool
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					<-start
+					got, ended, inRedis = kind.acquire(name, forced)
+				})
+				wg.Go(func() {
+					<-start
+					assert.NoError(t, kind.force(name))
+					close(forced)
+				})
+				close(start)
+				wg.Wait()
+				switch {
+				case !got:
+				case ended:
+					lost++
+				case !inRedis:
+					t.Fatalf("round %d: the caller holds a %s that ForceUnlock deleted, and its Err is nil", round, kind.name)
+				default:
+					held++
+				}
+			}
+			t.Logf("%d holds deleted and reported lost, %d taken after the force", lost, held)
+			assert.Positive(t, lost+held, "no round took the lock")
+		})
+	}
+}
+
+// The same for a hold handed over by a release in Redis: the waiter's own
+// Client force-unlocks the lock as the release hands it to the waiter.
+func TestForceUnlockCatchesHandedHolds(t *testing.T) {
+	ctx := context.Background()
+	holder, _ := newClient(t, standalone)
+	c, rc := newClient(t, standalone)
+	base := fmt.Sprint(t.Name(), ":", time.Now().UnixNano(), ":")
+	var lost, held int
+	for round := range 60 {
+		name := base + strconv.Itoa(round)
+		h, w := holder.NewMutex(name), c.NewMutex(name)
+		require.NoError(t, h.LockContext(ctx))
+		got := inBackground(w.LockContext)
+		waitMutexQueued(t, rc, name, 1)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { <-start; h.Unlock() })
+		wg.Go(func() {
+			<-start
+			_, err := c.NewMutex(name).ForceUnlock(ctx)
+			assert.NoError(t, err)
+		})
+		close(start)
+		wg.Wait()
+		if err := <-got; err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		n, err := rc.Do(ctx, rc.B().Exists().Key(name).Build()).AsInt64()
+		require.NoError(t, err)
+		switch {
+		case w.Err() != nil:
+			lost++
+		case n == 0:
+			t.Fatalf("round %d: the waiter holds a Mutex that ForceUnlock deleted, and its Err is nil", round)
+		default:
+			held++
+		}
+		w.Unlock()
+	}
+	t.Logf("%d handed holds deleted and reported lost, %d taken after the force", lost, held)
+}
