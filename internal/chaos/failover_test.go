@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -26,7 +27,11 @@ func (r *run) failover(s *seat, k string) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), topologyBudget)
+	budget := topologyBudget
+	if k == "F15" {
+		budget *= 2 // a kill, a failover, a restart and a resync
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	res := slots[g].res
 	f := Fault{Kind: k, Sub: r.tp.kind, Global: true, W: s.p.id, G: g, R: res, Start: Now()}
@@ -115,8 +120,33 @@ func (r *run) killMaster(ctx context.Context, slot uint16) error {
 	if err := srv.Restart(); err != nil {
 		return err
 	}
+	if r.tp.sentinel == nil {
+		return redisserver.WaitReplica(ctx, old)
+	}
+	// A sentinel turns a returning old primary into a replica only after it
+	// has reported itself a primary for 8 s (four publish periods), seen at
+	// an INFO every 10 s: under load that can take most of the budget. Past
+	// rejoinWait the harness does what an operator would, REPLICAOF.
+	wctx, cancel := context.WithTimeout(ctx, rejoinWait)
+	err = redisserver.WaitReplica(wctx, old)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	primary, err := r.tp.sentinel.PrimaryAddr(ctx)
+	if err != nil {
+		return err
+	}
+	host, port, _ := strings.Cut(primary, ":")
+	if err := redisserver.Run(ctx, old, "REPLICAOF", host, port); err != nil {
+		return err
+	}
 	return redisserver.WaitReplica(ctx, old)
 }
+
+// rejoinWait is how long F15 waits behind sentinels for the killed primary
+// to rejoin as a replica by itself.
+const rejoinWait = 12 * time.Second
 
 // cutReplica injects F16: a replica of a master (on a cluster, of a random
 // one) stops answering for two leases, then resyncs.
