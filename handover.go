@@ -147,6 +147,30 @@ func (c *Client) leave(ctx context.Context, w *place, failed bool) {
 	}
 }
 
+// requeue moves w to the end of its queue and pokes the new first call of
+// the queue, if w was first: w's call was refused for a rule of its own
+// (WithSyncReplicas, when no replica acknowledged its acquisition, which was
+// undone), and the others, who may not need that rule met, must not wait
+// for it while it retries.
+func (c *Client) requeue(w *place) {
+	k := queueKey(w.p)
+	c.xmu.Lock()
+	defer c.xmu.Unlock()
+	q := c.queues[k]
+	i := slices.Index(q, w)
+	if i < 0 || len(q) == 1 {
+		return
+	}
+	q = append(slices.Delete(q, i, i+1), w)
+	c.queues[k] = q
+	if i == 0 {
+		select {
+		case q[0].poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // dropWait removes the i-th waiter of the queue k (c.xmu held).
 func (c *Client) dropWait(k holdKey, i int) {
 	q := c.queues[k]

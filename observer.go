@@ -154,6 +154,13 @@ type Event struct {
 	// without Redis (EventAcquired; see [Mutex.Unlock]). The hold passed on
 	// ends with an EventReleased.
 	LocalHandoff bool
+	// Handed marks an acquisition that a release in another call (of any
+	// process) handed to this waiting call through Redis, which the call
+	// took from the release's message without an acquire of its own
+	// (EventAcquired of a Mutex; see [Mutex.Lock]). Until its first renewal,
+	// a moment later, such a hold lasts only to the waiter's heartbeat
+	// deadline (see [WithHeartbeatTimeout]).
+	Handed       bool
 	Source       WakeSource // what woke the waiter (EventWakeup)
 	Resubscribed bool       // the subscription was established again (EventSubscribed)
 	// Batch is the number of leases in a renewal batch, and Failures the
@@ -203,7 +210,7 @@ func (p *protocol) observe(ctx context.Context, e Event) {
 
 // acquiredEvent is the event of the successful attempt res of a call begun at start.
 func acquiredEvent(start time.Time, res attempt) Event {
-	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff}
+	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff, Handed: res.handed}
 	if !start.IsZero() {
 		e.Wait = time.Since(start)
 	}

@@ -37,9 +37,11 @@ func waitMutexQueued(t testing.TB, rc rueidis.Client, name string, n int) {
 // the release's message, without a script call of its own.
 func TestMutexHandedInRedis(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
-	holder, rc := newClient(t, standalone)
+	hrec, wrec := &recorder{}, &recorder{}
+	holder, rc := newClient(t, standalone, redisync.WithObserver(hrec))
 	// Long timeouts: no heartbeat or renewal falls within the counted calls.
-	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute))
+	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute),
+		redisync.WithObserver(wrec))
 	ctx := context.Background()
 	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
 	h.Lock()
@@ -72,6 +74,12 @@ func TestMutexHandedInRedis(t *testing.T) {
 	w.Unlock()
 	assert.Empty(t, fields(t, t.Name()))
 	assert.NoError(t, w.Err())
+	if acq := wrec.of(t.Name(), redisync.EventAcquired); assert.Len(t, acq, 1) {
+		assert.True(t, acq[0].Handed, "the observer hears that the hold came with the release's message")
+	}
+	if acq := hrec.of(t.Name(), redisync.EventAcquired); assert.Len(t, acq, 1) {
+		assert.False(t, acq[0].Handed, "an acquire of its own is not handed")
+	}
 }
 
 // A handed hold lasts only to the waiter's heartbeat deadline until its
@@ -314,9 +322,11 @@ func TestMutexOneQueuedPerClient(t *testing.T) {
 // to wait, and the handover takes none.
 func TestMutexQueuesEarlyWhenContended(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
-	holder, rc := newClient(t, standalone)
+	hrec, wrec := &recorder{}, &recorder{}
+	holder, rc := newClient(t, standalone, redisync.WithObserver(hrec))
 	// Long timeouts: no heartbeat or renewal falls within the counted calls.
-	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute))
+	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute),
+		redisync.WithObserver(wrec))
 	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
 	for round := range 2 { // the first round subscribes the waiter's Client, the second finds it subscribed
 		h.Lock()

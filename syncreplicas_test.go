@@ -2,6 +2,8 @@ package redisync_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -180,5 +182,71 @@ func TestSyncReplicasNoHandoverFromPlain(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, redisync.ErrNotReplicated, "the synced handle got a hold no replica acknowledged")
 		assert.Zero(t, existing(t, rc, []string{name}), "the refused acquisition was undone")
+	})
+}
+
+// A WithSyncReplicas call that cannot get its acquisitions acknowledged
+// (its only replica frozen) keeps no plain call of its Client from a free
+// lock: neither Lock, which retries inside the call, nor LockContext called
+// again and again as a service's loop would; the plain call waiting behind
+// it in the Client's queue takes the lock.
+func TestSyncReplicasRefusedWaiterDoesNotBlockPlain(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
+		requireReal(t, tg, "WAIT and ROLE")
+		for _, retries := range []bool{true, false} {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			name := fmt.Sprintf("sync:%s:%v", t.Name(), retries)
+			replica := primaryReplica(ctx, t, tg, name)
+			if replica == nil {
+				t.Skip("no replica on a standalone server")
+			}
+			c, _ := newClient(t, tg)
+			other, _ := newClient(t, tg)
+			holder := other.NewMutex(name)
+			require.NoError(t, holder.LockContext(ctx))
+			plain, synced := c.NewMutex(name), c.NewMutex(name, redisync.WithSyncReplicas(1, 100*time.Millisecond))
+			require.NoError(t, replica.Pause())
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				if retries {
+					synced.Lock() // returns once the replica is back
+					err := synced.Err()
+					synced.Unlock()
+					assert.NoError(t, err, "the synced hold, taken once the replica was back")
+					return
+				}
+				for {
+					if synced.LockContext(ctx) == nil {
+						synced.Unlock()
+					}
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}()
+			require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 1 }, hang, time.Millisecond,
+				"the synced handle never waited")
+			got := inBackground(plain.LockContext)
+			require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 2 }, hang, time.Millisecond,
+				"the plain handle never waited behind it")
+			holder.Unlock()
+			var err error
+			select {
+			case err = <-got:
+			case <-time.After(5 * time.Second): // generous: the lock is free at once
+				err = errors.New("not served in 5 s")
+			}
+			close(stop)
+			require.NoError(t, replica.Resume())
+			if err == nil {
+				plain.Unlock()
+			}
+			<-done
+			require.NoError(t, err, "the plain call behind a refused synced call got the free lock")
+		}
 	})
 }

@@ -3,6 +3,7 @@ package redisync
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -27,7 +28,10 @@ type attempt struct {
 	// Redis); complete an answer that the call's goal is reached without a
 	// hold.
 	reentered, localHandoff, complete bool
-	channel                           string // where to wait, if not the lock's channel (scripts.Reply)
+	// handed marks a hold a release handed to the call through Redis,
+	// taken from the release's message (see takeHanded).
+	handed  bool
+	channel string // where to wait, if not the lock's channel (scripts.Reply)
 	// place is a queued Mutex call's place number (scripts.Reply), which
 	// names it in the message of a release that hands it the lock; mayQueue
 	// says that the call, busy and not queued yet, may queue.
@@ -132,6 +136,9 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		return f, true, tryErr
 	case tryErr != nil:
 		l.failures++
+		if l.a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
+			c.requeue(l.a.place) // Lock retries behind the Client's other waiting calls
+		}
 		// A refusal by the server (an ACL, a key of another type) is logged
 		// at once: unlike a dropped connection it will not pass by itself.
 		if l.forever && (l.failures == 3 || l.failures%100 == 0 || l.failures == 1 && !ambiguous(tryErr)) {
@@ -241,7 +248,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 		}
 		if l.tk != nil && p.waitQueue && (l.w.Named() || mutant.On("hand-any")) && c.takeHanded(ctx, l) {
 			l.own = true
-			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true}))
+			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, handed: true}))
 			return true, nil
 		}
 		if f.src == WakePubSub {
