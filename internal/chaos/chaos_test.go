@@ -45,6 +45,13 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos suite does not run with -short")
 	}
+	if raceDetector && os.Getenv("REDISYNC_CHAOS_RACE") == "" {
+		// Its bounds (I9's one second, I5's renewal interval) are set for
+		// workers at full speed; under the race detector, beside other
+		// packages' tests, they measure the machine's load instead. .ci/run
+		// runs it without -race on each topology.
+		t.Skip("the chaos suite runs without -race (set REDISYNC_CHAOS_RACE=1 to run it with)")
+	}
 	if _, err := redisserver.ServerBinary(); err != nil {
 		if redisserver.RequireServer() {
 			t.Fatal(err)
@@ -90,9 +97,22 @@ func TestChaos(t *testing.T) {
 	}
 	if rep.Failed() {
 		t.Errorf("unexpected violations (seed %d): %s", seed, violationSummary(rep))
+		logExcerpts(t, h, vs)
 	}
 	if rep.OpsTotal == 0 || len(h.Faults) == 0 {
 		t.Errorf("nothing was exercised: %d operations, %d faults", rep.OpsTotal, len(h.Faults))
+	}
+}
+
+// logExcerpts logs the history around the first unexpected violations, so
+// that a failed run's log shows what led to them.
+func logExcerpts(t *testing.T, h *History, vs []Violation) {
+	n := 0
+	for _, v := range vs {
+		if !v.Expected && n < 3 {
+			n++
+			t.Log(Excerpt(h, v, 120))
+		}
 	}
 }
 

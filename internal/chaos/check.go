@@ -139,11 +139,21 @@ func (m *model) breaksLeases(f Fault) bool {
 // critical section.
 func (m *model) leaseBroken(hd *hold) string {
 	for _, f := range m.faultsIn(hd.Inv, hd.Exit) {
-		if m.breaksLeases(f) && (f.Global || f.W == hd.W) {
+		if (m.breaksLeases(f) || m.restartBeforeRenewal(f, hd)) && (f.Global || f.W == hd.W) {
 			return f.Kind
 		}
 	}
 	return ""
+}
+
+// restartBeforeRenewal reports whether f is a restart with AOF (F4) that
+// began before hd's first renewal can have landed, hd being a hold handed
+// through Redis: until that renewal its lease runs to the waiter's heartbeat
+// deadline, which may be anywhere up to a heartbeat timeout away, so a
+// restart of any length may outlast it. (The renewal comes at most half a
+// heartbeat timeout after the hold was taken, and takes a round trip.)
+func (m *model) restartBeforeRenewal(f Fault, hd *hold) bool {
+	return f.Kind == "F4" && hd.Handed && f.Start < hd.Acq+int64(m.Params.Heartbeat/2+m.Params.RoundTrip)
 }
 
 // checkFence (I2) checks the fenced writes and the grants. A write accepted

@@ -87,6 +87,15 @@ func TestExclusion(t *testing.T) {
 	}
 	expect(t, history(restart(20), overlap...), I1, 0, 1)
 	expect(t, history(restart(700), overlap...), I1, 1, 0)
+	// A hold handed through Redis lasts to its waiter's heartbeat deadline
+	// until its first renewal (at most half a heartbeat timeout, 150 ms
+	// here, plus a round trip after it was taken): a restart before then
+	// may outlast it, whatever its length; one after, only as any other.
+	handed := slices.Concat([]Event{{T: 10 * ms1, W: 1, G: 0, K: Handed, R: "m"}}, overlap[0])
+	expect(t, history(restart(20), handed, overlap[1]), I1, 1, 0)
+	long := slices.Concat([]Event{{T: 10 * ms1, W: 1, G: 0, K: Handed, R: "m"}}, cycle(1, 0, "m", Exclusive, 0, 10, 600))
+	late := []Fault{{Kind: "F4", W: 1, G: 0, R: "m", Global: true, Start: 400 * ms1, End: 420 * ms1}}
+	expect(t, history(late, long, cycle(2, 0, "m", Exclusive, 405, 410, 415)), I1, 0, 1)
 	// Readers together are fine, a writer among them is not.
 	expect(t, history(nil, cycle(1, 0, "rw", Shared, 0, 10, 50), cycle(2, 0, "rw", Shared, 0, 20, 30)), I1, 0, 0)
 	expect(t, history(nil, cycle(1, 0, "rw", Shared, 0, 10, 50), cycle(2, 0, "rw", Exclusive, 0, 20, 30)), I1, 0, 1)
@@ -353,4 +362,28 @@ func TestExclusionHandover(t *testing.T) {
 	expect(t, history(nil, first, handed, other), I1, 0, 1)
 	// Without the handover the second hold began after the deletion.
 	expect(t, history(del, first, append(handed[:1:1], handed[2:]...), other), I1, 0, 1)
+}
+
+// An excerpt shows the faults and the events on the violation's lock (and
+// the lock its waiters need too) near it, in time order, and nothing else.
+func TestExcerpt(t *testing.T) {
+	h := history([]Fault{{Kind: "F1", W: 3, G: 0, R: "m", Start: 60 * ms1, End: 60 * ms1}},
+		cycle(2, 0, "m", Exclusive, 50, 1000, 1010), cycle(1, 0, "mm", Exclusive, 0, 10, 100),
+		cycle(4, 0, "fair", Exclusive, 0, 10, 100), cycle(5, 0, "m", Exclusive, 5000, 5001, 5002))
+	got := Excerpt(h, Violation{Invariant: I9, T: 100 * ms1, R: "mm"}, 100)
+	for _, want := range []string{"I9 on \"mm\" at +100 ms", "fault F1", "+0 ms w1/g0 inv mm", "+50 ms w2/g0 inv m", "+1010 ms w2/g0 rel m"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the excerpt lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "fair") || strings.Contains(got, "+5000 ms") {
+		t.Errorf("the excerpt shows another lock, or what came long after:\n%s", got)
+	}
+	if i, j := strings.Index(got, "w1/g0 inv"), strings.Index(got, "w2/g0 inv"); i > j {
+		t.Errorf("not in time order:\n%s", got)
+	}
+	got = Excerpt(h, Violation{Invariant: I9, T: 1000 * ms1, R: "mm"}, 2) // cut to the events nearest the violation
+	if !strings.Contains(got, "  ...\n") || !strings.Contains(got, "+1000 ms w2/g0 acq m") || strings.Contains(got, "w1/g0") {
+		t.Errorf("not cut to the events nearest the violation:\n%s", got)
+	}
 }

@@ -110,7 +110,8 @@ func (r *run) spawn(s *seat) {
 	r.files = append(r.files, events)
 	init, set := r.tp.entry()
 	cfg, _ := json.Marshal(workerConfig{ID: r.nextID, Init: init, MasterSet: set, Proxies: s.proxy.addrs,
-		Resource: r.res.Addr, Lease: r.lease, Seed: r.rng.Uint64(), Events: events})
+		Resource: r.res.Addr, Lease: r.lease, Seed: r.rng.Uint64(), Events: events,
+		Replicated: r.tp.kind != Standalone})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
 	stderr, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", r.nextID)))

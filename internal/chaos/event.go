@@ -12,6 +12,7 @@ const (
 	Queued        Kind = "queued"   // its place in a FIFO queue is confirmed
 	Handover      Kind = "handover" // the acquisition to come was handed over locally (by a goroutine of the worker)
 	Part          Kind = "part"     // a waiting MultiMutex call took some of its names (one slot's), not yet all
+	Handed        Kind = "handed"   // the acquisition to come was handed through Redis by a release: its lease, until its first renewal, is its heartbeat deadline
 	Acquired      Kind = "acq"      // it returned holding (Mode; Tok for a FencedMutex)
 	AcquireFailed Kind = "acqfail"  // it returned an error (Err)
 	Enter         Kind = "enter"    // the critical section begins

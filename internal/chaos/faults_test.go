@@ -47,6 +47,14 @@ func (r *run) fault(k string) {
 		r.unpark(s, g)
 	case "F3", "F4":
 		g, ok := r.park(s)
+		if ok && k == "F4" {
+			// A hold handed through Redis lasts to its waiter's heartbeat
+			// deadline until its first renewal, half a heartbeat timeout
+			// after it was taken at most: the restart comes after that, so
+			// that it meets the parked hold with a renewed lease (see
+			// restartBeforeRenewal).
+			time.Sleep(heartbeat(r.lease)/2 + 200*time.Millisecond)
+		}
 		f := Fault{Kind: k, Global: true, W: s.p.id, G: -1, Start: Now()}
 		if ok {
 			f.G, f.R = g, slots[g].res

@@ -64,6 +64,9 @@ type hold struct {
 	// Completed is when a Once's function returned nil in this hold, 0 if
 	// it did not.
 	Completed int64
+	// Handed marks a hold that a release handed through Redis: until its
+	// first renewal its lease was the waiter's heartbeat deadline.
+	Handed bool
 }
 
 // A call is a call of a Once's Reset or a WaitGroup's Add (N its delta).
@@ -93,14 +96,28 @@ type model struct {
 	resets []call             // a Once's Resets
 	adds   []call             // a WaitGroup's Adds (Done is Add -1)
 	kills  map[int]int64      // worker -> when it was killed
+	t0     int64              // the run's first event (see History.start)
 	slots  map[[2]int][]*hold // (worker, goroutine) -> its holds in order
+}
+
+// start returns when the run's first event happened, which reports count
+// from (the events are in each worker's order, not in one).
+func (h *History) start() int64 {
+	if len(h.Events) == 0 {
+		return 0
+	}
+	t0 := h.Events[0].T
+	for _, e := range h.Events {
+		t0 = min(t0, e.T)
+	}
+	return t0
 }
 
 // build pairs each worker goroutine's events into waits, holds and writes.
 // A worker's events are in its own order; a killed worker's open calls end at
 // its death, those of a worker that never stopped at never.
 func build(h *History) *model {
-	m := &model{History: h, kills: map[int]int64{}, slots: map[[2]int][]*hold{}}
+	m := &model{History: h, kills: map[int]int64{}, slots: map[[2]int][]*hold{}, t0: h.start()}
 	for _, f := range h.Faults {
 		if f.kills() {
 			m.kills[f.W] = f.End // dead by then at the latest
@@ -110,6 +127,7 @@ func build(h *History) *model {
 	waiting := map[slot]*wait{}
 	holding := map[slot]*hold{}
 	handed := map[slot]bool{}
+	handedInRedis := map[slot]bool{}
 	resetting := map[slot]int{} // a Reset called and not yet returned: its index in m.resets
 	// A local handover passes a hold on without Redis: the hold that receives
 	// it began, in Redis, when the first hold of the chain was called for.
@@ -131,6 +149,8 @@ func build(h *History) *model {
 			}
 		case Handover:
 			handed[s] = true
+		case Handed:
+			handedInRedis[s] = true
 		case Part:
 			if w := waiting[s]; w != nil {
 				w.Part = true
@@ -156,15 +176,16 @@ func build(h *History) *model {
 			m.adds = append(m.adds, call{W: e.W, G: e.G, R: e.R, N: e.N, T0: e.T0, T: e.T, Err: e.Err})
 		case Acquired, AcquireFailed:
 			w := waiting[s]
-			handover := handed[s]
+			handover, inRedis := handed[s], handedInRedis[s]
 			delete(handed, s)
+			delete(handedInRedis, s)
 			if w == nil {
 				continue // a single attempt: no waiter
 			}
 			delete(waiting, s)
 			w.Ret, w.OK = e.T, e.K == Acquired
 			if w.OK {
-				hd := &hold{W: e.W, G: e.G, R: e.R, Mode: e.Mode, Tok: e.Tok, Inv: w.Inv, Acq: e.T, Rel: never}
+				hd := &hold{W: e.W, G: e.G, R: e.R, Mode: e.Mode, Tok: e.Tok, Inv: w.Inv, Acq: e.T, Rel: never, Handed: inRedis}
 				if handover {
 					hd.Inv = chain[owner{e.W, e.R}]
 				}

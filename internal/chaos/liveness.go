@@ -379,5 +379,5 @@ func (m *model) at(t int64) string {
 	if len(m.Events) == 0 {
 		return ms(t)
 	}
-	return "+" + ms(t-m.Events[0].T)
+	return "+" + ms(t-m.t0)
 }

@@ -331,3 +331,49 @@ func (r *Report) Table() string {
 	}
 	return b.String()
 }
+
+// Excerpt returns the part of h around violation v, for a report that a
+// run's log carries: the faults and the events on v's lock (and the lock its
+// waiters need too) from a second before v to two seconds after, at most
+// limit events, with times relative to the run's first event.
+func Excerpt(h *History, v Violation, limit int) string {
+	if len(h.Events) == 0 {
+		return ""
+	}
+	t0 := h.start()
+	from, to := v.T-int64(time.Second), v.T+2*int64(time.Second)
+	names := map[string]bool{v.R: true}
+	if with := h.Resources[v.R].With; with != "" {
+		names[with] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %q at +%s:\n", v.Invariant, v.R, ms(v.T-t0))
+	for _, f := range h.Faults {
+		if f.End >= from && f.Start <= to {
+			fmt.Fprintf(&b, "  fault %s %s w%d/g%d %s from +%s to +%s\n", f.Kind, f.Sub, f.W, f.G, f.R, ms(f.Start-t0), ms(f.End-t0))
+		}
+	}
+	var near []Event
+	for _, e := range h.Events {
+		if e.T >= from && e.T <= to && names[e.R] {
+			near = append(near, e)
+		}
+	}
+	if len(near) > limit { // the limit closest to v
+		slices.SortStableFunc(near, func(a, b Event) int { return cmp64(abs64(a.T-v.T), abs64(b.T-v.T)) })
+		near = near[:limit]
+		b.WriteString("  ...\n")
+	}
+	slices.SortStableFunc(near, func(a, b Event) int { return cmp64(a.T, b.T) })
+	for _, e := range near {
+		fmt.Fprintf(&b, "  +%s w%d/g%d %s %s %s\n", ms(e.T-t0), e.W, e.G, e.K, e.R, e.Err)
+	}
+	return b.String()
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -35,9 +35,12 @@ type workerConfig struct {
 	Init      []string
 	MasterSet string
 	Proxies   map[string]string
-	Resource  string        // the fenced resource's server
-	Lease     time.Duration // watchdog timeout (the heartbeat timeout is heartbeat(Lease))
-	Seed      uint64
+	Resource  string // the fenced resource's server
+	// Replicated says that the lock servers have replicas: one chaos-mutex
+	// slot then acquires WithSyncReplicas (see syncSlot).
+	Replicated bool
+	Lease      time.Duration // watchdog timeout (the heartbeat timeout is heartbeat(Lease))
+	Seed       uint64
 	// Events is the file the worker writes its history to. A file, not a
 	// pipe: a worker must never wait for the coordinator to read, or a slow
 	// coordinator would stall every worker at once, holders included.
@@ -61,6 +64,16 @@ var slots = []struct {
 	// on the second (see multiNames).
 	{"chaos-multi-a", Exclusive}, {"chaos-multi-a", Exclusive}, {"chaos-multi-b", Exclusive},
 }
+
+// On replicated lock servers the chaos-mutex slot syncSlot acquires
+// WithSyncReplicas(1, syncTimeout), beside the worker's plain handle on the
+// same lock: a hold passes between them only when it satisfies the
+// receiver's rules, and a synced call refused while its replica lags keeps
+// no plain call of its Client from the lock.
+const (
+	syncSlot    = 1
+	syncTimeout = 500 * time.Millisecond
+)
 
 // multiNames are the names of the MultiMutex slots, for the slot's number
 // modulo 2. A MultiMutex's hold is recorded on each name: on chaos-multi-a by
@@ -195,6 +208,8 @@ func (w *worker) Observe(ctx context.Context, ev redisync.Event) {
 		case !ok:
 		case ev.LocalHandoff:
 			w.emit(Event{G: s.g, K: Handover, R: s.res})
+		case ev.Handed:
+			w.emit(Event{G: s.g, K: Handed, R: s.res})
 		case ev.Primitive == redisync.PrimitiveMultiMutex:
 			// A MultiMutex reports the names of each slot as it takes
 			// them: until its call returns, it holds a part.
@@ -333,7 +348,10 @@ func (w *worker) connect() (func(), error) {
 			s.unlock, s.done, s.also = m.UnlockContext, m.Done, "chaos-multi-b"
 		case sl.res == "chaos-mutex" || sl.res == "chaos-shared" || sl.res == "chaos-multi-b":
 			m := shared
-			if sl.res != "chaos-shared" {
+			switch {
+			case g == syncSlot && w.cfg.Replicated:
+				m = c.NewMutex(sl.res, redisync.WithSyncReplicas(1, syncTimeout))
+			case sl.res != "chaos-shared":
 				m = c.NewMutex(sl.res)
 			}
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
