@@ -24,7 +24,7 @@ const childOnce = "REDISYNC_TEST_ONCE"
 
 // f runs exactly once across 4 Clients of 8 goroutines each: a counter in
 // Redis, incremented inside f, is the oracle; every Do returns nil, and the
-// waiters return within 100 ms of f's success.
+// waiters return within 500 ms of f's success (woken, not polling).
 func TestOnceRunsOnce(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		name := "once:" + t.Name()
@@ -69,7 +69,10 @@ func TestOnceRunsOnce(t *testing.T) {
 			worst = max(worst, d)
 		}
 		t.Logf("the last waiter returned %v after f succeeded", worst)
-		assert.Less(t, worst, 100*time.Millisecond, "waiters wake on f's success")
+		// Generous, for a loaded machine (115 ms seen under -race on
+		// miniredis), and still well below the second a waiter would sleep
+		// without the wake-up (the poll bound; the claim's lease is 30 s).
+		assert.Less(t, worst, 500*time.Millisecond, "waiters wake on f's success")
 		done, err := clients[0].NewOnce(name).IsDone(ctx)
 		require.NoError(t, err)
 		assert.True(t, done)
