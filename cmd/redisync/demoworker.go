@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
 )
@@ -75,6 +77,9 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if err := warm(ctx, rc); err != nil {
+		return err
+	}
 	report := func(event string, values ...int64) {
 		fields := []string{strconv.FormatInt(time.Now().UnixNano(), 10), event}
 		for _, v := range values {
@@ -166,4 +171,22 @@ func (l semLock) LockContext(ctx context.Context) error { return l.s.Acquire(ctx
 func (l semLock) UnlockContext(context.Context) error {
 	l.s.Release(1)
 	return l.s.Err()
+}
+
+// warm opens the worker's connections before it reports ready. rueidis
+// pipelines a standalone or Sentinel client's commands over four
+// connections, sends each keyed command on one of them at random, and dials
+// each the first time it is picked: a fresh process that locks once would
+// otherwise pay a dial and a handshake (5-9 ms measured) inside one of the
+// handoffs the scenes time, where a long-running service has its
+// connections open. Enough keyed reads that every connection is picked with
+// near certainty (a connection is missed by 32 with odds of 1 in 10,000).
+func warm(ctx context.Context, rc rueidis.Client) error {
+	for i := range 32 {
+		key := "redisync_demo_warm:" + strconv.Itoa(i)
+		if err := rc.Do(ctx, rc.B().Exists().Key(key).Build()).Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
