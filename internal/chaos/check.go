@@ -138,7 +138,7 @@ func (m *model) breaksLeases(f Fault) bool {
 // just before a SIGSTOP that delayed the reply's reading) to the end of the
 // critical section.
 func (m *model) leaseBroken(hd *hold) string {
-	for _, f := range m.faultsIn(hd.Inv, hd.Exit) {
+	for f := range m.faultsIn(hd.Inv, hd.Exit) {
 		if (m.breaksLeases(f) || m.restartBeforeRenewal(f, hd)) && (f.Global || f.W == hd.W) {
 			return f.Kind
 		}

@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -385,5 +387,31 @@ func TestExcerpt(t *testing.T) {
 	got = Excerpt(h, Violation{Invariant: I9, T: 1000 * ms1, R: "mm"}, 2) // cut to the events nearest the violation
 	if !strings.Contains(got, "  ...\n") || !strings.Contains(got, "+1000 ms w2/g0 acq m") || strings.Contains(got, "w1/g0") {
 		t.Errorf("not cut to the events nearest the violation:\n%s", got)
+	}
+}
+
+// faultsIn finds, through its index, exactly the faults a scan of them all
+// finds, in the order they began.
+func TestFaultsIn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var faults []Fault
+	for range 300 {
+		start := rng.Int64N(100_000)
+		faults = append(faults, Fault{Kind: "F" + strconv.Itoa(rng.IntN(9)+1), Start: start, End: start + rng.Int64N(3_000)})
+	}
+	m := build(history(faults))
+	for range 2000 {
+		from := rng.Int64N(105_000) - 2_000
+		to := from + rng.Int64N(5_000)
+		var want []Fault
+		for _, f := range faults {
+			if f.Start <= to && f.End >= from {
+				want = append(want, f)
+			}
+		}
+		slices.SortStableFunc(want, func(a, b Fault) int { return cmp64(a.Start, b.Start) })
+		if got := slices.Collect(m.faultsIn(from, to)); !slices.Equal(got, want) {
+			t.Fatalf("faultsIn(%d, %d) = %v, want %v", from, to, got, want)
+		}
 	}
 }

@@ -166,6 +166,16 @@ func (r *run) read(p *proc, out io.Reader) {
 // history reads the workers' histories, each in its own order.
 func (r *run) history() []Event {
 	var events []Event
+	// A long run has tens of millions of events, whose few distinct names,
+	// kinds and errors are kept once each.
+	strs := map[string]string{}
+	intern := func(s *string) {
+		if v, ok := strs[*s]; ok {
+			*s = v
+		} else {
+			strs[*s] = *s
+		}
+	}
 	for _, name := range r.files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -176,6 +186,10 @@ func (r *run) history() []Event {
 		for sc.Scan() {
 			var e Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err == nil { // a line cut by SIGKILL is skipped
+				intern(&e.R)
+				intern((*string)(&e.K))
+				intern(&e.Mode)
+				intern(&e.Err)
 				events = append(events, e)
 			}
 		}

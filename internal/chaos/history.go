@@ -1,8 +1,10 @@
 package chaos
 
 import (
+	"iter"
 	"math"
 	"slices"
+	"sort"
 )
 
 // never stands for a return that did not happen.
@@ -93,11 +95,15 @@ type model struct {
 	waits  []*wait
 	holds  []*hold
 	writes []write
-	resets []call             // a Once's Resets
-	adds   []call             // a WaitGroup's Adds (Done is Add -1)
-	kills  map[int]int64      // worker -> when it was killed
-	t0     int64              // the run's first event (see History.start)
-	slots  map[[2]int][]*hold // (worker, goroutine) -> its holds in order
+	resets []call        // a Once's Resets
+	adds   []call        // a WaitGroup's Adds (Done is Add -1)
+	kills  map[int]int64 // worker -> when it was killed
+	t0     int64         // the run's first event (see History.start)
+	// byStart is Faults by start, longest the longest one's length (see
+	// faultsIn).
+	byStart []Fault
+	longest int64
+	slots   map[[2]int][]*hold // (worker, goroutine) -> its holds in order
 }
 
 // start returns when the run's first event happened, which reports count
@@ -118,6 +124,7 @@ func (h *History) start() int64 {
 // its death, those of a worker that never stopped at never.
 func build(h *History) *model {
 	m := &model{History: h, kills: map[int]int64{}, slots: map[[2]int][]*hold{}, t0: h.start()}
+	m.indexFaults()
 	for _, f := range h.Faults {
 		if f.kills() {
 			m.kills[f.W] = f.End // dead by then at the latest
@@ -243,15 +250,40 @@ func (m *model) occupied(hd *hold) int64 {
 	return hd.Rel
 }
 
-// faultsIn returns the faults active at some time in [from, to].
-func (m *model) faultsIn(from, to int64) []Fault {
-	var out []Fault
-	for _, f := range m.Faults {
-		if f.Start <= to && f.End >= from {
-			out = append(out, f)
+// faultsIn yields the faults active at some time in [from, to], in the
+// order they began. It looks only at those that began within the longest
+// fault's length before from, and allocates nothing: a look per hold or per
+// freeing stays cheap in a run of millions of holds and thousands of
+// faults.
+func (m *model) faultsIn(from, to int64) iter.Seq[Fault] {
+	return func(yield func(Fault) bool) {
+		lo := sort.Search(len(m.byStart), func(i int) bool { return m.byStart[i].Start >= from-m.longest })
+		for _, f := range m.byStart[lo:] {
+			if f.Start > to {
+				return
+			}
+			if f.End >= from && !yield(f) {
+				return
+			}
 		}
 	}
-	return out
+}
+
+// anyFaultIn reports whether a fault was active at some time in [from, to].
+func (m *model) anyFaultIn(from, to int64) bool {
+	for range m.faultsIn(from, to) {
+		return true
+	}
+	return false
+}
+
+// indexFaults sorts a copy of the faults by their start for faultsIn.
+func (m *model) indexFaults() {
+	m.byStart = slices.Clone(m.Faults)
+	slices.SortStableFunc(m.byStart, func(a, b Fault) int { return cmp64(a.Start, b.Start) })
+	for _, f := range m.byStart {
+		m.longest = max(m.longest, f.End-f.Start)
+	}
 }
 
 // byResource groups items by resource name, keeping their order.

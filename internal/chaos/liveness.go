@@ -140,7 +140,7 @@ var promptKinds = map[string]bool{"Mutex": true, "FencedMutex": true, "MultiMute
 // dead before the release began can only have been handed the lock, which
 // stays in its name for a heartbeat timeout at most: that is what I9 checks.
 func (m *model) promptExcused(fr freeing, deadline int64, diedHolding map[int]bool) bool {
-	for _, ft := range m.faultsIn(fr.t-int64(m.Params.Recovery), deadline) {
+	for ft := range m.faultsIn(fr.t-int64(m.Params.Recovery), deadline) {
 		if !ft.kills() || ft.Start >= fr.by.Exit || diedHolding[ft.W] {
 			return true
 		}
@@ -195,7 +195,7 @@ func (m *model) wakeDeadline(f int64) int64 {
 	deadline := f + lease + slack
 	for changed := true; changed; {
 		changed = false
-		for _, ft := range m.faultsIn(f-recovery, deadline) {
+		for ft := range m.faultsIn(f-recovery, deadline) {
 			if d := ft.End + recovery + slack; d > deadline {
 				deadline, changed = d, true
 			}
@@ -250,7 +250,7 @@ func (m *model) checkFIFO() []Violation {
 // faultedWhileWaiting reports whether a fault hit w's worker, or a fault
 // that loses the queue hit the server, while w waited.
 func (m *model) faultedWhileWaiting(w *wait) bool {
-	for _, f := range m.faultsIn(w.Inv, w.Ret) {
+	for f := range m.faultsIn(w.Inv, w.Ret) {
 		switch {
 		case f.W == w.W:
 			return true

@@ -9,7 +9,7 @@ import (
 // lostDataIn returns the kind of a fault that may have made Redis forget the
 // data of resource r during [from, to], "" when there is none.
 func (m *model) lostDataIn(r string, from, to int64) string {
-	for _, f := range m.faultsIn(from, to) {
+	for f := range m.faultsIn(from, to) {
 		if f.losesData() && (f.Global || f.R == r || f.Kind != "F9") {
 			return f.Kind
 		}

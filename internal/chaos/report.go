@@ -146,7 +146,7 @@ func Summarize(h *History, vs []Violation) *Report {
 	lease := int64(h.Params.Lease)
 	for _, hd := range m.holds {
 		lost := hd.Lost != 0 || strings.Contains(hd.RelErr, "lock lost")
-		if lost && len(m.faultsIn(hd.Inv-lease, min(hd.Rel, h.End)+lease)) == 0 {
+		if lost && !m.anyFaultIn(hd.Inv-lease, min(hd.Rel, h.End)+lease) {
 			r.QuietLosses++
 		}
 	}
@@ -216,7 +216,7 @@ func (m *model) handoffs() Dist {
 		var acq, rel []int64
 		for _, hd := range hs {
 			acq = append(acq, hd.Acq)
-			if hd.Rel != never && len(m.faultsIn(hd.Rel-lease, hd.Rel+lease)) == 0 {
+			if hd.Rel != never && !m.anyFaultIn(hd.Rel-lease, hd.Rel+lease) {
 				rel = append(rel, hd.Rel)
 			}
 		}
