@@ -4,8 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/state"
 	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // The administration that every primitive offers (IsLocked, TTL, HoldCount,
@@ -40,7 +41,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 // there is no such hold through this Client.
 func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 	owner, _ := ownerOf(ctx, h.owner)
-	_, field := h.c.current(holdKey{kind: kind, name: h.key, owner: owner})
+	_, field := h.c.holds.current(holdKey{kind: kind, name: h.key, owner: owner})
 	if field == "" {
 		return 0, nil
 	}

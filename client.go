@@ -1,11 +1,11 @@
 package redisync
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -20,33 +20,8 @@ import (
 // name, shared by all waiters). Handles are cheap; create one Client per
 // process and as many handles as needed.
 type Client struct {
-	rc  rueidis.Client
-	id  string // random UUID: the first half of every owner field
-	cfg config
-
-	scripts *scripts.Runner
-	leases  *lease.Scheduler
-	notify  *notify.Registry
-
-	closeOnce  sync.Once
-	closed     chan struct{}
-	background sync.WaitGroup // runs the releases that outlive their caller's context
-
-	mu    sync.Mutex
-	holds map[holdKey]*hold
-	// forced holds, with when, the fields of this Client's holds that a
-	// ForceUnlock through it deleted while no term had them: holds whose
-	// acquire reply (or handover message) was on its way. begin ends such a
-	// hold as force-unlocked the moment it is recorded.
-	forced map[string]time.Time
-
-	// xmu guards the Client's queues of waiting calls (handover.go):
-	// queues holds, by lock, the waiting calls in their order; handing
-	// records the holds handed and not yet taken, with the record they are
-	// for. Taken before mu when both are.
-	xmu     sync.Mutex
-	queues  map[holdKey][]*place
-	handing map[*term]holdKey
+	engine
+	closeOnce sync.Once
 }
 
 // New returns a Client that works through rc, with the options as the
@@ -67,18 +42,15 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	}
 	cluster := rc.Mode() == rueidis.ClientModeCluster
 	sharded := cluster && !cfg.classicPubSub
-	c := &Client{
-		rc:      rc,
-		id:      newUUID(),
-		cfg:     cfg,
-		scripts: scripts.NewRunner(rc, sharded),
-		closed:  make(chan struct{}),
-		holds:   make(map[holdKey]*hold),
-		forced:  make(map[string]time.Time),
-
-		queues:  make(map[holdKey][]*place),
-		handing: make(map[*term]holdKey),
-	}
+	c := &Client{engine: engine{
+		rc:        rc,
+		id:        newUUID(),
+		cfg:       cfg,
+		scripts:   scripts.NewRunner(rc, sharded),
+		closed:    make(chan struct{}),
+		holds:     newHoldTable(),
+		handovers: newHandovers(),
+	}}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option
 	if cfg.observer != nil {
@@ -109,15 +81,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.closed:
-		return true
-	default:
-	}
-	return false
-}
-
 // newUUID returns a random (version 4) UUID in its text form.
 func newUUID() string {
 	var b [16]byte
@@ -125,4 +88,15 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// observeBatch is the renewal scheduler's batch callback.
+func (c *Client) observeBatch(b lease.Batch) {
+	c.cfg.observer.Observe(context.Background(), Event{Kind: EventRenewalBatch, Batch: b.Size, Failures: b.Failures,
+		Duration: b.Duration, Cause: b.Err})
+}
+
+// observeSubscribed is the subscriber's confirmation callback.
+func (c *Client) observeSubscribed(channel string, again bool) {
+	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
 }

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/layout"
-	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // namesOnEveryMaster returns perMaster names with prefix for each master of

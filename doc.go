@@ -11,7 +11,11 @@
 //   - [Semaphore], weighted and leased permits, like x/sync's Weighted;
 //   - [Once], a function run once across processes, like [sync.Once];
 //   - [WaitGroup], a counter processes wait on, like [sync.WaitGroup], in
-//     Redisson's RCountDownLatch layout.
+//     Redisson's RCountDownLatch layout;
+//   - [MultiMutex], several names locked as one, all or none, like
+//     Redisson's RedissonMultiLock;
+//   - [Election], one leader among campaigners, like etcd's
+//     concurrency.Election.
 //
 // One [Client] per process shares a script registry, one renewal scheduler and
 // one multiplexed subscriber across every handle; handles are cheap. Mutex,

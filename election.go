@@ -86,11 +86,11 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 // unless a later one replaces it first; a Proclaim whose caller gave up and
 // that lands after a later one changes nothing.
 func (e *Election) Proclaim(ctx context.Context, value string) error {
-	h := e.h.c.ref(e.key(), false)
+	h := e.h.c.holds.ref(e.key(), false)
 	if h == nil {
 		return e.wrap(ErrNotLeader)
 	}
-	defer e.h.c.unref(h)
+	defer e.h.c.holds.unref(h)
 	if err := h.op.Lock(ctx); err != nil {
 		return err
 	}
@@ -229,10 +229,10 @@ func (e *Election) ForceUnlock(ctx context.Context) (bool, error) {
 
 // leading returns the handle's current leadership, nil if it does not lead.
 func (e *Election) leading() *term {
-	h := e.h.c.ref(e.key(), false)
+	h := e.h.c.holds.ref(e.key(), false)
 	t := termOf(h)
 	if h != nil {
-		e.h.c.unref(h)
+		e.h.c.holds.unref(h)
 	}
 	if t == nil {
 		return nil

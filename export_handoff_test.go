@@ -26,9 +26,9 @@ func ReadRenewEveryForTest(d time.Duration) (restore func()) {
 // TransferWaitersForTest returns how many waiting calls of c wait in its
 // queue of the Mutex called name.
 func TransferWaitersForTest(c *Client, name string) int {
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	return len(c.queues[holdKey{kind: exclusive, name: name}])
+	c.handovers.mu.Lock()
+	defer c.handovers.mu.Unlock()
+	return len(c.handovers.queues[holdKey{kind: exclusive, name: name}])
 }
 
 // HandOverInFlightForTest unlocks giver while a call of taker (another
@@ -38,7 +38,7 @@ func TransferWaitersForTest(c *Client, name string) int {
 // hold's end if it had ended; an error if nothing was handed over.
 func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, ended error)) {
 	p := taker.proto(taker.owner)
-	w := taker.c.queue(&caller{p: p, mode: waitHandoff, n: 1})
+	w := taker.c.handovers.queue(&caller{p: p, mode: waitHandoff, n: 1})
 	giver.Unlock()
 	return func() (bool, error) {
 		select {

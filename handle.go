@@ -148,13 +148,6 @@ func (h *handle) unlocked(err error, misuse string) {
 	}
 }
 
-// closedChan is what Done returns when there has been no hold.
-var closedChan = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
-
 // noCopy makes go vet's copylocks check report copies of the types embedding it.
 type noCopy struct{}
 

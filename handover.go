@@ -1,12 +1,11 @@
 package redisync
 
 import (
-	"context"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/mutant"
-	"github.com/go-redisync/redisync/internal/scripts"
+	"github.com/go-redisync/redisync/internal/lease"
 )
 
 // The Client's queue of waiting calls: the waiting Lock and LockContext
@@ -31,46 +30,28 @@ const maxHandoffs = 64
 // maxHandoffTime is a variable only so that tests can lengthen it.
 var maxHandoffTime = time.Millisecond
 
-// A place is a waiting call's place in its Client's queue of its lock.
-type place struct {
-	p    *protocol
-	ch   chan handed   // receives the hold handed to the caller; buffered
-	poke chan struct{} // a wake-up passed on to the first of the queue; buffered
+// The handovers of a Client: its queues of waiting calls, by lock, each in
+// arrival order, and the holds handed to a waiting call and not yet taken,
+// with the record they are for. Its mutex is taken before the hold table's
+// when both are.
+type handovers struct {
+	mu      sync.Mutex
+	queues  map[holdKey][]*place
+	handing map[*term]holdKey
 }
 
-// A handed hold is a term on its way to the caller it was handed to, with
-// the bounds of the run of handovers it belongs to.
-type handed struct {
-	t         *term
-	streak    int
-	fromRedis time.Time
+// newHandovers returns empty queues.
+func newHandovers() handovers {
+	return handovers{queues: make(map[holdKey][]*place), handing: make(map[*term]holdKey)}
 }
-
-// queueKey names the queue of p's lock: its sort and name, whatever the
-// owner (a Mutex and a FencedMutex of one name share it).
-func queueKey(p *protocol) holdKey { return holdKey{kind: p.key.kind, name: p.key.name} }
-
-// queues reports whether the call a waits in its Client's queue of its
-// lock: a waiting call of a handle's own owner on an exclusive lock that
-// does not queue in Redis by itself (Mutex, FencedMutex, a write lock,
-// MultiMutex), whose attempts all had a known outcome (a late copy of one
-// could outlive a hold handed to it).
-func (a *caller) queues() bool {
-	return a.p.fifo && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.call.uncertain()
-}
-
-// takesHanded reports whether the call a may be handed a hold by another
-// call of its Client: a waiting Lock or LockContext of a Mutex handle's own
-// owner.
-func (a *caller) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }
 
 // queue places the waiting call a at the end of its lock's queue.
-func (c *Client) queue(a *caller) *place {
+func (hs *handovers) queue(a *caller) *place {
 	w := &place{p: a.p, ch: make(chan handed, 1), poke: make(chan struct{}, 1)}
 	k := queueKey(a.p)
-	c.xmu.Lock()
-	c.queues[k] = append(c.queues[k], w)
-	c.xmu.Unlock()
+	hs.mu.Lock()
+	hs.queues[k] = append(hs.queues[k], w)
+	hs.mu.Unlock()
 	return w
 }
 
@@ -79,32 +60,32 @@ func (c *Client) queue(a *caller) *place {
 // without asking Redis, where only the first of them asks. A single attempt
 // (TryLock) fails then, as sync.Mutex's does while waiters starve; an
 // explicit owner's call and a call queued in Redis by itself never wait so.
-func (c *Client) queuedBehind(a *caller, tk *ticket) bool {
+func (hs *handovers) queuedBehind(a *caller, tk *ticket) bool {
 	if !a.p.fifo || tk != nil || a.mode != waitFree && a.mode != waitHandoff {
 		return false
 	}
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	q := c.queues[queueKey(a.p)]
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	q := hs.queues[queueKey(a.p)]
 	return len(q) > 0 && (a.single || q[0] != a.place)
 }
 
 // waiting returns how many calls of the Client wait in the queue of p's
 // lock.
-func (c *Client) waiting(p *protocol) int {
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	return len(c.queues[queueKey(p)])
+func (hs *handovers) waiting(p *protocol) int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.queues[queueKey(p)])
 }
 
 // passWake passes a wake-up of the lock's channel that reached the waiting
 // call a, queued behind another, on to the first of the queue, which asks
 // Redis where a would not; it reports whether it did.
-func (c *Client) passWake(a *caller) bool {
-	if a.place == nil || !c.queuedBehind(a, nil) { // place is the waiting goroutine's own: no lock needed to read it
+func (hs *handovers) passWake(a *caller) bool {
+	if a.place == nil || !hs.queuedBehind(a, nil) { // place is the waiting goroutine's own: no lock needed to read it
 		return false
 	}
-	c.pokeFirst(a.p) // the first now, if another one took its place meanwhile: it asks Redis
+	hs.pokeFirst(a.p) // the first now, if another one took its place meanwhile: it asks Redis
 	return true
 }
 
@@ -113,10 +94,15 @@ func (c *Client) passWake(a *caller) bool {
 // release in Redis by a call of this Client, or one that handed the lock to
 // a waiter of another process while the calls of this Client were not
 // queued in Redis.
-func (c *Client) pokeFirst(p *protocol) {
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	if q := c.queues[queueKey(p)]; len(q) > 0 {
+func (hs *handovers) pokeFirst(p *protocol) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.poke(queueKey(p))
+}
+
+// poke wakes the first call of the queue k, if any (hs.mu held).
+func (hs *handovers) poke(k holdKey) {
+	if q := hs.queues[k]; len(q) > 0 {
 		select {
 		case q[0].poke <- struct{}{}:
 		default:
@@ -124,27 +110,22 @@ func (c *Client) pokeFirst(p *protocol) {
 	}
 }
 
-// leave takes w out of its queue. When a hold was handed to w meanwhile, it
-// gives it back; when w was first and its call failed, the next one asks
-// Redis in its place.
-func (c *Client) leave(ctx context.Context, w *place, failed bool) {
+// remove takes w out of its queue and reports whether it was there; if not,
+// a hold was handed to it, which is on w.ch. When w was first and its call
+// failed, the next one asks Redis in its place.
+func (hs *handovers) remove(w *place, failed bool) bool {
 	k := queueKey(w.p)
-	c.xmu.Lock()
-	q := c.queues[k]
-	i := slices.Index(q, w)
-	if i >= 0 {
-		c.dropWait(k, i)
-		if next := c.queues[k]; i == 0 && failed && len(next) > 0 {
-			select {
-			case next[0].poke <- struct{}{}:
-			default:
-			}
-		}
-	}
-	c.xmu.Unlock()
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	i := slices.Index(hs.queues[k], w)
 	if i < 0 {
-		c.giveBack(ctx, w.p, <-w.ch) // sent before w left the queue
+		return false
 	}
+	hs.drop(k, i)
+	if i == 0 && failed {
+		hs.poke(k)
+	}
+	return true
 }
 
 // requeue moves w to the end of its queue and pokes the new first call of
@@ -152,129 +133,79 @@ func (c *Client) leave(ctx context.Context, w *place, failed bool) {
 // (WithSyncReplicas, when no replica acknowledged its acquisition, which was
 // undone), and the others, who may not need that rule met, must not wait
 // for it while it retries.
-func (c *Client) requeue(w *place) {
+func (hs *handovers) requeue(w *place) {
 	k := queueKey(w.p)
-	c.xmu.Lock()
-	defer c.xmu.Unlock()
-	q := c.queues[k]
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	q := hs.queues[k]
 	i := slices.Index(q, w)
 	if i < 0 || len(q) == 1 {
 		return
 	}
-	q = append(slices.Delete(q, i, i+1), w)
-	c.queues[k] = q
+	hs.queues[k] = append(slices.Delete(q, i, i+1), w)
 	if i == 0 {
-		select {
-		case q[0].poke <- struct{}{}:
-		default:
-		}
+		hs.poke(k)
 	}
 }
 
-// dropWait removes the i-th waiter of the queue k (c.xmu held).
-func (c *Client) dropWait(k holdKey, i int) {
-	q := c.queues[k]
+// drop removes the i-th waiter of the queue k (hs.mu held).
+func (hs *handovers) drop(k holdKey, i int) {
+	q := hs.queues[k]
 	if len(q) == 1 {
-		delete(c.queues, k)
+		delete(hs.queues, k)
 		return
 	}
-	c.queues[k] = slices.Delete(q, i, i+1)
+	hs.queues[k] = slices.Delete(q, i, i+1)
 }
 
-// transfer hands h's hold (h.op held, one hold left, not ended) to the
-// longest-waiting call of this Client on the same lock that may take it
-// (a Mutex call whose handle has the same lease, asking for no more
-// replicas than the hold's acquisition had), the holder's own owner's
-// included, when the bounds of a run of handovers allow; it reports whether
-// it did. A hold one of whose acquire attempts had an unknown outcome is
-// never handed on: a late copy of that attempt must find it released (see
-// release.go).
-func (c *Client) transfer(h *hold, p *protocol, t *term) bool {
-	if h.count != 1 || !p.handoff || t.ambiguous || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
-		return false
-	}
+// hand hands term t of h (one hold left, not ended) to the longest-waiting
+// call of its queue that may take it (a Mutex call whose handle has the same
+// lease, asking for no more replicas than the hold's acquisition had), as
+// a new term whose lease replace puts in the place of t's, and reports
+// whether it did. The handed term stays in handing until its receiver takes
+// it or gives it back.
+func (hs *handovers) hand(h *hold, p *protocol, t *term, replace func(old, next *lease.Lease) bool) bool {
 	k := queueKey(p)
-	c.xmu.Lock()
-	i := slices.IndexFunc(c.queues[k], func(w *place) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	i := slices.IndexFunc(hs.queues[k], func(w *place) bool {
 		return w.p.handoff && w.p.cfg.lease == p.cfg.lease && w.p.cfg.leaseTTL() == p.cfg.leaseTTL() &&
 			(w.p.cfg.syncReplicas == 0 || w.p.cfg.syncReplicas == t.synced)
 	})
 	if i < 0 {
-		c.xmu.Unlock()
 		return false
 	}
-	w := c.queues[k][i]
+	w := hs.queues[k][i]
 	next := newObservedTerm(w.p.cfg, w.p.primitive, w.p.name)
 	next.field, next.synced = t.field, t.synced
 	next.lease = w.p.newLease(next)
-	if !c.leases.Replace(t.lease, next.lease) {
-		c.xmu.Unlock() // lost, or past its deadline: the release finds out
-		return false
+	if !replace(t.lease, next.lease) {
+		return false // lost, or past its deadline: the release finds out
 	}
 	if next.obs != nil {
 		next.obs.since = time.Now()
 	}
-	c.dropWait(k, i)
-	c.handing[next] = w.p.key
+	hs.drop(k, i)
+	hs.handing[next] = w.p.key
 	w.ch <- handed{t: next, streak: h.streak + 1, fromRedis: h.fromRedis}
-	c.xmu.Unlock()
-	if mutant.On("handover-release") {
-		_, _ = p.release(context.Background(), release{Release: scripts.Release{Field: t.field, From: 1, Latch: latchTTL}})
-	}
-	t.end(nil)
-	c.finish(h)
 	return true
 }
 
-// adopt makes the hold x, handed to the waiting call a, a's own (a's owner
-// holds nothing), and reports whether it did. It does not when x ended on
-// its way (lost, Close, ForceUnlock) or when a cannot take it (its owner
-// holds meanwhile, or an attempt of the call had an unknown outcome, whose
-// late copy could outlive the hold); a hold it cannot take is given back.
-func (c *Client) adopt(ctx context.Context, a *caller, x handed) bool {
-	p := a.p
-	h := c.ref(p.key, true)
-	defer c.unref(h)
-	if h.op.Lock(ctx) != nil {
-		c.giveBack(ctx, p, x)
-		return false
+// taken records that the handed term t reached its receiver, which takes
+// it (take, called with hs.mu held, makes it the receiver's) or gives it
+// back.
+func (hs *handovers) taken(t *term, take func()) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	delete(hs.handing, t)
+	if take != nil {
+		take()
 	}
-	c.xmu.Lock()
-	delete(c.handing, x.t)
-	ended, _ := x.t.result()
-	ok := !ended && h.count == 0 && !a.call.uncertain()
-	if ok {
-		h.setCount(1)
-		h.streak, h.fromRedis = x.streak, x.fromRedis
-		h.term.Store(x.t)
-		c.mu.Lock()
-		h.refs++ // the hold itself keeps the record
-		c.mu.Unlock()
-	}
-	c.xmu.Unlock()
-	h.op.Unlock()
-	switch {
-	case ok:
-		a.term = x.t
-		p.cur.Store(x.t)
-		if c.isClosed() {
-			x.t.end(lockError(p.name, ErrClosed))
-		}
-	case !ended:
-		c.giveBack(ctx, p, x)
-	}
-	return ok
 }
 
-// giveBack releases in Redis the hold x, handed to a call of p that does
-// not take it; the release wakes the lock's next waiter.
-func (c *Client) giveBack(ctx context.Context, p *protocol, x handed) {
-	c.xmu.Lock()
-	delete(c.handing, x.t)
-	c.xmu.Unlock()
-	if !c.leases.Remove(x.t.lease) {
-		x.t.lost(ErrLeaseExpired)
+// terms calls each with every handed term not yet taken (hs.mu held).
+func (hs *handovers) terms(each func(holdKey, *term)) {
+	for t, key := range hs.handing {
+		each(key, t)
 	}
-	r := release{Release: scripts.Release{Field: x.t.field, From: 1, To: 0, Latch: latchTTL}}
-	_ = c.settle(context.WithoutCancel(ctx), p, x.t, r, true)
 }

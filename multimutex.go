@@ -175,7 +175,7 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(a *caller) error) er
 // inside, and what it holds there is freed rather than left to its lease.
 func (m *MultiMutex) undo(ctx context.Context, n int) {
 	for _, g := range m.groups[:n] {
-		_, field := m.h.c.current(g.p.key)
+		_, field := m.h.c.holds.current(g.p.key)
 		err := m.h.c.releaseHold(context.WithoutCancel(ctx), g.p, 1)
 		switch {
 		case (errors.Is(err, ErrLockLost) || errors.Is(err, ErrClosed)) && field != "":
@@ -226,7 +226,7 @@ func (m *MultiMutex) Unlock() {
 func (m *MultiMutex) UnlockContext(ctx context.Context) error {
 	var first error
 	for _, g := range m.groups {
-		_, field := m.h.c.current(g.p.key)
+		_, field := m.h.c.holds.current(g.p.key)
 		err := m.h.c.releaseHold(ctx, g.p, 1)
 		if errors.Is(err, ErrLockLost) && field != "" {
 			m.free(ctx, g, field) // the lost hold may still have other names of the slot

@@ -49,15 +49,10 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 // until the mutex is available. Redis failures are retried with backoff, and
 // persistent ones logged. Lock panics if the Client is closed.
 //
-// Waiting Lock and LockContext calls of one Client on one lock (other than
-// those of an explicit owner) queue in the Client in arrival order, whatever
-// handle they come through: only the first of them asks Redis, a newcomer
-// waits behind them, and a hold handed over (see [Mutex.Unlock]) goes to the
-// one that has waited longest. In watchdog mode (without [WithSyncReplicas]),
-// that first call queues in Redis once it found the lock taken, with a
-// heartbeat (see [WithHeartbeatTimeout]), and a release by any process hands
-// the lock to the longest-waiting live call there, in runs of 10 ms, after
-// which the lock goes free once for every waiter.
+// The waiting calls of one Client get the lock in the order they came,
+// whatever handle they use: a goroutine that waits is not overtaken for good
+// by newer Lock or TryLock calls of its process, as sync.Mutex's waiters
+// are not. Across processes the order is not promised; see [FairMutex].
 func (m *Mutex) Lock() {
 	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
 }
@@ -91,17 +86,10 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 // Unlock unlocks m. Like [sync.Mutex], a locked Mutex is not associated with a
 // goroutine: one goroutine may lock it and another unlock it.
 //
-// When other goroutines wait in Lock or LockContext on the same handle, or
-// on another handle of the same Client and lock with the same lease and
-// acquisition rules (a hold taken without [WithSyncReplicas] never goes to a
-// handle that asks for it), Unlock may hand the lock to the one that has
-// waited longest within this process, for a short run (at most 64 handovers
-// and 1 ms since the hold came from Redis) before it releases the lock in
-// Redis for other processes. A hold handed over keeps its identity and lease
-// in Redis and becomes a new hold of the receiving call (on the same handle
-// too): the hold that Done and Err described closes with Err nil, as after a
-// release. A FencedMutex never hands a hold over: each acquisition takes a
-// token.
+// When goroutines of this Client wait for the lock, Unlock may pass it to
+// the one that has waited longest, briefly, before it lets other processes
+// have it; the hold that Done and Err described then ends with Err nil, as
+// after any release.
 //
 // It is a run-time error, and Unlock panics, if m is not locked by its own
 // owner in this process. If the hold was lost, or Redis cannot be reached,
@@ -180,4 +168,10 @@ func (m *Mutex) runAcquire(ctx context.Context, a acquisition) (scripts.Reply, e
 // runRelease runs the release script once.
 func (m *Mutex) runRelease(ctx context.Context, r release) (scripts.Released, error) {
 	return m.c.scripts.ReleaseMutex(ctx, &m.keys, &r.Release)
+}
+
+// mutexTicket returns the place in the queue of m's lock of the waiting
+// call a, whose field is its id there.
+func (m *Mutex) mutexTicket(a *caller) *ticket {
+	return m.c.leases.NewHeartbeat(a.call.field, m.keys[4], m.keys[3], a.p.cfg.heartbeat)
 }

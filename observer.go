@@ -2,12 +2,8 @@ package redisync
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
-
-	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 )
 
 // An Observer receives the events of the locks of a [Client] or of one
@@ -169,80 +165,4 @@ type Event struct {
 	// Cause is the error of EventLost, EventAcquireFailed, EventReleased and
 	// EventRenewalBatch (see the kinds).
 	Cause error
-}
-
-// A term's observer, set only when the handle that took it has one.
-type termObserver struct {
-	o         Observer
-	primitive Primitive
-	name      string
-	since     time.Time // when the term's first acquire was sent
-}
-
-// newObservedTerm returns a new term of the lock called name that reports
-// its end to cfg's observer.
-func newObservedTerm(cfg *config, primitive Primitive, name string) *term {
-	t := &term{cfg: cfg, name: name}
-	if cfg.observer != nil {
-		t.obs = &termObserver{o: cfg.observer, primitive: primitive, name: name}
-	}
-	return t
-}
-
-// observeEnd reports the end of term t (with err, as in term.end) for a hold
-// that began at since.
-func (t *term) observeEnd(err error, since time.Time) {
-	kind := EventReleased
-	if errors.Is(err, ErrLockLost) {
-		kind = EventLost
-	}
-	t.obs.o.Observe(context.Background(), Event{Kind: kind, Primitive: t.obs.primitive, Name: t.obs.name,
-		Hold: time.Since(since), Cause: err})
-}
-
-// observe reports e, an event of p's lock, to p's observer, if it has one.
-func (p *protocol) observe(ctx context.Context, e Event) {
-	if p.cfg.observer != nil {
-		e.Primitive, e.Name = p.primitive, p.name
-		p.cfg.observer.Observe(ctx, e)
-	}
-}
-
-// acquiredEvent is the event of the successful attempt res of a call begun at start.
-func acquiredEvent(start time.Time, res attempt) Event {
-	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff, Handed: res.handed}
-	if !start.IsZero() {
-		e.Wait = time.Since(start)
-	}
-	return e
-}
-
-// wakeEvent is the event of the end of a wait: woken by the wake-up channel
-// (woken) or by its timer. For a Pub/Sub waiter, w tells what woke it; src
-// is the source otherwise.
-func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
-	switch {
-	case !woken:
-		src = WakeTimeout
-	case src == WakePubSub && w != nil:
-		switch w.Source() {
-		case notify.FromMessage:
-		case notify.FromResubscribe:
-			src = WakeResubscribe
-		default:
-			src = WakeLocal
-		}
-	}
-	return Event{Kind: EventWakeup, Source: src}
-}
-
-// observeBatch is the renewal scheduler's batch callback.
-func (c *Client) observeBatch(b lease.Batch) {
-	c.cfg.observer.Observe(context.Background(), Event{Kind: EventRenewalBatch, Batch: b.Size, Failures: b.Failures,
-		Duration: b.Duration, Cause: b.Err})
-}
-
-// observeSubscribed is the subscriber's confirmation callback.
-func (c *Client) observeSubscribed(channel string, again bool) {
-	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
 }

@@ -33,7 +33,7 @@ type protocol struct {
 	// (FairMutex, Semaphore): a release names the waiters it wakes.
 	queued bool
 	// waitQueue marks a Mutex whose waiting calls queue in Redis (see
-	// handed.go): a release hands the lock to the first live one.
+	// wait.go): a release hands the lock to the first live one.
 	waitQueue bool
 	// ticket returns the place in that queue of the waiting call a.
 	ticket func(a *caller) *ticket
@@ -100,3 +100,121 @@ const (
 	tombstoneTTL  = "60000" // milliseconds
 	cleanupBudget = 2 * time.Second
 )
+
+// observe reports e, an event of p's lock, to p's observer, if it has one.
+func (p *protocol) observe(ctx context.Context, e Event) {
+	if p.cfg.observer != nil {
+		e.Primitive, e.Name = p.primitive, p.name
+		p.cfg.observer.Observe(ctx, e)
+	}
+}
+
+// How an owner that already holds treats another acquire.
+type holdMode uint8
+
+const (
+	waitFree    holdMode = iota // wait until the hold is released (sync.Mutex)
+	waitHandoff                 // the same, in a waiting call: queue for a handover
+	reenter                     // add a hold (an explicit owner)
+	share                       // add a hold, but wait while a lost hold is unreleased
+)
+
+// A caller is one acquiring call of one owner: its protocol and mode, and
+// what it keeps across its attempts.
+type caller struct {
+	p      *protocol
+	mode   holdMode
+	n      int  // holds (permits) to add
+	single bool // a Try call: one attempt that waits for nothing
+	call   holdCall
+	place  *place // the call's place in its Client's queue of the lock, while it waits
+	value  int64  // what the acquire script passed on at the last success (a fencing token)
+	term   *term  // the term of the last success
+	// complete records that what the call waits for has happened with
+	// nothing to hold: a Once's function succeeded, a WaitGroup reached zero.
+	complete bool
+	check    func() error              // if set, runs before each attempt (an upgrade is refused)
+	left     func(ctx context.Context) // if set, runs when a waiting call gives up (a writer's claim)
+}
+
+// A holdCall is one acquiring call's part in hold identity, across its
+// attempts.
+type holdCall struct {
+	// field is the identity the call's first acquire asks for, kept by its
+	// retries: a retry adopts what an earlier attempt of the call took, and
+	// no other acquire does. firstUnknown records an attempt of unknown outcome.
+	field        string
+	firstUnknown bool
+	// reentered is the field of the hold the latest re-entry attempt was
+	// for, base the count it expected, reentryUnknown that its outcome is
+	// unknown.
+	reentered      string
+	base           int
+	reentryUnknown bool
+	sent           bool // an attempt reached Redis: a call that gives up may have something to take back
+}
+
+// uncertain reports whether an attempt of the call may have taken something
+// that the call did not get to record: what its undo gives back.
+func (call *holdCall) uncertain() bool { return call.firstUnknown || call.reentryUnknown }
+
+// An attempt is the outcome of one try to acquire.
+type attempt struct {
+	acquired bool
+	// wait is how long the lock stays taken unless released (the holder's
+	// remaining lease, or a queued waiter's deadline); negative if unknown.
+	wait time.Duration
+	// free, when set, is closed when the hold of the caller's own owner, who
+	// does not re-enter, is released.
+	free <-chan struct{}
+	// reentered marks an acquisition joining the owner's current term, and
+	// localHandoff one handed over by a release within the Client (no
+	// Redis); complete an answer that the call's goal is reached without a
+	// hold.
+	reentered, localHandoff, complete bool
+	// handed marks a hold a release handed to the call through Redis,
+	// taken from the release's message (see takeHanded).
+	handed  bool
+	channel string // where to wait, if not the lock's channel (scripts.Reply)
+	// place is a queued Mutex call's place number (scripts.Reply), which
+	// names it in the message of a release that hands it the lock; mayQueue
+	// says that the call, busy and not queued yet, may queue.
+	place    int64
+	mayQueue bool
+}
+
+// A ticket is a waiting call's place in a queue in Redis, kept by a heartbeat.
+type ticket = lease.Heartbeat
+
+// A place is a waiting call's place in its Client's queue of its lock.
+type place struct {
+	p    *protocol
+	ch   chan handed   // receives the hold handed to the caller; buffered
+	poke chan struct{} // a wake-up passed on to the first of the queue; buffered
+}
+
+// A handed hold is a term on its way to the caller it was handed to, with
+// the bounds of the run of handovers it belongs to.
+type handed struct {
+	t         *term
+	streak    int
+	fromRedis time.Time
+}
+
+// queueKey names the queue of p's lock: its sort and name, whatever the
+// owner (a Mutex and a FencedMutex of one name share it).
+func queueKey(p *protocol) holdKey { return holdKey{kind: p.key.kind, name: p.key.name} }
+
+// queues reports whether the call a waits in its Client's queue of its
+// lock: a waiting call of a handle's own owner on an exclusive lock that
+// does not queue in Redis by itself (Mutex, FencedMutex, a write lock,
+// MultiMutex), whose attempts all had a known outcome (a late copy of one
+// could outlive a hold handed to it).
+func (a *caller) queues() bool {
+	return a.p.fifo && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.call.uncertain()
+}
+
+// takesHanded reports whether the call a may be handed a hold by another
+// call of its Client: a waiting Lock or LockContext of a Mutex handle's own
+// owner.
+func (a *caller) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }

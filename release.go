@@ -14,12 +14,12 @@ import (
 // wrapping ErrNotHeld when the owner holds fewer here, and ctx.Err() when ctx
 // ends while another call of the owner keeps it waiting (the hold is then
 // unchanged) or before Redis confirmed the release (which then goes on).
-func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
-	h := c.ref(p.key, false)
+func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
+	h := e.holds.ref(p.key, false)
 	if h == nil {
 		return lockError(p.name, ErrNotHeld)
 	}
-	defer c.unref(h)
+	defer e.holds.unref(h)
 	if err := h.op.Lock(ctx); err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	}
 	if taken := min(n, h.lost); taken > 0 { // a Semaphore's lost permits first
 		if h.lost -= taken; h.lost == 0 && h.count == 0 {
-			c.unref(h)
+			e.holds.unref(h)
 		}
 		if n -= taken; n == 0 {
 			return nil
@@ -39,18 +39,18 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	if ended, err := t.result(); ended && !mutant.On("unlock-any") {
 		// Lost or closed earlier: the owner's release acknowledges it.
 		if h.setCount(h.count - n); h.count == 0 {
-			c.finish(h)
+			e.holds.finish(h)
 		}
 		return err
 	}
-	if n == 1 && c.transfer(h, p, t) {
+	if n == 1 && e.transfer(h, p, t) {
 		return nil
 	}
 	if h.count > n {
 		h.setCount(h.count - n)
-		return c.settle(ctx, p, t, release{h: h, Release: scripts.Release{Field: t.field, From: h.count + n, To: h.count}}, false)
+		return e.settle(ctx, p, t, release{h: h, Release: scripts.Release{Field: t.field, From: h.count + n, To: h.count}}, false)
 	}
-	if !c.leases.Remove(t.lease) && !mutant.On("unlock-any") {
+	if !e.leases.Remove(t.lease) && !mutant.On("unlock-any") {
 		// The scheduler has just found it lost; its report is on the way.
 		// The release below still frees what may be left of it in Redis.
 		t.lost(ErrLeaseExpired)
@@ -59,8 +59,8 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 	if t.ambiguous {
 		r.Latch = tombstoneTTL
 	}
-	c.finish(h)
-	return c.settle(ctx, p, t, r, true)
+	e.holds.finish(h)
+	return e.settle(ctx, p, t, r, true)
 }
 
 // settle runs release r of term t (final: the hold's last) for up to
@@ -68,17 +68,17 @@ func (c *Client) releaseHold(ctx context.Context, p *protocol, n int) error {
 // before Redis has answered (or had ended already), settle returns ctx.Err()
 // and finishes the release in the background, detached from ctx: a repeat is
 // harmless, as a release acts on one hold's identity. Close waits for it.
-func (c *Client) settle(ctx context.Context, p *protocol, t *term, r release, final bool) error {
+func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, final bool) error {
 	if ctx.Err() == nil {
 		rep, err := releaseWithin(ctx, p, r)
 		if err == nil || ctx.Err() == nil {
 			if err != nil {
 				err = lockError(p.name, err)
 			}
-			return c.afterRelease(p, t, rep, err, final)
+			return e.afterRelease(p, t, rep, err, final)
 		}
 	}
-	c.background.Go(func() {
+	e.background.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
 		defer cancel()
 		rep, err := p.release(ctx, r)
@@ -86,7 +86,7 @@ func (c *Client) settle(ctx context.Context, p *protocol, t *term, r release, fi
 			err = lockError(p.name, err)
 			p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
 		}
-		c.afterRelease(p, t, rep, err, final)
+		e.afterRelease(p, t, rep, err, final)
 	})
 	return ctx.Err()
 }
@@ -160,14 +160,14 @@ func (b *budget) Err() error {
 // (or, for a Semaphore, changed by someone else) is lost; a final release
 // ends the term (with err when Redis could not confirm it). It wakes the
 // lock's local waiters, and returns the term's end if it ended, else err.
-func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err error, final bool) error {
+func (e *engine) afterRelease(p *protocol, t *term, rep scripts.Released, err error, final bool) error {
 	switch {
 	case rep.Status < 0 && err == nil:
-		c.lose(t, ErrHoldGone)
+		e.lose(t, ErrHoldGone)
 	case final:
 		t.end(err)
 	}
-	c.wake(p, rep.Woken, final)
+	e.wake(p, rep.Woken, final)
 	if _, end := t.result(); end != nil {
 		return end
 	}
@@ -177,18 +177,41 @@ func (c *Client) afterRelease(p *protocol, t *term, rep scripts.Released, err er
 // wake wakes this process's waiters of p's lock after a release: those it
 // named (a queued lock, or a Mutex handed to a queued waiter), else, when
 // released is set, one (or all: wakeAll).
-func (c *Client) wake(p *protocol, woken []string, released bool) {
+func (e *engine) wake(p *protocol, woken []string, released bool) {
 	switch {
 	case p.queued || len(woken) > 0:
 		for _, tag := range woken {
-			if !c.notify.WakeTag(p.channel, tag) && p.waitQueue {
-				c.pokeFirst(p) // handed to another process's waiter: this Client's queue there
+			if !e.notify.WakeTag(p.channel, tag) && p.waitQueue {
+				e.handovers.pokeFirst(p) // handed to another process's waiter: this Client's queue there
 			}
 		}
 	case !released:
 	case p.wakeAll:
-		c.notify.WakeAll(p.channel)
+		e.notify.WakeAll(p.channel)
 	default:
-		c.notify.WakeOne(p.channel)
+		e.notify.WakeOne(p.channel)
 	}
+}
+
+// transfer hands h's hold (h.op held, one hold left, not ended) to the
+// longest-waiting call of this Client on the same lock that may take it
+// (a Mutex call whose handle has the same lease, asking for no more
+// replicas than the hold's acquisition had), the holder's own owner's
+// included, when the bounds of a run of handovers allow; it reports whether
+// it did. A hold one of whose acquire attempts had an unknown outcome is
+// never handed on: a late copy of that attempt must find it released (see
+// release.go).
+func (e *engine) transfer(h *hold, p *protocol, t *term) bool {
+	if h.count != 1 || !p.handoff || t.ambiguous || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
+		return false
+	}
+	if !e.handovers.hand(h, p, t, e.leases.Replace) {
+		return false
+	}
+	if mutant.On("handover-release") {
+		_, _ = p.release(context.Background(), release{Release: scripts.Release{Field: t.field, From: 1, Latch: latchTTL}})
+	}
+	t.end(nil)
+	e.holds.finish(h)
+	return true
 }

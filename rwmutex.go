@@ -188,7 +188,7 @@ func (rw *RWMutex) leave(ctx context.Context, id string) {
 
 // holdsRead reports whether owner holds rw's read lock through this Client.
 func (rw *RWMutex) holdsRead(owner uint64) bool {
-	_, field := rw.c.current(holdKey{kind: shared, name: rw.name, owner: owner})
+	_, field := rw.c.holds.current(holdKey{kind: shared, name: rw.name, owner: owner})
 	return field != ""
 }
 
@@ -213,7 +213,7 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		writer := ""
 		if explicit {
-			_, writer = rw.c.current(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
+			_, writer = rw.c.holds.current(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
 		}
 		// An owner re-entering must not wait behind a writer waiting for it.
 		r, err := rw.c.scripts.AcquireRead(ctx, &rw.l, a.hold(rw.leaseMS), writer, explicit && a.count > 0)

@@ -127,7 +127,7 @@ func (s *Semaphore) Release(n int64) {
 // Held returns the number of permits this handle holds, as this process knows
 // it, without touching Redis.
 func (s *Semaphore) Held() int64 {
-	n, _ := s.c.current(s.proto().key)
+	n, _ := s.c.holds.current(s.proto().key)
 	return n
 }
 

@@ -6,38 +6,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
 )
-
-// An attempt is the outcome of one try to acquire.
-type attempt struct {
-	acquired bool
-	// wait is how long the lock stays taken unless released (the holder's
-	// remaining lease, or a queued waiter's deadline); negative if unknown.
-	wait time.Duration
-	// free, when set, is closed when the hold of the caller's own owner, who
-	// does not re-enter, is released.
-	free <-chan struct{}
-	// reentered marks an acquisition joining the owner's current term, and
-	// localHandoff one handed over by a release within the Client (no
-	// Redis); complete an answer that the call's goal is reached without a
-	// hold.
-	reentered, localHandoff, complete bool
-	// handed marks a hold a release handed to the call through Redis,
-	// taken from the release's message (see takeHanded).
-	handed  bool
-	channel string // where to wait, if not the lock's channel (scripts.Reply)
-	// place is a queued Mutex call's place number (scripts.Reply), which
-	// names it in the message of a release that hands it the lock; mayQueue
-	// says that the call, busy and not queued yet, may queue.
-	place    int64
-	mayQueue bool
-}
 
 // pollInterval bounds a wait when the holder's lease is unknown.
 const pollInterval = time.Second
@@ -61,29 +34,29 @@ const transientBudget = time.Second
 // When ctx ends, acquire returns ctx.Err() unwrapped. It leaves no
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
-func (c *Client) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
+func (e *engine) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
 	l := &waitLoop{a: a, tk: tk, forever: forever}
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
 		l.start = time.Now() // the call's start
 	}
-	defer func() { c.endWait(ctx, l, err) }()
+	defer func() { e.endWait(ctx, l, err) }()
 	if tk == nil {
-		c.queueEarly(l)
+		e.queueEarly(l)
 	}
 	for {
-		if c.isClosed() {
+		if e.isClosed() {
 			return lockError(a.p.name, ErrClosed)
 		}
-		res, tryErr := c.try(ctx, a, l.tk)
+		res, tryErr := e.try(ctx, a, l.tk)
 		if ctx.Err() != nil && !res.acquired && !res.complete {
 			return ctx.Err()
 		}
-		f, done, err := c.plan(ctx, l, res, tryErr)
+		f, done, err := e.plan(ctx, l, res, tryErr)
 		if done {
 			return err
 		}
-		if done, err := c.await(ctx, l, f); done {
+		if done, err := e.await(ctx, l, f); done {
 			return err
 		}
 	}
@@ -124,7 +97,7 @@ func (l *waitLoop) sleep(d time.Duration) {
 
 // plan decides what an attempt's outcome means for the loop l: done with
 // the call's result, or what to wait for before the next attempt.
-func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr error) (f waitFor, done bool, err error) {
+func (e *engine) plan(ctx context.Context, l *waitLoop, res attempt, tryErr error) (f waitFor, done bool, err error) {
 	p := l.a.p
 	if tryErr == nil {
 		l.failures = 0
@@ -137,7 +110,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 	case tryErr != nil:
 		l.failures++
 		if l.a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
-			c.requeue(l.a.place) // Lock retries behind the Client's other waiting calls
+			e.handovers.requeue(l.a.place) // Lock retries behind the Client's other waiting calls
 		}
 		// A refusal by the server (an ACL, a key of another type) is logged
 		// at once: unlike a dropped connection it will not pass by itself.
@@ -166,7 +139,7 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 			l.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
 		}
 		l.joined = cmp.Or(res.channel, p.channel)
-		l.w = c.notify.Join(l.joined, p.policy, l.tag)
+		l.w = e.notify.Join(l.joined, p.policy, l.tag)
 		f = waitFor{wake: l.w.Ready(), free: res.free}
 		l.sleep(l.bound(res.wait))
 	default:
@@ -178,9 +151,9 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 		l.sleep(l.bound(res.wait))
 	}
 	if l.a.place == nil && l.a.queues() {
-		l.a.place = c.queue(l.a) // first come, first served among the Client's calls
+		l.a.place = e.handovers.queue(l.a) // first come, first served among the Client's calls
 	}
-	if res.mayQueue && l.tk == nil && l.w != nil && !c.queuedBehind(l.a, nil) {
+	if res.mayQueue && l.tk == nil && l.w != nil && !e.handovers.queuedBehind(l.a, nil) {
 		// Busy in Redis: the call queues there with its next attempt, made
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
@@ -192,13 +165,13 @@ func (c *Client) plan(ctx context.Context, l *waitLoop, res attempt, tryErr erro
 
 // endWait cleans up after the loop l returned err: nothing of a waiting
 // call stays behind, and nothing of a failed one (see giveUp).
-func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
+func (e *engine) endWait(ctx context.Context, l *waitLoop, err error) {
 	p := l.a.p
 	if l.timer != nil {
 		l.timer.Stop()
 	}
 	if l.a.place != nil {
-		c.leave(ctx, l.a.place, err != nil)
+		e.leave(ctx, l.a.place, err != nil)
 	}
 	if l.tk != nil {
 		l.tk.Stop()
@@ -209,10 +182,10 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 		l.w.Leave(err != nil && (l.tk == nil || p.waitQueue))
 	}
 	if err == nil && l.tk != nil && p.waitQueue && !l.own {
-		c.giveUp(ctx, l.a, l.tk) // the hold came another way: the call's place and field are left
+		e.giveUp(ctx, l.a, l.tk) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
-		c.giveUp(ctx, l.a, l.tk)
+		e.giveUp(ctx, l.a, l.tk)
 		if l.a.left != nil {
 			l.a.left(ctx) // a waiting writer's claim
 		}
@@ -223,7 +196,7 @@ func (c *Client) endWait(ctx context.Context, l *waitLoop, err error) {
 // await waits once for the loop l: it reports done with the call's result
 // when the wait decides it (a handover, the end of ctx or of the Client),
 // and false when the loop should try again.
-func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, err error) {
+func (e *engine) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, err error) {
 	p := l.a.p
 	var lapsed chan struct{}
 	if l.tk != nil {
@@ -238,7 +211,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 	select {
 	case x := <-transferred:
 		l.a.place = nil
-		if c.adopt(ctx, l.a, x) {
+		if e.adopt(ctx, l.a, x) {
 			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
 			return true, nil
 		}
@@ -246,13 +219,13 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 		if observe {
 			p.observe(ctx, wakeEvent(l.w, f.src, true))
 		}
-		if l.tk != nil && p.waitQueue && (l.w.Named() || mutant.On("hand-any")) && c.takeHanded(ctx, l) {
+		if l.tk != nil && p.waitQueue && (l.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, l) {
 			l.own = true
 			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, handed: true}))
 			return true, nil
 		}
 		if f.src == WakePubSub {
-			c.passWake(l.a) // when queued behind another, that one asks Redis
+			e.handovers.passWake(l.a) // when queued behind another, that one asks Redis
 		}
 	case <-poked: // a wake-up passed on by a waiter queued behind
 		if observe {
@@ -268,7 +241,7 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 		l.tk.Ended() // the next try queues again and restarts it
 	case <-ctx.Done():
 		return true, ctx.Err()
-	case <-c.closed:
+	case <-e.closed:
 		return true, lockError(p.name, ErrClosed)
 	}
 	return false, nil
@@ -276,17 +249,17 @@ func (c *Client) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 
 // tryOnce makes the single attempt of a Try call and gives back what it may
 // have left when its outcome is unknown.
-func (c *Client) tryOnce(ctx context.Context, a *caller) (bool, error) {
-	if c.isClosed() {
+func (e *engine) tryOnce(ctx context.Context, a *caller) (bool, error) {
+	if e.isClosed() {
 		return false, lockError(a.p.name, ErrClosed)
 	}
 	a.single = true
-	res, err := c.try(ctx, a, nil)
+	res, err := e.try(ctx, a, nil)
 	if res.acquired {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
 	}
 	if err != nil && a.call.uncertain() {
-		c.giveUp(ctx, a, nil)
+		e.giveUp(ctx, a, nil)
 	}
 	if ctx.Err() != nil && !res.acquired {
 		return false, ctx.Err()
@@ -319,21 +292,144 @@ func waitBound(pttl time.Duration) time.Duration {
 	return pttl + time.Millisecond
 }
 
-// waitMS converts a wait bound in milliseconds from a script (negative if
-// unknown), bounded so that a deadline written outside redisync cannot
-// overflow.
-func waitMS(ms int64) time.Duration {
-	return time.Duration(min(max(ms, -1), int64(time.Hour/time.Millisecond))) * time.Millisecond
+// acquiredEvent is the event of the successful attempt res of a call begun at start.
+func acquiredEvent(start time.Time, res attempt) Event {
+	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff, Handed: res.handed}
+	if !start.IsZero() {
+		e.Wait = time.Since(start)
+	}
+	return e
 }
 
-// lastWaiter numbers the waiting calls of the process.
-var lastWaiter atomic.Uint64
+// wakeEvent is the event of the end of a wait: woken by the wake-up channel
+// (woken) or by its timer. For a Pub/Sub waiter, w tells what woke it; src
+// is the source otherwise.
+func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
+	switch {
+	case !woken:
+		src = WakeTimeout
+	case src == WakePubSub && w != nil:
+		switch w.Source() {
+		case notify.FromMessage:
+		case notify.FromResubscribe:
+			src = WakeResubscribe
+		default:
+			src = WakeLocal
+		}
+	}
+	return Event{Kind: EventWakeup, Source: src}
+}
 
-// A ticket is a waiting call's place in a queue in Redis, kept by a heartbeat.
-type ticket = lease.Heartbeat
+// A Mutex's waiting calls queue in Redis, next to the lock (our own keys,
+// which Redisson ignores), and a release hands the lock to the first live
+// one inside its script: the waiter's field holds the lock at once, and the
+// message names the waiter's place. The waiter takes the hold from the
+// message without asking Redis again, so a handover costs the release's
+// message and nothing else, and no other acquire races it for the lock.
+//
+// Waiters stay crash-safe by heartbeat (the scheduler's batch, as for a
+// FairMutex): a release skips and removes a waiter whose heartbeat lapsed,
+// and the hold it hands over expires at the waiter's heartbeat deadline
+// until the waiter renews it with its lease, so a waiter that died just
+// before it was handed the lock keeps it for at most the heartbeat timeout.
+// A call queues only after a first attempt found the lock taken (most
+// acquisitions need no queue), and a call whose hold came another way (a
+// handover within the Client) leaves the queue when it returns (giveUp).
 
-// newTicket returns a ticket for a queue whose heartbeat and queue keys are
-// alive and queue. The id is unique across Clients: "<client-uuid>:w<n>".
-func (c *Client) newTicket(alive, queue string, cfg *config) *ticket {
-	return c.leases.NewHeartbeat(c.id+":w"+strconv.FormatUint(lastWaiter.Add(1), 10), alive, queue, cfg.heartbeat)
+// queueEarly makes the waiting Mutex call of l queue in Redis with its
+// first attempt, joined to its lock's channel beforehand, when the lock is
+// contended in this process: the channel's subscription is in place (a
+// waiter of this Client waited for the lock within the subscription's
+// linger) and no other call of the Client waits for it. A contended call
+// then spares the attempt that would find the lock taken before queueing;
+// one that finds it free takes it as mutex_acquire would.
+func (e *engine) queueEarly(l *waitLoop) {
+	a, p := l.a, l.a.p
+	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
+		return
+	}
+	e.callField(a)
+	l.joined = p.channel
+	l.w = e.notify.Join(p.channel, p.policy, "")
+	l.tk = p.ticket(a)
+}
+
+// placeTag is the tag of a waiter at place n in a Mutex's queue: the
+// message of a release that hands it the lock ("" for no place).
+func placeTag(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// takeHanded makes the lock that a release in Redis handed to the queued
+// call of l (a wake-up named its place) the call's hold, without asking
+// Redis, and reports whether it did. The hold's deadline is the call's
+// heartbeat timeout after the latest confirmation of its place was sent:
+// the release found the place after that, and left the lock to expire at
+// the place's heartbeat deadline. It does not take the hold when the place
+// is no longer confirmed (its heartbeat lapsed), its deadline has passed
+// (the process was paused), or the call's owner holds the lock meanwhile:
+// the call then asks Redis, which answers what the release did (the call's
+// field is there, and the attempt adopts it), or gives it back when it
+// returns.
+func (e *engine) takeHanded(ctx context.Context, l *waitLoop) bool {
+	a, p := l.a, l.a.p
+	since, ok := l.tk.Confirmed()
+	if !ok || a.call.field == "" || time.Since(since) >= p.cfg.heartbeat {
+		return false // after a pause past the deadline, only Redis knows
+	}
+	h := e.holds.ref(p.key, true)
+	defer e.holds.unref(h)
+	if !e.lockOp(ctx, h, a) {
+		return false
+	}
+	defer h.op.Unlock()
+	if h.count > 0 {
+		return false
+	}
+	acq := acquisition{h: h, n: a.n, field: a.call.field, within: p.cfg.heartbeat}
+	e.took(h, a, &acq, since)
+	t := h.term.Load()
+	a.value, a.term = 0, t
+	p.cur.Store(t)
+	return true
+}
+
+// adopt makes the hold x, handed to the waiting call a, a's own (a's owner
+// holds nothing), and reports whether it did. It does not when x ended on
+// its way (lost, Close, ForceUnlock) or when a cannot take it (its owner
+// holds meanwhile, or an attempt of the call had an unknown outcome, whose
+// late copy could outlive the hold); a hold it cannot take is given back.
+func (e *engine) adopt(ctx context.Context, a *caller, x handed) bool {
+	p := a.p
+	h := e.holds.ref(p.key, true)
+	defer e.holds.unref(h)
+	if h.op.Lock(ctx) != nil {
+		e.giveBack(ctx, p, x)
+		return false
+	}
+	ended, ok := false, false
+	e.handovers.taken(x.t, func() { // in one step with handing: endHolds sees it in either
+		ended, _ = x.t.result()
+		if ok = !ended && h.count == 0 && !a.call.uncertain(); ok {
+			h.setCount(1)
+			h.streak, h.fromRedis = x.streak, x.fromRedis
+			h.term.Store(x.t)
+			e.holds.keep(h) // the hold itself keeps the record
+		}
+	})
+	h.op.Unlock()
+	switch {
+	case ok:
+		a.term = x.t
+		p.cur.Store(x.t)
+		if e.isClosed() {
+			x.t.end(lockError(p.name, ErrClosed))
+		}
+	case !ended:
+		e.giveBack(ctx, p, x)
+	}
+	return ok
 }

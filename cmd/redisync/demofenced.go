@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // fencedLease is the fixed lease of the fenced scene's workers: the time a
@@ -90,13 +91,8 @@ func (st *stage) fenced(ev workerEvent) {
 
 // readFence reads the Fence record of name.
 func (d *demo) readFence(name string) (value string, token int64, err error) {
-	vals, err := d.rc.Do(d.ctx, d.rc.B().Hmget().Key(layout.Aux(layout.FencePrefix, name)).Field("value", "token").Build()).ToArray()
-	if err != nil {
-		return "", 0, fmt.Errorf("read the fence: %w", err)
-	}
-	value, _ = vals[0].ToString()
-	token, _ = vals[1].AsInt64()
-	return value, token, nil
+	value, t, err := state.ReadFence(d.ctx, d.rc, layout.Aux(layout.FencePrefix, name))
+	return value, int64(t), err
 }
 
 // fencedWorker is a demo worker's body in the fenced scene: it locks a

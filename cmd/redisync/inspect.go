@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // runInspect is "redisync inspect [--json] NAME".
@@ -116,12 +118,12 @@ func headline(info *lockInfo) string {
 		return "locked, " + formatTTL(info.TTLMillis) + queued(info)
 	case !info.Locked:
 		return "not locked"
-	case info.Mode == "write":
+	case info.Mode == layout.RWWrite:
 		return "locked for writing, " + formatTTL(info.TTLMillis)
-	case info.Mode == "read":
+	case info.Mode == layout.RWRead:
 		readers := 0
 		for _, h := range info.Holders {
-			if h.Mode == "read" {
+			if h.Mode == layout.RWRead {
 				readers++
 			}
 		}

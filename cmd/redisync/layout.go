@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redis/rueidis"
+
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/state"
-	"github.com/redis/rueidis"
 )
 
 // A lockInfo is what inspect reports about one name, and its JSON form. The
@@ -215,7 +216,7 @@ func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	if err != nil {
 		return nil, fmt.Errorf("read lock %q: %w", name, err)
 	}
-	if _, ok := fields["mode"]; ok {
+	if _, ok := fields[layout.RWMode]; ok {
 		return nil, nil
 	}
 	info := &lockInfo{Name: name, Kind: "Mutex", Key: name, Locked: len(fields) > 0}
@@ -258,7 +259,7 @@ func parseHolder(field, value string) (holderInfo, bool) {
 	}
 	h := holderInfo{Client: f.Client, Owner: f.Hold, Count: count}
 	if f.Write {
-		h.Mode = "write"
+		h.Mode = layout.RWWrite
 	}
 	return h, true
 }

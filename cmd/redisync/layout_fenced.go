@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A fenceInfo is a Fence's record: the hash redisync_fence:{NAME} with the
@@ -64,24 +66,19 @@ func detectFence(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	return &lockInfo{Name: name, Kind: "Fence", Key: f.Key, Fence: f}, nil
 }
 
-// readFence reads the Fence record of name; nil when there is none.
+// readFence reads the Fence record of name; nil when there is none (or
+// the key is not a hash).
 func readFence(ctx context.Context, rc rueidis.Client, name string) (*fenceInfo, error) {
 	key := layout.MutexOf(name).Fence
-	vals, err := rc.Do(ctx, rc.B().Hmget().Key(key).Field("token", "value").Build()).ToArray()
-	if err != nil {
-		if _, ok := rueidis.IsRedisErr(err); ok {
-			return nil, nil // not a hash: not a Fence record
-		}
-		return nil, fmt.Errorf("read fence %q: %w", key, err)
+	value, token, err := state.ReadFence(ctx, rc, key)
+	var reply *rueidis.RedisError
+	switch {
+	case errors.As(err, &reply):
+		return nil, nil // not a hash: not a Fence record
+	case err != nil:
+		return nil, err
+	case token == 0:
+		return nil, nil // nothing stored: no record
 	}
-	raw, err := vals[0].ToString()
-	if err != nil {
-		return nil, nil // no token field: no record
-	}
-	token, err := strconv.ParseUint(raw, 10, 64)
-	if err != nil {
-		return nil, nil
-	}
-	value, _ := vals[1].ToString()
 	return &fenceInfo{Key: key, Token: token, ValueBytes: len(value)}, nil
 }

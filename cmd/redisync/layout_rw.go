@@ -37,8 +37,8 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 	if err != nil {
 		return nil, fmt.Errorf("read lock %q: %w", name, err)
 	}
-	mode, ok := fields["mode"]
-	if !ok || mode != "read" && mode != "write" {
+	mode, ok := fields[layout.RWMode]
+	if !ok || mode != layout.RWRead && mode != layout.RWWrite {
 		return nil, nil
 	}
 	info := &lockInfo{Name: name, Kind: "RWMutex", Key: name, Locked: true, Mode: mode}
@@ -46,17 +46,17 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 		return nil, err
 	}
 	for field, value := range fields {
-		if field == "mode" {
+		if field == layout.RWMode {
 			continue
 		}
 		h, ok := parseHolder(field, value)
 		if !ok {
 			return nil, nil // not a lock field: a foreign hash that has "mode"
 		}
-		if h.Mode == "write" {
+		if h.Mode == layout.RWWrite {
 			h.TTLMillis = info.TTLMillis
 		} else {
-			h.Mode = "read"
+			h.Mode = layout.RWRead
 			if err := readHoldTTLs(ctx, rc, layout.RWOf(name).Timeouts(field), &h); err != nil {
 				return nil, err
 			}
@@ -67,7 +67,7 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 	sort.Slice(info.Holders, func(i, j int) bool {
 		a, b := info.Holders[i], info.Holders[j]
 		if a.Mode != b.Mode {
-			return a.Mode == "write"
+			return a.Mode == layout.RWWrite
 		}
 		return a.Client+":"+a.Owner < b.Client+":"+b.Owner
 	})

@@ -43,6 +43,19 @@ const (
 	RWWritersPrefix = "redisync_rwlock_writers"
 )
 
+// The fields of the records whose field names are fixed.
+const (
+	// FenceValue and FenceToken are a Fence record's fields: the value
+	// stored and the token that stored it.
+	FenceValue = "value"
+	FenceToken = "token"
+	// RWMode is the field of an RWMutex's hash that says who holds it:
+	// RWRead (readers) or RWWrite (a writer).
+	RWMode  = "mode"
+	RWRead  = "read"
+	RWWrite = "write"
+)
+
 // Tagged returns name in the form Redisson prefixes an RWMutex's read timeout
 // keys with: "{name}", or name itself when it has a hash tag.
 func Tagged(name string) string {

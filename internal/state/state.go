@@ -125,7 +125,7 @@ func ReadSem(ctx context.Context, rc rueidis.Client, l layout.Sem) (Sem, error) 
 // ReadFence returns the value stored in the fence record at key and the token
 // that stored it: "" and 0 when nothing has been stored.
 func ReadFence(ctx context.Context, rc rueidis.Client, key string) (value string, token uint64, err error) {
-	fields, err := rc.Do(ctx, rc.B().Hmget().Key(key).Field("value", "token").Build()).ToArray()
+	fields, err := rc.Do(ctx, rc.B().Hmget().Key(key).Field(layout.FenceValue, layout.FenceToken).Build()).ToArray()
 	if err == nil && len(fields) != 2 {
 		err = fmt.Errorf("unexpected reply %v", fields)
 	}

@@ -1,0 +1,207 @@
+package redisync
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redisync/redisync/internal/mutant"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// try makes one attempt of a, queueing with tk when not nil.
+func (e *engine) try(ctx context.Context, a *caller, tk *ticket) (attempt, error) {
+	if a.check != nil {
+		if err := a.check(); err != nil {
+			return attempt{}, err
+		}
+	}
+	res, t, value, err := e.tryHold(ctx, a, tk)
+	a.complete = res.complete
+	if t != nil {
+		a.value, a.term = value, t
+		t.token.Store(uint64(value))
+		a.p.cur.Store(t) // the handle's Done and Err
+	}
+	return res, err
+}
+
+// tryHold makes one acquire attempt of a. On success it returns the term and
+// the value the acquire script passed on. A single attempt does not wait for
+// another call of the owner; the others wait for one only as long as ctx
+// lasts.
+func (e *engine) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *term, int64, error) {
+	p := a.p
+	h := e.holds.ref(p.key, true)
+	defer e.holds.unref(h)
+	if !e.lockOp(ctx, h, a) {
+		return attempt{}, nil, 0, ctx.Err()
+	}
+	defer h.op.Unlock()
+	acq := acquisition{h: h, n: a.n, tk: tk}
+	var free <-chan struct{}
+	if h.count > 0 {
+		res, stop, err := e.owned(h, a, tk, &acq)
+		if stop {
+			return res, nil, 0, err
+		}
+		free = res.free
+	}
+	if acq.count == 0 {
+		if e.handovers.queuedBehind(a, tk) {
+			return attempt{wait: -1}, nil, 0, nil // a Busy reply without asking: a local waiter is ahead
+		}
+		acq.field = e.callField(a)
+	}
+	sent := time.Now()
+	a.call.sent = true
+	actx, sync := syncFor(ctx, p, &acq)
+	r, err := p.acquire(actx, acq)
+	switch {
+	case err != nil:
+		if ambiguous(err) {
+			a.call.firstUnknown = a.call.firstUnknown || acq.count == 0
+			a.call.reentryUnknown = acq.count > 0
+		}
+		return attempt{}, nil, 0, lockError(p.name, err)
+	case r.Outcome == scripts.Gone:
+		t := h.term.Load()
+		e.lose(t, ErrHoldGone)
+		_, err := t.result()
+		return attempt{}, nil, 0, err
+	case r.Outcome == scripts.Refused:
+		return attempt{}, nil, 0, lockError(p.name, errRefused)
+	case r.Outcome == scripts.Complete:
+		return attempt{complete: true}, nil, 0, nil
+	case r.Outcome == scripts.Busy:
+		if tk != nil {
+			tk.Queued(sent)
+		}
+		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel, place: r.Place,
+			mayQueue: tk == nil && p.waitQueue && a.takesHanded()}, nil, 0, nil
+	case sync != nil && sync.Acked < sync.Wanted:
+		return attempt{}, nil, 0, e.unreplicated(ctx, a, &acq, sync)
+	case sync != nil:
+		acq.synced = sync.N
+	}
+	return e.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
+}
+
+// callField returns the identity the first acquire of call a asks for: a
+// new one on its first attempt, the same on its retries.
+func (e *engine) callField(a *caller) string {
+	if a.call.field == "" {
+		a.call.field = e.newField(a.p.key.owner, a.p.suffix)
+	}
+	return a.call.field
+}
+
+// lockOp takes h's op for a: at once or not at all for a single attempt,
+// else waiting as long as ctx lasts.
+func (e *engine) lockOp(ctx context.Context, h *hold, a *caller) bool {
+	if a.single {
+		return h.op.TryLock()
+	}
+	return h.op.Lock(ctx) == nil
+}
+
+// owned decides an attempt of a while its owner holds (h.count > 0): it
+// fills acq for a re-entry, or returns the attempt's result with stop set.
+func (e *engine) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res attempt, stop bool, err error) {
+	p := a.p
+	ended, err := h.term.Load().result()
+	switch {
+	case ended && p.permits:
+		e.holds.setAside(h) // a new term; the lost permits wait for Release
+		return attempt{}, false, nil
+	case a.mode == waitFree && p.queued && tk != nil && !ended:
+		// A second Lock of the owner queues now, so that its turn is fixed
+		// by arrival, but never takes until the owner's hold is released.
+		acq.queueOnly = true
+		return attempt{free: h.freeChan()}, false, nil
+	case a.mode == waitFree, a.mode == waitHandoff, a.mode == share && ended:
+		return attempt{free: h.freeChan()}, true, nil
+	case ended:
+		return attempt{}, true, err
+	}
+	acq.field, acq.count = h.term.Load().field, h.count
+	a.call.reentered, a.call.base, a.call.reentryUnknown = acq.field, h.count, false
+	return attempt{}, false, nil
+}
+
+// took records an acquisition of a (h.op held): a first one begins a term,
+// a re-entry adds to it.
+func (e *engine) took(h *hold, a *caller, acq *acquisition, sent time.Time) attempt {
+	p := a.p
+	if acq.count == 0 {
+		t := newObservedTerm(p.cfg, p.primitive, p.name)
+		t.field, t.ambiguous, t.synced = acq.field, a.call.firstUnknown, acq.synced
+		h.setCount(a.n)
+		t.lease = p.newLease(t)
+		e.begin(h, t, sent, acq.within)
+	} else {
+		h.setCount(h.count + a.n)
+		e.leases.Touch(h.term.Load().lease, sent)
+	}
+	if e.isClosed() {
+		// Close may have ended holds before this one was recorded.
+		h.term.Load().end(lockError(p.name, ErrClosed))
+	}
+	return attempt{acquired: true, reentered: acq.count > 0}
+}
+
+// syncFor returns the context for acquisition acq of p: with
+// WithSyncReplicas, a first acquire's carries the request that replicas
+// acknowledge it.
+func syncFor(ctx context.Context, p *protocol, acq *acquisition) (context.Context, *scripts.Sync) {
+	if p.cfg.syncReplicas == 0 || acq.count > 0 || p.waitOnly {
+		return ctx, nil
+	}
+	s := &scripts.Sync{N: p.cfg.syncReplicas, Timeout: p.cfg.syncTimeout}
+	return scripts.WithSync(ctx, s), s
+}
+
+// begin records a first acquire of h (h.op held) as term t, whose expiry was
+// set by the request sent at sent, and starts watching its lease.
+func (e *engine) begin(h *hold, t *term, sent time.Time, within time.Duration) {
+	h.fromRedis = time.Now()
+	if t.obs != nil {
+		t.obs.since = sent
+	}
+	h.term.Store(t)
+	forced := e.holds.record(h)
+	if within > 0 {
+		e.leases.AddWithin(t.lease, sent, within)
+	} else {
+		e.leases.Add(t.lease, sent)
+	}
+	if forced {
+		e.lose(t, ErrForceUnlocked) // deleted by a ForceUnlock before it was recorded
+	}
+}
+
+// lastHold numbers the holds of the process: a hold's identity in Redis is
+// "<client-uuid>:<n>", as Redisson's field is "<uuid>:<thread-id>".
+var lastHold atomic.Uint64
+
+// newField returns the identity of a new hold of owner, ending in suffix: a
+// field no other hold has had. (The owner-field mutant gives every hold of
+// an owner the same one, "<client-uuid>:<owner>".)
+func (e *engine) newField(owner uint64, suffix string) string {
+	if mutant.On("owner-field") {
+		return e.id + ":" + strconv.FormatUint(owner, 10) + suffix
+	}
+	var buf [64]byte
+	b := append(buf[:0], e.id...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, lastHold.Add(1), 10)
+	return string(append(b, suffix...))
+}
+
+// waitMS converts a wait bound in milliseconds from a script (negative if
+// unknown), bounded so that a deadline written outside redisync cannot
+// overflow.
+func waitMS(ms int64) time.Duration {
+	return time.Duration(min(max(ms, -1), int64(time.Hour/time.Millisecond))) * time.Millisecond
+}

@@ -1,0 +1,142 @@
+package redisync
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// The engine: how a call gets a hold, keeps it and gives it up.
+//
+// Layers. The engine's files read from the top down, each calling only the
+// ones below it: the wait loop, with a waiting call's side of both queues
+// (wait.go) > one attempt, which asks Redis through the lock's protocol and
+// records what it got (attempt.go) > a call that leaves, giving back its
+// place, its field or a hold handed to it (leave.go) > the release, and the
+// handover a release makes instead (release.go) > what a Client's calls
+// share (this file) > the Client's queues of waiting calls and the holds on
+// their way between calls (handover.go) > the vocabulary: protocol, call,
+// attempt, place (protocol.go) > the hold table (hold.go) > the term, one
+// hold from its first acquire to its end (term.go). The primitives sit on
+// top: each is its API, its protocol (how its hold is taken, released and
+// renewed in Redis, and how its waiters are woken) and its Lua scripts.
+//
+// Holds. A hold is one owner's on one lock; each, from its first acquire to
+// its final release (a term), has its own identity in Redis (a field), on
+// which alone the scripts act, so that a late copy of an earlier call finds
+// nothing of it to change. A term ends once: released, or lost (the renewal
+// found it gone, its lease ran out, a ForceUnlock deleted it, the Client
+// closed), and Done and Err report how.
+//
+// Waiting. A call tries; when the lock is taken it joins the lock's channel
+// and waits for a wake-up, the bound the try gave (the holder's remaining
+// lease, or a queued waiter's heartbeat deadline), or the end of its
+// context, and tries again. A lost message costs at most that bound.
+//
+// Handovers, two routes. Within a Client, the waiting calls on one
+// exclusive lock (goroutines sharing a handle included) wait in one queue in
+// arrival order and only the first asks Redis; a Mutex release hands its
+// hold to the first that may take it, without Redis, within bounds
+// (maxHandoffs, maxHandoffTime), keeping its field and lease. Through Redis,
+// a Mutex's waiting call queues next to the lock with a heartbeat, and a
+// release hands the lock to the first live waiter inside its script; the
+// waiter takes it from the message. The rules: a hold goes only to a call
+// still waiting for it and comes back (to the next waiter or to Redis) when
+// nobody takes it; a free lock reaches some waiter within about a heartbeat
+// timeout; a call that has waited long is not overtaken by newcomers of its
+// Client.
+
+// An engine is what a Client's handles share: the rueidis client and the
+// Client's identity and defaults, the script registry, the renewal
+// scheduler, the subscriber, the hold table and the handovers.
+type engine struct {
+	rc  rueidis.Client
+	id  string // random UUID: the first half of every owner field
+	cfg config
+
+	scripts *scripts.Runner
+	leases  *lease.Scheduler
+	notify  *notify.Registry
+
+	closed     chan struct{}
+	background sync.WaitGroup // runs the releases that outlive their caller's context
+
+	holds     holdTable
+	handovers handovers
+}
+
+// isClosed reports whether the Client was closed.
+func (e *engine) isClosed() bool {
+	select {
+	case <-e.closed:
+		return true
+	default:
+	}
+	return false
+}
+
+// lose ends term t as lost for cause and stops its renewal.
+func (e *engine) lose(t *term, cause error) {
+	e.leases.Remove(t.lease)
+	t.lost(cause)
+}
+
+// endForced ends, as force-unlocked, this Client's holds among fields, the
+// hold fields that a force unlock of the lock key name deleted, and
+// remembers those no term has yet: a hold being recorded ends as soon as it
+// is (see begin).
+func (e *engine) endForced(name string, fields []string) {
+	e.endHolds(func(key holdKey, t *term) bool { return key.name == name && slices.Contains(fields, t.field) },
+		func(t *term) { t.lost(ErrForceUnlocked) },
+		func(live map[string]bool) { e.holds.forget(fields, e.id+":", live) })
+}
+
+// endHolds stops the renewal of every live term of this Client's holds
+// (those being handed over between handles included) that match accepts, and
+// ends it with end.
+// If seen is set, it is called (the table's mutex held) with the fields of
+// every live term of this Client's, those being handed over included.
+func (e *engine) endHolds(match func(holdKey, *term) bool, end func(*term), seen func(live map[string]bool)) {
+	var terms []*term
+	var live map[string]bool
+	if seen != nil {
+		live = make(map[string]bool)
+	}
+	each := func(key holdKey, t *term) {
+		if live != nil {
+			live[t.field] = true
+		}
+		if match(key, t) {
+			terms = append(terms, t)
+		}
+	}
+	e.handovers.mu.Lock() // a hold being handed over is in handing or in its new record
+	e.holds.mu.Lock()
+	e.holds.terms(each)
+	e.handovers.terms(each)
+	if seen != nil {
+		seen(live)
+	}
+	e.holds.mu.Unlock()
+	e.handovers.mu.Unlock()
+	for _, t := range terms {
+		e.leases.Remove(t.lease)
+		end(t)
+	}
+}
+
+// lastWaiter numbers the waiting calls of the process.
+var lastWaiter atomic.Uint64
+
+// newTicket returns a ticket for a queue whose heartbeat and queue keys are
+// alive and queue. The id is unique across Clients: "<client-uuid>:w<n>".
+func (e *engine) newTicket(alive, queue string, cfg *config) *ticket {
+	return e.leases.NewHeartbeat(e.id+":w"+strconv.FormatUint(lastWaiter.Add(1), 10), alive, queue, cfg.heartbeat)
+}

@@ -1,0 +1,97 @@
+package redisync
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// giveUp takes back what the failed call a left in Redis: a queued call's
+// ticket leaves the queue; what an attempt of unknown outcome may have taken
+// is given back (the hold its first acquire asked for is released, and its
+// latch left long enough to refuse a copy still on its way; a re-entry's
+// count is set back). A Mutex call queued in Redis gives back its field,
+// which a release may have handed the lock to: a call that failed, and one
+// whose hold came another way (a handover within the Client).
+func (e *engine) giveUp(ctx context.Context, a *caller, tk *ticket) {
+	p := a.p
+	r := release{Release: scripts.Release{Field: a.call.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
+	switch {
+	case !a.call.sent, p.waitOnly:
+		return // nothing reached Redis, or nothing can be held
+	case a.call.firstUnknown, tk != nil && p.waitQueue:
+		// The field is this call's alone: no need to wait for op. A queued
+		// Mutex call may have been handed the lock under it.
+	case a.call.reentryUnknown:
+		h := e.holds.ref(p.key, true)
+		defer e.holds.unref(h)
+		_ = h.op.Lock(context.Background())
+		defer h.op.Unlock()
+		if t := h.term.Load(); h.count == 0 || t.field != a.call.reentered {
+			r = release{} // the hold it re-entered has ended
+		} else {
+			r = release{h: h, Release: scripts.Release{Field: t.field, From: a.call.base + a.n, To: a.call.base}}
+		}
+	case tk == nil:
+		return
+	default:
+		r = release{} // only the queue entry
+	}
+	if tk != nil {
+		r.Waiter = tk.ID
+	}
+	if r.Field == "" && r.Waiter == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	rep, err := p.release(ctx, r)
+	if err != nil {
+		p.cfg.logger.Warn("redisync: could not take back what a waiting call left; it expires with its lease or heartbeat",
+			"name", p.name, "error", err)
+		return
+	}
+	e.wake(p, rep.Woken, r.To == 0 && rep.Status == 1)
+}
+
+// unreplicated undoes acquisition acq of a (h.op held), which fewer replicas
+// acknowledged in time than asked, and returns the error that says so. The
+// call's next attempt takes a new identity: this one's is latched.
+func (e *engine) unreplicated(ctx context.Context, a *caller, acq *acquisition, s *scripts.Sync) error {
+	p := a.p
+	r := release{Release: scripts.Release{Field: acq.field, From: a.n, Latch: latchTTL, Undo: true}}
+	if a.call.firstUnknown {
+		r.Latch = tombstoneTTL
+	}
+	a.call.field, a.call.firstUnknown = "", false
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	if rep, err := p.release(rctx, r); err != nil {
+		p.cfg.logger.Warn("redisync: could not undo an acquisition that was not replicated; it expires with its lease",
+			"name", p.name, "error", err)
+	} else {
+		e.wake(p, rep.Woken, rep.Status == 1)
+	}
+	return lockError(p.name, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, s.Acked, s.Wanted, s.Timeout))
+}
+
+// leave takes w out of its queue. When a hold was handed to w meanwhile, it
+// gives it back; when w was first and its call failed, the next one asks
+// Redis in its place.
+func (e *engine) leave(ctx context.Context, w *place, failed bool) {
+	if !e.handovers.remove(w, failed) {
+		e.giveBack(ctx, w.p, <-w.ch) // sent before w left the queue
+	}
+}
+
+// giveBack releases in Redis the hold x, handed to a call of p that does
+// not take it; the release wakes the lock's next waiter.
+func (e *engine) giveBack(ctx context.Context, p *protocol, x handed) {
+	e.handovers.taken(x.t, nil)
+	if !e.leases.Remove(x.t.lease) {
+		x.t.lost(ErrLeaseExpired)
+	}
+	r := release{Release: scripts.Release{Field: x.t.field, From: 1, To: 0, Latch: latchTTL}}
+	_ = e.settle(context.WithoutCancel(ctx), p, x.t, r, true)
+}
