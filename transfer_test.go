@@ -66,9 +66,16 @@ func (ex *exclusion) hammer(m *redisync.Mutex, stop <-chan struct{}, count *atom
 }
 
 // Handles of one Client waiting for a lock that another of its handles
-// holds are handed the hold on its Unlock, without a round trip to Redis;
+// holds are handed the hold on its Unlock, without an acquire in Redis;
 // never are two of them inside at once, and waiters in another Client still
 // get their turns while they go on.
+//
+// Most sections (90-94 % seen) come by a handover. That spares acquires,
+// not every script call: a handover to the Client's first waiting call,
+// which has queued in Redis, makes it give its place there back, and the
+// next one queue in its stead. Script calls per section are logged (about
+// 0.6 here, 1.05 seen on a loaded CI machine, where the 1 ms bound cuts
+// runs short).
 func TestMutexHandsOverBetweenHandles(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
 	var handed atomic.Int64
@@ -99,7 +106,7 @@ func TestMutexHandsOverBetweenHandles(t *testing.T) {
 		local.Load(), handed.Load(), calls, remote.Load())
 	assert.EqualValues(t, 1, ex.worst.Load(), "two holders inside at once")
 	assert.Positive(t, handed.Load(), "no hold was handed between handles")
-	assert.Less(t, calls, local.Load(), "handing over should spare round trips")
+	assert.Greater(t, 4*handed.Load(), 3*local.Load(), "three sections of the Client in four came by a handover, not from Redis")
 	assert.Positive(t, remote.Load(), "the other Client starved")
 	assert.Empty(t, fields(t, t.Name()), "the lock is still held after every Unlock")
 }
