@@ -11,13 +11,13 @@ import (
 )
 
 // try makes one attempt of a, queueing with tk when not nil.
-func (e *engine) try(ctx context.Context, a *caller, tk *ticket) (attempt, error) {
+func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 	if a.check != nil {
 		if err := a.check(); err != nil {
 			return attempt{}, err
 		}
 	}
-	res, t, value, err := e.tryHold(ctx, a, tk)
+	res, t, value, err := e.tryHold(ctx, a)
 	a.complete = res.complete
 	if t != nil {
 		a.value, a.term = value, t
@@ -31,8 +31,8 @@ func (e *engine) try(ctx context.Context, a *caller, tk *ticket) (attempt, error
 // the value the acquire script passed on. A single attempt does not wait for
 // another call of the owner; the others wait for one only as long as ctx
 // lasts.
-func (e *engine) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *term, int64, error) {
-	p := a.p
+func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, error) {
+	p, tk := a.p, a.tk
 	h := e.holds.ref(p.key, true)
 	defer e.holds.unref(h)
 	if !e.lockOp(ctx, h, a) {
@@ -55,14 +55,14 @@ func (e *engine) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 		acq.field = e.callField(a)
 	}
 	sent := time.Now()
-	a.call.sent = true
+	a.sent = true
 	actx, sync := syncFor(ctx, p, &acq)
 	r, err := p.acquire(actx, acq)
 	switch {
 	case err != nil:
 		if ambiguous(err) {
-			a.call.firstUnknown = a.call.firstUnknown || acq.count == 0
-			a.call.reentryUnknown = acq.count > 0
+			a.firstUnknown = a.firstUnknown || acq.count == 0
+			a.reentryUnknown = acq.count > 0
 		}
 		return attempt{}, nil, 0, lockError(p.name, err)
 	case r.Outcome == scripts.Gone:
@@ -90,16 +90,16 @@ func (e *engine) tryHold(ctx context.Context, a *caller, tk *ticket) (attempt, *
 
 // callField returns the identity the first acquire of call a asks for: a
 // new one on its first attempt, the same on its retries.
-func (e *engine) callField(a *caller) string {
-	if a.call.field == "" {
-		a.call.field = e.newField(a.p.key.owner, a.p.suffix)
+func (e *engine) callField(a *call) string {
+	if a.field == "" {
+		a.field = e.newField(a.p.key.owner, a.p.suffix)
 	}
-	return a.call.field
+	return a.field
 }
 
 // lockOp takes h's op for a: at once or not at all for a single attempt,
 // else waiting as long as ctx lasts.
-func (e *engine) lockOp(ctx context.Context, h *hold, a *caller) bool {
+func (e *engine) lockOp(ctx context.Context, h *hold, a *call) bool {
 	if a.single {
 		return h.op.TryLock()
 	}
@@ -108,7 +108,7 @@ func (e *engine) lockOp(ctx context.Context, h *hold, a *caller) bool {
 
 // owned decides an attempt of a while its owner holds (h.count > 0): it
 // fills acq for a re-entry, or returns the attempt's result with stop set.
-func (e *engine) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res attempt, stop bool, err error) {
+func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res attempt, stop bool, err error) {
 	p := a.p
 	ended, err := h.term.Load().result()
 	switch {
@@ -126,17 +126,17 @@ func (e *engine) owned(h *hold, a *caller, tk *ticket, acq *acquisition) (res at
 		return attempt{}, true, err
 	}
 	acq.field, acq.count = h.term.Load().field, h.count
-	a.call.reentered, a.call.base, a.call.reentryUnknown = acq.field, h.count, false
+	a.reentered, a.base, a.reentryUnknown = acq.field, h.count, false
 	return attempt{}, false, nil
 }
 
 // took records an acquisition of a (h.op held): a first one begins a term,
 // a re-entry adds to it.
-func (e *engine) took(h *hold, a *caller, acq *acquisition, sent time.Time) attempt {
+func (e *engine) took(h *hold, a *call, acq *acquisition, sent time.Time) attempt {
 	p := a.p
 	if acq.count == 0 {
 		t := newObservedTerm(p.cfg, p.primitive, p.name)
-		t.field, t.ambiguous, t.synced = acq.field, a.call.firstUnknown, acq.synced
+		t.field, t.ambiguous, t.synced = acq.field, a.firstUnknown, acq.synced
 		h.setCount(a.n)
 		t.lease = p.newLease(t)
 		e.begin(h, t, sent, acq.within)

@@ -77,7 +77,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	if t := e.leading(); t != nil {
 		return e.Proclaim(ctx, value)
 	}
-	return e.h.c.acquire(ctx, &caller{p: e.proto(value), mode: waitFree, n: 1}, nil, false)
+	return e.h.c.acquire(ctx, &call{p: e.proto(value), mode: waitFree, n: 1}, nil, false)
 }
 
 // Proclaim changes the leader's value to value while the handle leads; it

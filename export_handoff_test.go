@@ -38,12 +38,12 @@ func TransferWaitersForTest(c *Client, name string) int {
 // hold's end if it had ended; an error if nothing was handed over.
 func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, ended error)) {
 	p := taker.proto(taker.owner)
-	w := taker.c.handovers.queue(&caller{p: p, mode: waitHandoff, n: 1})
+	w := taker.c.handovers.queue(&call{p: p, mode: waitHandoff, n: 1})
 	giver.Unlock()
 	return func() (bool, error) {
 		select {
 		case x := <-w.ch:
-			if taker.c.adopt(context.Background(), &caller{p: p, mode: waitHandoff, n: 1}, x) {
+			if taker.c.adopt(context.Background(), &call{p: p, mode: waitHandoff, n: 1}, x) {
 				return true, nil
 			}
 			_, err := x.t.result()

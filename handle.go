@@ -102,12 +102,12 @@ func (h *handle) proto(owner uint64, build func(owner uint64) *protocol) *protoc
 
 // call makes an acquiring call of the owner in ctx, described by proto: in
 // mode for the handle's own owner, a re-entering one for one from WithOwner.
-func (h *handle) call(ctx context.Context, mode holdMode, proto func(owner uint64) *protocol) *caller {
+func (h *handle) call(ctx context.Context, mode holdMode, proto func(owner uint64) *protocol) *call {
 	owner, explicit := ownerOf(ctx, h.owner)
 	if explicit {
 		mode = reenter
 	}
-	return &caller{p: proto(owner), mode: mode, n: 1}
+	return &call{p: proto(owner), mode: mode, n: 1}
 }
 
 // unlockIn releases one hold of the owner in ctx (the handle's own if it has

@@ -46,7 +46,7 @@ func newHandovers() handovers {
 }
 
 // queue places the waiting call a at the end of its lock's queue.
-func (hs *handovers) queue(a *caller) *place {
+func (hs *handovers) queue(a *call) *place {
 	w := &place{p: a.p, ch: make(chan handed, 1), poke: make(chan struct{}, 1)}
 	k := queueKey(a.p)
 	hs.mu.Lock()
@@ -60,7 +60,7 @@ func (hs *handovers) queue(a *caller) *place {
 // without asking Redis, where only the first of them asks. A single attempt
 // (TryLock) fails then, as sync.Mutex's does while waiters starve; an
 // explicit owner's call and a call queued in Redis by itself never wait so.
-func (hs *handovers) queuedBehind(a *caller, tk *ticket) bool {
+func (hs *handovers) queuedBehind(a *call, tk *ticket) bool {
 	if !a.p.fifo || tk != nil || a.mode != waitFree && a.mode != waitHandoff {
 		return false
 	}
@@ -81,7 +81,7 @@ func (hs *handovers) waiting(p *protocol) int {
 // passWake passes a wake-up of the lock's channel that reached the waiting
 // call a, queued behind another, on to the first of the queue, which asks
 // Redis where a would not; it reports whether it did.
-func (hs *handovers) passWake(a *caller) bool {
+func (hs *handovers) passWake(a *call) bool {
 	if a.place == nil || !hs.queuedBehind(a, nil) { // place is the waiting goroutine's own: no lock needed to read it
 		return false
 	}

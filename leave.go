@@ -14,24 +14,24 @@ import (
 // count is set back). A Mutex call queued in Redis gives back its field,
 // which a release may have handed the lock to: a call that failed, and one
 // whose hold came another way (a handover within the Client).
-func (e *engine) giveUp(ctx context.Context, a *caller, tk *ticket) {
-	p := a.p
-	r := release{Release: scripts.Release{Field: a.call.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
+func (e *engine) giveUp(ctx context.Context, a *call) {
+	p, tk := a.p, a.tk
+	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
 	switch {
-	case !a.call.sent, p.waitOnly:
+	case !a.sent, p.waitOnly:
 		return // nothing reached Redis, or nothing can be held
-	case a.call.firstUnknown, tk != nil && p.waitQueue:
+	case a.firstUnknown, tk != nil && p.waitQueue:
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
-	case a.call.reentryUnknown:
+	case a.reentryUnknown:
 		h := e.holds.ref(p.key, true)
 		defer e.holds.unref(h)
 		_ = h.op.Lock(context.Background())
 		defer h.op.Unlock()
-		if t := h.term.Load(); h.count == 0 || t.field != a.call.reentered {
+		if t := h.term.Load(); h.count == 0 || t.field != a.reentered {
 			r = release{} // the hold it re-entered has ended
 		} else {
-			r = release{h: h, Release: scripts.Release{Field: t.field, From: a.call.base + a.n, To: a.call.base}}
+			r = release{h: h, Release: scripts.Release{Field: t.field, From: a.base + a.n, To: a.base}}
 		}
 	case tk == nil:
 		return
@@ -58,13 +58,13 @@ func (e *engine) giveUp(ctx context.Context, a *caller, tk *ticket) {
 // unreplicated undoes acquisition acq of a (h.op held), which fewer replicas
 // acknowledged in time than asked, and returns the error that says so. The
 // call's next attempt takes a new identity: this one's is latched.
-func (e *engine) unreplicated(ctx context.Context, a *caller, acq *acquisition, s *scripts.Sync) error {
+func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s *scripts.Sync) error {
 	p := a.p
 	r := release{Release: scripts.Release{Field: acq.field, From: a.n, Latch: latchTTL, Undo: true}}
-	if a.call.firstUnknown {
+	if a.firstUnknown {
 		r.Latch = tombstoneTTL
 	}
-	a.call.field, a.call.firstUnknown = "", false
+	a.field, a.firstUnknown = "", false
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 	defer cancel()
 	if rep, err := p.release(rctx, r); err != nil {

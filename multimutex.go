@@ -132,7 +132,7 @@ func (m *MultiMutex) LockContext(ctx context.Context) error { return m.lock(ctx,
 // TryLockContext makes one attempt to lock every name of m and reports
 // whether it succeeded; when it did not, it holds none of them.
 func (m *MultiMutex) TryLockContext(ctx context.Context) (bool, error) {
-	err := m.take(ctx, func(a *caller) error {
+	err := m.take(ctx, func(a *call) error {
 		ok, err := m.h.c.tryOnce(ctx, a)
 		if err == nil && !ok {
 			err = errTaken
@@ -150,15 +150,15 @@ var errTaken = errors.New("taken")
 
 // lock takes m's groups, waiting for each.
 func (m *MultiMutex) lock(ctx context.Context, forever bool) error {
-	return m.take(ctx, func(a *caller) error { return m.h.c.acquire(ctx, a, nil, forever) })
+	return m.take(ctx, func(a *call) error { return m.h.c.acquire(ctx, a, nil, forever) })
 }
 
 // take takes m's groups in order with acquire, and gives back those it took
 // when one fails.
-func (m *MultiMutex) take(ctx context.Context, acquire func(a *caller) error) error {
+func (m *MultiMutex) take(ctx context.Context, acquire func(a *call) error) error {
 	terms := make([]*term, 0, len(m.groups))
 	for i, g := range m.groups {
-		a := &caller{p: g.p, mode: waitFree, n: 1}
+		a := &call{p: g.p, mode: waitFree, n: 1}
 		if err := acquire(a); err != nil {
 			m.undo(ctx, i)
 			return err

@@ -172,6 +172,6 @@ func (m *Mutex) runRelease(ctx context.Context, r release) (scripts.Released, er
 
 // mutexTicket returns the place in the queue of m's lock of the waiting
 // call a, whose field is its id there.
-func (m *Mutex) mutexTicket(a *caller) *ticket {
-	return m.c.leases.NewHeartbeat(a.call.field, m.keys[4], m.keys[3], a.p.cfg.heartbeat)
+func (m *Mutex) mutexTicket(a *call) *ticket {
+	return m.c.leases.NewHeartbeat(a.field, m.keys[4], m.keys[3], a.p.cfg.heartbeat)
 }

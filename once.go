@@ -61,7 +61,7 @@ func (c *Client) NewOnce(name string, opts ...Option) *Once {
 func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error {
 	var succeeded atomic.Bool
 	p := o.claimProto(&succeeded)
-	a := &caller{p: p, mode: waitFree, n: 1}
+	a := &call{p: p, mode: waitFree, n: 1}
 	if err := o.c.acquire(ctx, a, nil, false); err != nil || a.complete {
 		return err
 	}

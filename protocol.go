@@ -36,7 +36,7 @@ type protocol struct {
 	// wait.go): a release hands the lock to the first live one.
 	waitQueue bool
 	// ticket returns the place in that queue of the waiting call a.
-	ticket func(a *caller) *ticket
+	ticket func(a *call) *ticket
 	// waitOnly marks a wait that takes no hold (WaitGroup.Wait): its acquire
 	// answers Complete or Busy, and giving up has nothing to give back.
 	waitOnly bool
@@ -119,44 +119,61 @@ const (
 	share                       // add a hold, but wait while a lost hold is unreleased
 )
 
-// A caller is one acquiring call of one owner: its protocol and mode, and
-// what it keeps across its attempts.
-type caller struct {
+// A call is one acquiring call of one owner, its whole state across its
+// attempts and waits: its protocol and mode, its part in hold identity,
+// its places in the queues (its Client's, Redis'), and its wait loop.
+type call struct {
 	p      *protocol
 	mode   holdMode
-	n      int  // holds (permits) to add
-	single bool // a Try call: one attempt that waits for nothing
-	call   holdCall
-	place  *place // the call's place in its Client's queue of the lock, while it waits
-	value  int64  // what the acquire script passed on at the last success (a fencing token)
-	term   *term  // the term of the last success
+	n      int   // holds (permits) to add
+	single bool  // a Try call: one attempt that waits for nothing
+	value  int64 // what the acquire script passed on at the last success (a fencing token)
+	term   *term // the term of the last success
 	// complete records that what the call waits for has happened with
 	// nothing to hold: a Once's function succeeded, a WaitGroup reached zero.
 	complete bool
 	check    func() error              // if set, runs before each attempt (an upgrade is refused)
 	left     func(ctx context.Context) // if set, runs when a waiting call gives up (a writer's claim)
-}
 
-// A holdCall is one acquiring call's part in hold identity, across its
-// attempts.
-type holdCall struct {
-	// field is the identity the call's first acquire asks for, kept by its
-	// retries: a retry adopts what an earlier attempt of the call took, and
-	// no other acquire does. firstUnknown records an attempt of unknown outcome.
-	field        string
-	firstUnknown bool
-	// reentered is the field of the hold the latest re-entry attempt was
-	// for, base the count it expected, reentryUnknown that its outcome is
-	// unknown.
+	// Hold identity. field is the identity the call's first acquire asks
+	// for, kept by its retries: a retry adopts what an earlier attempt of
+	// the call took, and no other acquire does. firstUnknown records an
+	// attempt of unknown outcome. reentered is the field of the hold the
+	// latest re-entry attempt was for, base the count it expected,
+	// reentryUnknown that its outcome is unknown. sent records that an
+	// attempt reached Redis: a call that gives up may have something to
+	// take back.
+	field          string
+	firstUnknown   bool
 	reentered      string
 	base           int
 	reentryUnknown bool
-	sent           bool // an attempt reached Redis: a call that gives up may have something to take back
+	sent           bool
+
+	// Places. place is the call's place in its Client's queue of the lock
+	// while it waits there; tk its place in the lock's queue in Redis, when
+	// it queues there.
+	place *place
+	tk    *ticket
+
+	// The wait loop (wait.go).
+	forever bool           // Lock: failures are retried without end
+	start   time.Time      // the call's start, taken only for an observer
+	w       *notify.Waiter // the call's place on the lock's channel
+	joined  string         // w's channel
+	tag     string         // w's tag
+	timer   *time.Timer    // made on the first wait: most acquisitions need none
+	// own records that the call acquired with its own field, in Redis (a
+	// queued Mutex call then has no place left there).
+	own bool
+	// failures counts the failed attempts in a row, since firstFailure.
+	failures     int
+	firstFailure time.Time
 }
 
 // uncertain reports whether an attempt of the call may have taken something
 // that the call did not get to record: what its undo gives back.
-func (call *holdCall) uncertain() bool { return call.firstUnknown || call.reentryUnknown }
+func (a *call) uncertain() bool { return a.firstUnknown || a.reentryUnknown }
 
 // An attempt is the outcome of one try to acquire.
 type attempt struct {
@@ -210,11 +227,11 @@ func queueKey(p *protocol) holdKey { return holdKey{kind: p.key.kind, name: p.ke
 // does not queue in Redis by itself (Mutex, FencedMutex, a write lock,
 // MultiMutex), whose attempts all had a known outcome (a late copy of one
 // could outlive a hold handed to it).
-func (a *caller) queues() bool {
-	return a.p.fifo && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.call.uncertain()
+func (a *call) queues() bool {
+	return a.p.fifo && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.uncertain()
 }
 
 // takesHanded reports whether the call a may be handed a hold by another
 // call of its Client: a waiting Lock or LockContext of a Mutex handle's own
 // owner.
-func (a *caller) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }
+func (a *call) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }

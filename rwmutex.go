@@ -148,8 +148,8 @@ const (
 // caller makes a call of owner on one side of rw: explicit marks an owner
 // from WithOwner, which re-enters; a writer that waits claims its turn (new
 // readers then wait behind it) and takes the claim back when it gives up.
-func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *caller {
-	a := &caller{p: rw.proto(owner, write, explicit, waits), n: 1, mode: share}
+func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *call {
+	a := &call{p: rw.proto(owner, write, explicit, waits), n: 1, mode: share}
 	switch {
 	case explicit:
 		a.mode = reenter
@@ -165,7 +165,7 @@ func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *caller {
 		}
 	}
 	if write && waits {
-		a.left = func(ctx context.Context) { rw.leave(ctx, a.call.field) }
+		a.left = func(ctx context.Context) { rw.leave(ctx, a.field) }
 	}
 	return a
 }

@@ -156,7 +156,7 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // caller makes an acquire of n permits.
-func (s *Semaphore) caller(n int64) *caller { return &caller{p: s.proto(), mode: share, n: int(n)} }
+func (s *Semaphore) caller(n int64) *call { return &call{p: s.proto(), mode: share, n: int(n)} }
 
 // proto describes the handle's hold (its permits).
 func (s *Semaphore) proto() *protocol { return s.handle.proto(s.owner, s.newProto) }

@@ -34,50 +34,32 @@ const transientBudget = time.Second
 // When ctx ends, acquire returns ctx.Err() unwrapped. It leaves no
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
-func (e *engine) acquire(ctx context.Context, a *caller, tk *ticket, forever bool) (err error) {
-	l := &waitLoop{a: a, tk: tk, forever: forever}
+func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, forever bool) (err error) {
+	a.tk, a.forever = tk, forever
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
-		l.start = time.Now() // the call's start
+		a.start = time.Now() // the call's start
 	}
-	defer func() { e.endWait(ctx, l, err) }()
+	defer func() { e.endWait(ctx, a, err) }()
 	if tk == nil {
-		e.queueEarly(l)
+		e.queueEarly(a)
 	}
 	for {
 		if e.isClosed() {
 			return lockError(a.p.name, ErrClosed)
 		}
-		res, tryErr := e.try(ctx, a, l.tk)
+		res, tryErr := e.try(ctx, a)
 		if ctx.Err() != nil && !res.acquired && !res.complete {
 			return ctx.Err()
 		}
-		f, done, err := e.plan(ctx, l, res, tryErr)
+		f, done, err := e.plan(ctx, a, res, tryErr)
 		if done {
 			return err
 		}
-		if done, err := e.await(ctx, l, f); done {
+		if done, err := e.await(ctx, a, f); done {
 			return err
 		}
 	}
-}
-
-// A waitLoop is the state of one waiter loop.
-type waitLoop struct {
-	a       *caller
-	tk      *ticket
-	forever bool
-	start   time.Time      // the call's start, taken only for an observer
-	w       *notify.Waiter // the caller's place on the lock's channel
-	joined  string         // w's channel
-	timer   *time.Timer    // made on the first wait: most acquisitions need none
-	tag     string         // w's tag
-	// own records that the call acquired with its own field, in Redis (a
-	// queued Mutex call then has no place left there).
-	own bool
-	// failures counts the failed attempts in a row, since firstFailure.
-	failures     int
-	firstFailure time.Time
 }
 
 // A waitFor is what one wait of the loop waits for, besides the timer.
@@ -86,159 +68,159 @@ type waitFor struct {
 	src        WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
 }
 
-// sleep sets l's timer to d.
-func (l *waitLoop) sleep(d time.Duration) {
-	if l.timer == nil {
-		l.timer = time.NewTimer(d)
+// sleep sets a's timer to d.
+func (a *call) sleep(d time.Duration) {
+	if a.timer == nil {
+		a.timer = time.NewTimer(d)
 	} else {
-		l.timer.Reset(d)
+		a.timer.Reset(d)
 	}
 }
 
-// plan decides what an attempt's outcome means for the loop l: done with
+// plan decides what an attempt's outcome means for the call a: done with
 // the call's result, or what to wait for before the next attempt.
-func (e *engine) plan(ctx context.Context, l *waitLoop, res attempt, tryErr error) (f waitFor, done bool, err error) {
-	p := l.a.p
+func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (f waitFor, done bool, err error) {
+	p := a.p
 	if tryErr == nil {
-		l.failures = 0
-	} else if l.failures == 0 {
-		l.firstFailure = time.Now()
+		a.failures = 0
+	} else if a.failures == 0 {
+		a.firstFailure = time.Now()
 	}
 	switch {
-	case tryErr != nil && (verdict(tryErr) || !l.forever && (!ambiguous(tryErr) || time.Since(l.firstFailure) >= transientBudget)):
+	case tryErr != nil && (verdict(tryErr) || !a.forever && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget)):
 		return f, true, tryErr
 	case tryErr != nil:
-		l.failures++
-		if l.a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
-			e.handovers.requeue(l.a.place) // Lock retries behind the Client's other waiting calls
+		a.failures++
+		if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
+			e.handovers.requeue(a.place) // Lock retries behind the Client's other waiting calls
 		}
 		// A refusal by the server (an ACL, a key of another type) is logged
 		// at once: unlike a dropped connection it will not pass by itself.
-		if l.forever && (l.failures == 3 || l.failures%100 == 0 || l.failures == 1 && !ambiguous(tryErr)) {
-			p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", l.failures, "error", tryErr)
+		if a.forever && (a.failures == 3 || a.failures%100 == 0 || a.failures == 1 && !ambiguous(tryErr)) {
+			p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failures, "error", tryErr)
 		}
-		d := min(time.Duration(l.failures)*20*time.Millisecond, time.Second)
-		l.sleep(d/2 + rand.N(d))
+		d := min(time.Duration(a.failures)*20*time.Millisecond, time.Second)
+		a.sleep(d/2 + rand.N(d))
 	case res.complete:
-		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(l.start)})
+		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(a.start)})
 		return f, true, nil
 	case res.acquired:
-		l.own = !res.localHandoff && !res.reentered
-		p.observe(ctx, acquiredEvent(l.start, res)) // cheap without an observer: no start
+		a.own = !res.localHandoff && !res.reentered
+		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
 	case res.free != nil && !p.queued:
 		f = waitFor{wake: res.free, src: WakeLocal}
-		l.sleep(time.Hour)
-	case l.w == nil || res.channel != "" && res.channel != l.joined:
-		l.tag = ""
-		if l.tk != nil {
-			l.tag = cmp.Or(placeTag(res.place), l.tk.ID)
+		a.sleep(time.Hour)
+	case a.w == nil || res.channel != "" && res.channel != a.joined:
+		a.tag = ""
+		if a.tk != nil {
+			a.tag = cmp.Or(placeTag(res.place), a.tk.ID)
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
 		}
-		if l.w != nil {
-			l.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
+		if a.w != nil {
+			a.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
 		}
-		l.joined = cmp.Or(res.channel, p.channel)
-		l.w = e.notify.Join(l.joined, p.policy, l.tag)
-		f = waitFor{wake: l.w.Ready(), free: res.free}
-		l.sleep(l.bound(res.wait))
+		a.joined = cmp.Or(res.channel, p.channel)
+		a.w = e.notify.Join(a.joined, p.policy, a.tag)
+		f = waitFor{wake: a.w.Ready(), free: res.free}
+		a.sleep(a.bound(res.wait))
 	default:
-		if tag := placeTag(res.place); tag != "" && tag != l.tag {
-			l.tag = tag
-			l.w.Retag(tag)
+		if tag := placeTag(res.place); tag != "" && tag != a.tag {
+			a.tag = tag
+			a.w.Retag(tag)
 		}
-		f = waitFor{wake: l.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
-		l.sleep(l.bound(res.wait))
+		f = waitFor{wake: a.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
+		a.sleep(a.bound(res.wait))
 	}
-	if l.a.place == nil && l.a.queues() {
-		l.a.place = e.handovers.queue(l.a) // first come, first served among the Client's calls
+	if a.place == nil && a.queues() {
+		a.place = e.handovers.queue(a) // first come, first served among the Client's calls
 	}
-	if res.mayQueue && l.tk == nil && l.w != nil && !e.handovers.queuedBehind(l.a, nil) {
+	if res.mayQueue && a.tk == nil && a.w != nil && !e.handovers.queuedBehind(a, nil) {
 		// Busy in Redis: the call queues there with its next attempt, made
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
-		l.tk = p.ticket(l.a)
-		f = waitFor{wake: l.w.Ready(), free: res.free}
+		a.tk = p.ticket(a)
+		f = waitFor{wake: a.w.Ready(), free: res.free}
 	}
 	return f, false, nil
 }
 
-// endWait cleans up after the loop l returned err: nothing of a waiting
+// endWait cleans up after the call a returned err: nothing of a waiting
 // call stays behind, and nothing of a failed one (see giveUp).
-func (e *engine) endWait(ctx context.Context, l *waitLoop, err error) {
-	p := l.a.p
-	if l.timer != nil {
-		l.timer.Stop()
+func (e *engine) endWait(ctx context.Context, a *call, err error) {
+	p := a.p
+	if a.timer != nil {
+		a.timer.Stop()
 	}
-	if l.a.place != nil {
-		e.leave(ctx, l.a.place, err != nil)
+	if a.place != nil {
+		e.leave(ctx, a.place, err != nil)
 	}
-	if l.tk != nil {
-		l.tk.Stop()
+	if a.tk != nil {
+		a.tk.Stop()
 	}
-	if l.w != nil {
+	if a.w != nil {
 		// A queued waiter's turn is passed on by giveUp's script; a Mutex's
 		// queue has no turns: a wake-up of Redisson's kind is passed on.
-		l.w.Leave(err != nil && (l.tk == nil || p.waitQueue))
+		a.w.Leave(err != nil && (a.tk == nil || p.waitQueue))
 	}
-	if err == nil && l.tk != nil && p.waitQueue && !l.own {
-		e.giveUp(ctx, l.a, l.tk) // the hold came another way: the call's place and field are left
+	if err == nil && a.tk != nil && p.waitQueue && !a.own {
+		e.giveUp(ctx, a) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
-		e.giveUp(ctx, l.a, l.tk)
-		if l.a.left != nil {
-			l.a.left(ctx) // a waiting writer's claim
+		e.giveUp(ctx, a)
+		if a.left != nil {
+			a.left(ctx) // a waiting writer's claim
 		}
-		p.observe(ctx, Event{Kind: EventAcquireFailed, Wait: time.Since(l.start), Cause: err})
+		p.observe(ctx, Event{Kind: EventAcquireFailed, Wait: time.Since(a.start), Cause: err})
 	}
 }
 
-// await waits once for the loop l: it reports done with the call's result
+// await waits once for the call a: it reports done with the call's result
 // when the wait decides it (a handover, the end of ctx or of the Client),
 // and false when the loop should try again.
-func (e *engine) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, err error) {
-	p := l.a.p
+func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err error) {
+	p := a.p
 	var lapsed chan struct{}
-	if l.tk != nil {
-		lapsed = l.tk.Lapsed
+	if a.tk != nil {
+		lapsed = a.tk.Lapsed
 	}
 	var transferred <-chan handed
 	var poked <-chan struct{}
-	if l.a.place != nil {
-		transferred, poked = l.a.place.ch, l.a.place.poke
+	if a.place != nil {
+		transferred, poked = a.place.ch, a.place.poke
 	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
 	case x := <-transferred:
-		l.a.place = nil
-		if e.adopt(ctx, l.a, x) {
-			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, localHandoff: true}))
+		a.place = nil
+		if e.adopt(ctx, a, x) {
+			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandoff: true}))
 			return true, nil
 		}
 	case <-f.wake:
 		if observe {
-			p.observe(ctx, wakeEvent(l.w, f.src, true))
+			p.observe(ctx, wakeEvent(a.w, f.src, true))
 		}
-		if l.tk != nil && p.waitQueue && (l.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, l) {
-			l.own = true
-			p.observe(ctx, acquiredEvent(l.start, attempt{acquired: true, handed: true}))
+		if a.tk != nil && p.waitQueue && (a.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, a) {
+			a.own = true
+			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
 			return true, nil
 		}
 		if f.src == WakePubSub {
-			e.handovers.passWake(l.a) // when queued behind another, that one asks Redis
+			e.handovers.passWake(a) // when queued behind another, that one asks Redis
 		}
 	case <-poked: // a wake-up passed on by a waiter queued behind
 		if observe {
 			p.observe(ctx, wakeEvent(nil, WakeLocal, true))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
-		p.observe(ctx, wakeEvent(l.w, WakeLocal, true))
-	case <-l.timer.C:
+		p.observe(ctx, wakeEvent(a.w, WakeLocal, true))
+	case <-a.timer.C:
 		if observe {
-			p.observe(ctx, wakeEvent(l.w, f.src, false))
+			p.observe(ctx, wakeEvent(a.w, f.src, false))
 		}
 	case <-lapsed:
-		l.tk.Ended() // the next try queues again and restarts it
+		a.tk.Ended() // the next try queues again and restarts it
 	case <-ctx.Done():
 		return true, ctx.Err()
 	case <-e.closed:
@@ -249,17 +231,17 @@ func (e *engine) await(ctx context.Context, l *waitLoop, f waitFor) (done bool, 
 
 // tryOnce makes the single attempt of a Try call and gives back what it may
 // have left when its outcome is unknown.
-func (e *engine) tryOnce(ctx context.Context, a *caller) (bool, error) {
+func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 	if e.isClosed() {
 		return false, lockError(a.p.name, ErrClosed)
 	}
 	a.single = true
-	res, err := e.try(ctx, a, nil)
+	res, err := e.try(ctx, a)
 	if res.acquired {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
 	}
-	if err != nil && a.call.uncertain() {
-		e.giveUp(ctx, a, nil)
+	if err != nil && a.uncertain() {
+		e.giveUp(ctx, a)
 	}
 	if ctx.Err() != nil && !res.acquired {
 		return false, ctx.Err()
@@ -267,15 +249,15 @@ func (e *engine) tryOnce(ctx context.Context, a *caller) (bool, error) {
 	return res.acquired, err
 }
 
-// bound is how long the loop l waits for a wake-up before trying again,
+// bound is how long the call a waits for a wake-up before trying again,
 // after a try that found the lock taken for pttl. A queued Mutex call waits
 // no longer than its heartbeat timeout: a release may hand the lock to a
 // waiter ahead that died, which holds it until its heartbeat deadline and
 // then lets it expire without a message.
-func (l *waitLoop) bound(pttl time.Duration) time.Duration {
+func (a *call) bound(pttl time.Duration) time.Duration {
 	d := waitBound(pttl)
-	if l.tk != nil && l.a.p.waitQueue && !mutant.On("no-fallback") {
-		d = min(d, l.a.p.cfg.heartbeat)
+	if a.tk != nil && a.p.waitQueue && !mutant.On("no-fallback") {
+		d = min(d, a.p.cfg.heartbeat)
 	}
 	return d
 }
@@ -336,22 +318,22 @@ func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
 // acquisitions need no queue), and a call whose hold came another way (a
 // handover within the Client) leaves the queue when it returns (giveUp).
 
-// queueEarly makes the waiting Mutex call of l queue in Redis with its
+// queueEarly makes the waiting Mutex call a queue in Redis with its
 // first attempt, joined to its lock's channel beforehand, when the lock is
 // contended in this process: the channel's subscription is in place (a
 // waiter of this Client waited for the lock within the subscription's
 // linger) and no other call of the Client waits for it. A contended call
 // then spares the attempt that would find the lock taken before queueing;
 // one that finds it free takes it as mutex_acquire would.
-func (e *engine) queueEarly(l *waitLoop) {
-	a, p := l.a, l.a.p
-	if !p.waitQueue || !a.takesHanded() || a.call.uncertain() || !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
+func (e *engine) queueEarly(a *call) {
+	p := a.p
+	if !p.waitQueue || !a.takesHanded() || a.uncertain() || !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
 		return
 	}
 	e.callField(a)
-	l.joined = p.channel
-	l.w = e.notify.Join(p.channel, p.policy, "")
-	l.tk = p.ticket(a)
+	a.joined = p.channel
+	a.w = e.notify.Join(p.channel, p.policy, "")
+	a.tk = p.ticket(a)
 }
 
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the
@@ -364,7 +346,7 @@ func placeTag(n int64) string {
 }
 
 // takeHanded makes the lock that a release in Redis handed to the queued
-// call of l (a wake-up named its place) the call's hold, without asking
+// call a (a wake-up named its place) the call's hold, without asking
 // Redis, and reports whether it did. The hold's deadline is the call's
 // heartbeat timeout after the latest confirmation of its place was sent:
 // the release found the place after that, and left the lock to expire at
@@ -374,10 +356,10 @@ func placeTag(n int64) string {
 // the call then asks Redis, which answers what the release did (the call's
 // field is there, and the attempt adopts it), or gives it back when it
 // returns.
-func (e *engine) takeHanded(ctx context.Context, l *waitLoop) bool {
-	a, p := l.a, l.a.p
-	since, ok := l.tk.Confirmed()
-	if !ok || a.call.field == "" || time.Since(since) >= p.cfg.heartbeat {
+func (e *engine) takeHanded(ctx context.Context, a *call) bool {
+	p := a.p
+	since, ok := a.tk.Confirmed()
+	if !ok || a.field == "" || time.Since(since) >= p.cfg.heartbeat {
 		return false // after a pause past the deadline, only Redis knows
 	}
 	h := e.holds.ref(p.key, true)
@@ -389,7 +371,7 @@ func (e *engine) takeHanded(ctx context.Context, l *waitLoop) bool {
 	if h.count > 0 {
 		return false
 	}
-	acq := acquisition{h: h, n: a.n, field: a.call.field, within: p.cfg.heartbeat}
+	acq := acquisition{h: h, n: a.n, field: a.field, within: p.cfg.heartbeat}
 	e.took(h, a, &acq, since)
 	t := h.term.Load()
 	a.value, a.term = 0, t
@@ -402,7 +384,7 @@ func (e *engine) takeHanded(ctx context.Context, l *waitLoop) bool {
 // its way (lost, Close, ForceUnlock) or when a cannot take it (its owner
 // holds meanwhile, or an attempt of the call had an unknown outcome, whose
 // late copy could outlive the hold); a hold it cannot take is given back.
-func (e *engine) adopt(ctx context.Context, a *caller, x handed) bool {
+func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 	p := a.p
 	h := e.holds.ref(p.key, true)
 	defer e.holds.unref(h)
@@ -413,7 +395,7 @@ func (e *engine) adopt(ctx context.Context, a *caller, x handed) bool {
 	ended, ok := false, false
 	e.handovers.taken(x.t, func() { // in one step with handing: endHolds sees it in either
 		ended, _ = x.t.result()
-		if ok = !ended && h.count == 0 && !a.call.uncertain(); ok {
+		if ok = !ended && h.count == 0 && !a.uncertain(); ok {
 			h.setCount(1)
 			h.streak, h.fromRedis = x.streak, x.fromRedis
 			h.term.Store(x.t)
