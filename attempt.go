@@ -79,7 +79,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 			tk.Queued(sent)
 		}
 		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel, place: r.Place,
-			mayQueue: tk == nil && p.waitQueue && a.takesHanded()}, nil, 0, nil
+			mayQueue: tk == nil && p.hand == handThroughRedis && a.takesHanded()}, nil, 0, nil
 	case sync != nil && sync.Acked < sync.Wanted:
 		return attempt{}, nil, 0, e.unreplicated(ctx, a, &acq, sync)
 	case sync != nil:
@@ -112,10 +112,10 @@ func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res atte
 	p := a.p
 	ended, err := h.term.Load().result()
 	switch {
-	case ended && p.permits:
+	case ended && p.hold == holdPermits:
 		e.holds.setAside(h) // a new term; the lost permits wait for Release
 		return attempt{}, false, nil
-	case a.mode == waitFree && p.queued && tk != nil && !ended:
+	case a.mode == waitFree && p.wait == waitWithTicket && tk != nil && !ended:
 		// A second Lock of the owner queues now, so that its turn is fixed
 		// by arrival, but never takes until the owner's hold is released.
 		acq.queueOnly = true
@@ -155,7 +155,7 @@ func (e *engine) took(h *hold, a *call, acq *acquisition, sent time.Time) attemp
 // WithSyncReplicas, a first acquire's carries the request that replicas
 // acknowledge it.
 func syncFor(ctx context.Context, p *protocol, acq *acquisition) (context.Context, *scripts.Sync) {
-	if p.cfg.syncReplicas == 0 || acq.count > 0 || p.waitOnly {
+	if p.cfg.syncReplicas == 0 || acq.count > 0 || p.hold == holdNothing {
 		return ctx, nil
 	}
 	s := &scripts.Sync{N: p.cfg.syncReplicas, Timeout: p.cfg.syncTimeout}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -101,8 +100,7 @@ func (fm *FairMutex) HoldCount(ctx context.Context) (int, error) { return fm.hol
 func (fm *FairMutex) proto(owner uint64) *protocol { return fm.handle.proto(owner, fm.newProto) }
 
 func (fm *FairMutex) newProto(owner uint64) *protocol {
-	p := fm.protocol(fair, fm.l.Key, owner, PrimitiveFairMutex, fm.l.Channel, notify.Tagged)
-	p.queued = true
+	p := fm.protocol(fair, fm.l.Key, owner, PrimitiveFairMutex, fm.l.Channel, fairPolicy)
 	p.acquire, p.release = fm.runAcquire, fm.runRelease
 	// The lock hash has Mutex's shape, so Mutex's renewal serves it.
 	p.newLease = func(t *term) *lease.Lease { return fm.newLease(t, []string{fm.l.Key}, scripts.MutexRenew) }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -63,9 +62,9 @@ func (h *handle) Err() error { return h.cur.Load().errOrNil() }
 
 // protocol returns the start of a protocol: a hold of kind on the lock key
 // by owner, a lock of sort prim whose waiters wait on channel as policy says.
-func (h *handle) protocol(kind holdKind, key string, owner uint64, prim Primitive, channel string, policy notify.Policy) *protocol {
+func (h *handle) protocol(kind holdKind, key string, owner uint64, prim Primitive, channel string, pol policy) *protocol {
 	return &protocol{key: holdKey{kind: kind, name: key, owner: owner}, name: h.name, cfg: &h.cfg, cur: &h.cur,
-		primitive: prim, channel: channel, policy: policy}
+		primitive: prim, channel: channel, policy: pol}
 }
 
 // newLease describes the lease of term t on the key keys[0] for the

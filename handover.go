@@ -61,7 +61,7 @@ func (hs *handovers) queue(a *call) *place {
 // (TryLock) fails then, as sync.Mutex's does while waiters starve; an
 // explicit owner's call and a call queued in Redis by itself never wait so.
 func (hs *handovers) queuedBehind(a *call, tk *ticket) bool {
-	if !a.p.fifo || tk != nil || a.mode != waitFree && a.mode != waitHandoff {
+	if a.p.wait != waitInLine || tk != nil || a.mode != waitFree && a.mode != waitHandoff {
 		return false
 	}
 	hs.mu.Lock()
@@ -169,7 +169,7 @@ func (hs *handovers) hand(h *hold, p *protocol, t *term, replace func(old, next 
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	i := slices.IndexFunc(hs.queues[k], func(w *place) bool {
-		return w.p.handoff && w.p.cfg.lease == p.cfg.lease && w.p.cfg.leaseTTL() == p.cfg.leaseTTL() &&
+		return w.p.hand != handNowhere && w.p.cfg.lease == p.cfg.lease && w.p.cfg.leaseTTL() == p.cfg.leaseTTL() &&
 			(w.p.cfg.syncReplicas == 0 || w.p.cfg.syncReplicas == t.synced)
 	})
 	if i < 0 {

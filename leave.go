@@ -18,9 +18,9 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 	p, tk := a.p, a.tk
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
 	switch {
-	case !a.sent, p.waitOnly:
+	case !a.sent, p.hold == holdNothing:
 		return // nothing reached Redis, or nothing can be held
-	case a.firstUnknown, tk != nil && p.waitQueue:
+	case a.firstUnknown, tk != nil && p.hand == handThroughRedis:
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
 	case a.reentryUnknown:

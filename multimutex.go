@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -94,8 +93,8 @@ func (m *MultiMutex) newGroup(names []string) *multiGroup {
 		ls[i] = layout.MutexOf(name)
 	}
 	g := &multiGroup{keys: scripts.MultiKeysOf(ls)}
-	p := m.h.protocol(multiple, strings.Join(names, "\x00"), m.h.owner, PrimitiveMultiMutex, g.keys.Channels[0], notify.Handover)
-	p.name, p.fifo = m.h.name, true
+	p := m.h.protocol(multiple, strings.Join(names, "\x00"), m.h.owner, PrimitiveMultiMutex, g.keys.Channels[0], multiPolicy)
+	p.name = m.h.name
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		return m.h.c.scripts.AcquireMulti(ctx, &g.keys, a.hold(m.h.leaseMS))
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -134,16 +133,16 @@ func (m *Mutex) proto(owner uint64) *protocol {
 }
 
 func (m *Mutex) newProto(owner uint64) *protocol {
-	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), notify.Handover)
-	p.fifo = true
-	if m.fenced {
-		p.primitive = PrimitiveFencedMutex
-	} else {
-		p.handoff = true // every FencedMutex acquisition takes a token from Redis
-		// A handed hold lasts until the waiter's heartbeat deadline, then
-		// its lease: not for a fixed lease, nor when replicas must see the
-		// acquisition first.
-		p.waitQueue = p.cfg.lease == 0 && p.cfg.syncReplicas == 0 && p.cfg.heartbeat <= p.cfg.watchdog
+	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), mutexPolicy)
+	switch {
+	case m.fenced:
+		p.primitive, p.policy = PrimitiveFencedMutex, fencedPolicy
+	case p.cfg.lease != 0 || p.cfg.syncReplicas != 0 || p.cfg.heartbeat > p.cfg.watchdog:
+		// A hold handed through Redis lasts until the waiter's heartbeat
+		// deadline, then its lease: not for a fixed lease, nor when
+		// replicas must see the acquisition first.
+		p.hand = handInClient
+	default:
 		p.ticket = m.mutexTicket
 	}
 	p.acquire, p.release = m.runAcquire, m.runRelease

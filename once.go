@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -136,8 +135,7 @@ func (o *Once) ForceUnlock(ctx context.Context) (bool, error) {
 // claimProto describes a claim of o by its handle's owner for one call of
 // Do, whose release records f's success as succeeded says.
 func (o *Once) claimProto(succeeded *atomic.Bool) *protocol {
-	p := o.protocol(exclusive, o.l.Claim, o.owner, PrimitiveOnce, o.l.Channel, notify.All)
-	p.wakeAll = true
+	p := o.protocol(exclusive, o.l.Claim, o.owner, PrimitiveOnce, o.l.Channel, oncePolicy)
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		return o.c.scripts.ClaimOnce(ctx, &o.l, a.hold(o.leaseMS))
 	}

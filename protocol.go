@@ -18,37 +18,113 @@ type protocol struct {
 	key       holdKey
 	name      string // the lock's name, for errors, logs and events
 	cfg       *config
-	primitive Primitive     // the lock's sort in events
-	channel   string        // where the lock's waiters wait
-	policy    notify.Policy // how the channel's messages wake them
-	wakeAll   bool          // a release wakes every waiter of this process, not one
-	suffix    string        // ends the fields of new holds (a write hold's ":write")
-	// handoff lets a release hand the hold to a waiting call of the Client
-	// (transfer); never when Redis must see every acquisition.
-	handoff bool
-	// fifo marks an exclusive lock whose waiting calls queue in their
-	// Client (see queues): Mutex, FencedMutex, a write lock, MultiMutex.
-	fifo bool
-	// queued marks a lock whose waiters queue in Redis with a ticket
-	// (FairMutex, Semaphore): a release names the waiters it wakes.
-	queued bool
-	// waitQueue marks a Mutex whose waiting calls queue in Redis (see
-	// wait.go): a release hands the lock to the first live one.
-	waitQueue bool
-	// ticket returns the place in that queue of the waiting call a.
+	primitive Primitive // the lock's sort in events
+	channel   string    // where the lock's waiters wait
+	suffix    string    // ends the fields of new holds (a write hold's ":write")
+	policy              // how its calls wait, where its holds may be handed, what it holds, whom a release wakes
+	// ticket returns the place of the waiting call a in the lock's queue in
+	// Redis (a Mutex handed through Redis).
 	ticket func(a *call) *ticket
-	// waitOnly marks a wait that takes no hold (WaitGroup.Wait): its acquire
-	// answers Complete or Busy, and giving up has nothing to give back.
-	waitOnly bool
-	// permits marks a Semaphore: holds are permits, a new acquire after a
-	// loss starts a new hold (the lost permits wait for Release).
-	permits bool
 
 	cur *atomic.Pointer[term] // the handle's latest term, for its Done and Err
 
 	acquire  func(ctx context.Context, a acquisition) (scripts.Reply, error)
 	release  func(ctx context.Context, r release) (scripts.Released, error)
 	newLease func(t *term) *lease.Lease
+}
+
+// A policy is the part of a protocol that the engine's branches read: four
+// choices, each named. Which primitive uses which is the table below.
+type policy struct {
+	wait waitPolicy
+	hand handPolicy
+	hold holdPolicy
+	wake wakePolicy
+}
+
+// How a protocol's waiting calls wait for the lock.
+type waitPolicy uint8
+
+const (
+	// On the lock's channel: a woken call asks Redis again.
+	waitOnChannel waitPolicy = iota
+	// In line: also in the Client's queue of the lock, in arrival order;
+	// only the first of the queue asks Redis, the others wait for it (or a
+	// handover) to be served.
+	waitInLine
+	// With a ticket in the lock's queue in Redis, kept by a heartbeat: the
+	// turn is Redis', and a release names the waiters it wakes.
+	waitWithTicket
+)
+
+// Where a release may hand a hold instead of freeing the lock.
+type handPolicy uint8
+
+const (
+	// Nowhere: every acquisition asks Redis (a fencing token each, a lock
+	// whose waiters are not in line).
+	handNowhere handPolicy = iota
+	// To the first call in line of the Client that may take it, without
+	// Redis, within bounds (maxHandoffs, maxHandoffTime).
+	handInClient
+	// That, and the first call in line queues in Redis with a heartbeat,
+	// where a release hands it the lock inside its script (see wait.go).
+	handThroughRedis
+)
+
+// What an acquisition takes.
+type holdPolicy uint8
+
+const (
+	// A count of holds of one owner on one field, renewed as one.
+	holdCount holdPolicy = iota
+	// Permits: after a loss, a new acquisition begins a new term (the lost
+	// permits wait for Release).
+	holdPermits
+	// Nothing: the call waits for something to happen (WaitGroup.Wait); its
+	// acquire answers Complete or Busy, and giving up has nothing to give
+	// back.
+	holdNothing
+)
+
+// Whom a release wakes among the process's waiters of the lock, and how a
+// message on the lock's channel wakes them.
+type wakePolicy uint8
+
+const (
+	// One waiter (notify.Handover), or the one a handover names.
+	wakeOne wakePolicy = iota
+	// Every waiter (notify.All): readers and writers share a channel, and a
+	// Once's or a WaitGroup's end concerns them all.
+	wakeEvery
+	// The waiters the release names by their tickets (notify.Tagged).
+	wakeNamed
+)
+
+// The policies of the primitives, one line each.
+var (
+	//                      wait            hand              hold         wake
+	mutexPolicy     = policy{waitInLine, handThroughRedis, holdCount, wakeOne} // handInClient when a handed hold could not keep its lease (see Mutex.newProto)
+	fencedPolicy    = policy{waitInLine, handNowhere, holdCount, wakeOne}      // a token per acquisition
+	multiPolicy     = policy{waitInLine, handNowhere, holdCount, wakeOne}
+	writePolicy     = policy{waitInLine, handNowhere, holdCount, wakeEvery} // RWMutex's write lock
+	readPolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
+	fairPolicy      = policy{waitWithTicket, handNowhere, holdCount, wakeNamed}
+	semaphorePolicy = policy{waitWithTicket, handNowhere, holdPermits, wakeNamed}
+	oncePolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
+	waitGroupPolicy = policy{waitOnChannel, handNowhere, holdNothing, wakeEvery}
+	electionPolicy  = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
+)
+
+// dispatch is how a message on a lock's channel wakes its waiters.
+func (w wakePolicy) dispatch() notify.Policy {
+	switch w {
+	case wakeEvery:
+		return notify.All
+	case wakeNamed:
+		return notify.Tagged
+	}
+	return notify.Handover
 }
 
 // An acquisition is one acquire script call.
@@ -228,10 +304,12 @@ func queueKey(p *protocol) holdKey { return holdKey{kind: p.key.kind, name: p.ke
 // MultiMutex), whose attempts all had a known outcome (a late copy of one
 // could outlive a hold handed to it).
 func (a *call) queues() bool {
-	return a.p.fifo && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.uncertain()
+	return a.p.wait == waitInLine && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.uncertain()
 }
 
 // takesHanded reports whether the call a may be handed a hold by another
 // call of its Client: a waiting Lock or LockContext of a Mutex handle's own
 // owner.
-func (a *call) takesHanded() bool { return a.p.handoff && a.mode == waitHandoff && !a.single }
+func (a *call) takesHanded() bool {
+	return a.p.hand != handNowhere && a.mode == waitHandoff && !a.single
+}

@@ -176,17 +176,17 @@ func (e *engine) afterRelease(p *protocol, t *term, rep scripts.Released, err er
 
 // wake wakes this process's waiters of p's lock after a release: those it
 // named (a queued lock, or a Mutex handed to a queued waiter), else, when
-// released is set, one (or all: wakeAll).
+// released is set, one (or all, as p.wake says).
 func (e *engine) wake(p *protocol, woken []string, released bool) {
 	switch {
-	case p.queued || len(woken) > 0:
+	case p.wake == wakeNamed || len(woken) > 0:
 		for _, tag := range woken {
-			if !e.notify.WakeTag(p.channel, tag) && p.waitQueue {
+			if !e.notify.WakeTag(p.channel, tag) && p.hand == handThroughRedis {
 				e.handovers.pokeFirst(p) // handed to another process's waiter: this Client's queue there
 			}
 		}
 	case !released:
-	case p.wakeAll:
+	case p.wake == wakeEvery:
 		e.notify.WakeAll(p.channel)
 	default:
 		e.notify.WakeOne(p.channel)
@@ -202,7 +202,7 @@ func (e *engine) wake(p *protocol, woken []string, released bool) {
 // never handed on: a late copy of that attempt must find it released (see
 // release.go).
 func (e *engine) transfer(h *hold, p *protocol, t *term) bool {
-	if h.count != 1 || !p.handoff || t.ambiguous || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
+	if h.count != 1 || p.hand == handNowhere || t.ambiguous || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
 		return false
 	}
 	if !e.handovers.hand(h, p, t, e.leases.Replace) {

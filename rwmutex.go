@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -195,11 +194,10 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 // proto describes owner's read or write hold on rw; a writer that waits
 // claims its turn when it finds the lock taken.
 func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
-	op := rw.protocol(shared, rw.name, owner, PrimitiveRWRead, rw.l.Channel, notify.All)
-	op.wakeAll = true
+	op := rw.protocol(shared, rw.name, owner, PrimitiveRWRead, rw.l.Channel, readPolicy)
 	if write {
 		op.key.kind, op.primitive, op.suffix = exclusive, PrimitiveRWWrite, layout.WriteSuffix
-		op.fifo = true
+		op.policy = writePolicy
 		op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, waits)
 			return claimWait(r, err)

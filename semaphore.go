@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 	"github.com/go-redisync/redisync/internal/state"
 )
@@ -162,8 +161,7 @@ func (s *Semaphore) caller(n int64) *call { return &call{p: s.proto(), mode: sha
 func (s *Semaphore) proto() *protocol { return s.handle.proto(s.owner, s.newProto) }
 
 func (s *Semaphore) newProto(owner uint64) *protocol {
-	p := s.protocol(semaphore, s.l.Holders, owner, PrimitiveSemaphore, s.l.Channel, notify.Tagged)
-	p.queued, p.permits = true, true
+	p := s.protocol(semaphore, s.l.Holders, owner, PrimitiveSemaphore, s.l.Channel, semaphorePolicy)
 	p.acquire, p.release, p.newLease = s.runAcquire, s.runRelease, s.termLease
 	return p
 }

@@ -108,7 +108,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		a.own = !res.localHandoff && !res.reentered
 		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
-	case res.free != nil && !p.queued:
+	case res.free != nil && p.wait != waitWithTicket:
 		f = waitFor{wake: res.free, src: WakeLocal}
 		a.sleep(time.Hour)
 	case a.w == nil || res.channel != "" && res.channel != a.joined:
@@ -121,7 +121,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 			a.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
 		}
 		a.joined = cmp.Or(res.channel, p.channel)
-		a.w = e.notify.Join(a.joined, p.policy, a.tag)
+		a.w = e.notify.Join(a.joined, p.wake.dispatch(), a.tag)
 		f = waitFor{wake: a.w.Ready(), free: res.free}
 		a.sleep(a.bound(res.wait))
 	default:
@@ -161,9 +161,9 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 	if a.w != nil {
 		// A queued waiter's turn is passed on by giveUp's script; a Mutex's
 		// queue has no turns: a wake-up of Redisson's kind is passed on.
-		a.w.Leave(err != nil && (a.tk == nil || p.waitQueue))
+		a.w.Leave(err != nil && (a.tk == nil || p.hand == handThroughRedis))
 	}
-	if err == nil && a.tk != nil && p.waitQueue && !a.own {
+	if err == nil && a.tk != nil && p.hand == handThroughRedis && !a.own {
 		e.giveUp(ctx, a) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
@@ -201,7 +201,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		if observe {
 			p.observe(ctx, wakeEvent(a.w, f.src, true))
 		}
-		if a.tk != nil && p.waitQueue && (a.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, a) {
+		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, a) {
 			a.own = true
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
 			return true, nil
@@ -256,7 +256,7 @@ func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 // then lets it expire without a message.
 func (a *call) bound(pttl time.Duration) time.Duration {
 	d := waitBound(pttl)
-	if a.tk != nil && a.p.waitQueue && !mutant.On("no-fallback") {
+	if a.tk != nil && a.p.hand == handThroughRedis && !mutant.On("no-fallback") {
 		d = min(d, a.p.cfg.heartbeat)
 	}
 	return d
@@ -327,12 +327,12 @@ func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
 // one that finds it free takes it as mutex_acquire would.
 func (e *engine) queueEarly(a *call) {
 	p := a.p
-	if !p.waitQueue || !a.takesHanded() || a.uncertain() || !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
+	if p.hand != handThroughRedis || !a.takesHanded() || a.uncertain() || !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
 		return
 	}
 	e.callField(a)
 	a.joined = p.channel
-	a.w = e.notify.Join(p.channel, p.policy, "")
+	a.w = e.notify.Join(p.channel, p.wake.dispatch(), "")
 	a.tk = p.ticket(a)
 }
 

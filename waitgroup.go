@@ -8,7 +8,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
-	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -43,8 +42,7 @@ func (c *Client) NewWaitGroup(name string, opts ...Option) *WaitGroup {
 	}
 	wg := &WaitGroup{l: layout.LatchOf(name)}
 	c.initHandle(&wg.h, name, opts)
-	p := wg.h.protocol(exclusive, wg.l.Key, wg.h.owner, PrimitiveWaitGroup, wg.l.Channel, notify.All)
-	p.waitOnly, p.wakeAll = true, true
+	p := wg.h.protocol(exclusive, wg.l.Key, wg.h.owner, PrimitiveWaitGroup, wg.l.Channel, waitGroupPolicy)
 	p.acquire = func(ctx context.Context, _ acquisition) (scripts.Reply, error) {
 		n, err := wg.count(ctx)
 		if err != nil || n > 0 {
