@@ -10,6 +10,23 @@ import (
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
+// tryFirst is the fast path of a waiting call a: when nothing says that its
+// lock is contended in this process (no subscription of its channel lingers
+// from a recent wait) and no observer is to hear of the wait, it makes the
+// call's first attempt and reports whether it acquired. An attempt that did
+// not is kept in a, and the wait loop (acquire) starts from it.
+func (e *engine) tryFirst(ctx context.Context, a *call) bool {
+	if a.p.cfg.observer != nil || e.isClosed() || e.notify.Confirmed(a.p.channel) {
+		return false
+	}
+	res, err := e.try(ctx, a)
+	if err == nil && res.acquired {
+		return true
+	}
+	a.tried, a.triedRes, a.triedErr = true, res, err
+	return false
+}
+
 // try makes one attempt of a, queueing with tk when not nil.
 func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 	if a.check != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
@@ -23,6 +24,7 @@ type handle struct {
 	key     string // the hash whose fields are the holds (a Semaphore's holders)
 	owner   uint64 // the handle's own owner
 	leaseMS string
+	lease   time.Duration // the lease written to Redis on each acquire
 
 	cur  atomic.Pointer[term]     // the hold this handle took last
 	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
@@ -42,7 +44,8 @@ func (c *Client) initHandle(h *handle, name string, opts []Option) {
 		panic("redisync: WithShardedPubSub applies to a Client (New), not to one handle")
 	}
 	h.c, h.cfg, h.name, h.key, h.owner = c, cfg, name, name, lastOwner.Add(1)
-	h.leaseMS = strconv.FormatInt(cfg.leaseTTL().Milliseconds(), 10)
+	h.lease = cfg.leaseTTL()
+	h.leaseMS = strconv.FormatInt(h.lease.Milliseconds(), 10)
 }
 
 // Name returns the lock's name, as given to its constructor.
@@ -78,7 +81,7 @@ func (h *handle) newLease(t *term, keys []string, renew *scripts.Script, extra .
 		t.args[2] = extra[0]
 		args = t.args[:3]
 	}
-	*l = lease.Lease{Key: keys[0], Keys: keys, Args: args, TTL: h.cfg.leaseTTL(), Lost: t}
+	*l = lease.Lease{Key: keys[0], Keys: keys, Args: args, TTL: h.lease, Lost: t}
 	if h.cfg.lease == 0 {
 		l.Renew = renew
 	}
@@ -155,3 +158,29 @@ func (*noCopy) Lock() {}
 
 // Unlock is a no-op used by go vet's copylocks check.
 func (*noCopy) Unlock() {}
+
+// lastOwner numbers owners, of contexts and of handles, across the process.
+var lastOwner atomic.Uint64
+
+type ownerKey struct{}
+
+// WithOwner returns a copy of ctx that carries a new owner identity.
+//
+// By default each handle is one owner and, like [sync.Mutex], does not
+// re-enter: a second Lock waits. Calls given a context from WithOwner act for
+// that context's owner instead, and re-enter: each LockContext by an owner
+// that already holds the lock adds one hold, and the lock is released when
+// the owner has called UnlockContext as many times, as Redisson's locks do for
+// one thread. The owner may span handles of the same name on the same
+// [Client], and goroutines, as long as its calls do not overlap in time.
+func WithOwner(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ownerKey{}, lastOwner.Add(1))
+}
+
+// ownerOf returns the owner carried by ctx, or def when there is none.
+func ownerOf(ctx context.Context, def uint64) (owner uint64, explicit bool) {
+	if id, ok := ctx.Value(ownerKey{}).(uint64); ok {
+		return id, true
+	}
+	return def, false
+}

@@ -53,7 +53,8 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 // by newer Lock or TryLock calls of its process, as sync.Mutex's waiters
 // are not. Across processes the order is not promised; see [FairMutex].
 func (m *Mutex) Lock() {
-	m.locked(m.c.acquire(context.Background(), m.call(context.Background(), waitHandoff, m.proto), nil, true), "Lock of")
+	_, err := m.lock(context.Background(), waitHandoff, true)
+	m.locked(err, "Lock of")
 }
 
 // TryLock tries to lock m and reports whether it succeeded, with one attempt
@@ -73,7 +74,20 @@ func (m *Mutex) TryLock() bool {
 // subscription behind. A Redis failure is returned, wrapped; an attempt whose
 // outcome is unknown is undone before LockContext returns.
 func (m *Mutex) LockContext(ctx context.Context) error {
-	return m.c.acquire(ctx, m.call(ctx, waitHandoff, m.proto), nil, false)
+	_, err := m.lock(ctx, waitHandoff, false)
+	return err
+}
+
+// lock is a waiting call of the owner in ctx: one attempt when the lock is
+// not contended in this process (as sync.Mutex's Lock is a compare-and-swap
+// when it is free), the wait loop when that attempt found it taken. forever
+// marks Lock, which retries failures without end.
+func (m *Mutex) lock(ctx context.Context, mode holdMode, forever bool) (*call, error) {
+	a := m.call(ctx, mode, m.proto)
+	if m.c.tryFirst(ctx, a) {
+		return a, nil
+	}
+	return a, m.c.acquire(ctx, a, nil, forever)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and

@@ -101,11 +101,14 @@ const (
 	wakeNamed
 )
 
-// The policies of the primitives, one line each.
+// The policies of the primitives, one line each. A Mutex hands its holds
+// in the Client only (handInClient) when a hold handed through Redis could
+// not keep its lease: a fixed lease, WithSyncReplicas, or a heartbeat
+// timeout longer than the watchdog's (see Mutex.newProto). A FencedMutex
+// hands nowhere: every acquisition takes a token from Redis.
 var (
-	//                      wait            hand              hold         wake
-	mutexPolicy     = policy{waitInLine, handThroughRedis, holdCount, wakeOne} // handInClient when a handed hold could not keep its lease (see Mutex.newProto)
-	fencedPolicy    = policy{waitInLine, handNowhere, holdCount, wakeOne}      // a token per acquisition
+	mutexPolicy     = policy{waitInLine, handThroughRedis, holdCount, wakeOne}
+	fencedPolicy    = policy{waitInLine, handNowhere, holdCount, wakeOne}
 	multiPolicy     = policy{waitInLine, handNowhere, holdCount, wakeOne}
 	writePolicy     = policy{waitInLine, handNowhere, holdCount, wakeEvery} // RWMutex's write lock
 	readPolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
@@ -232,13 +235,18 @@ type call struct {
 	place *place
 	tk    *ticket
 
-	// The wait loop (wait.go).
-	forever bool           // Lock: failures are retried without end
-	start   time.Time      // the call's start, taken only for an observer
-	w       *notify.Waiter // the call's place on the lock's channel
-	joined  string         // w's channel
-	tag     string         // w's tag
-	timer   *time.Timer    // made on the first wait: most acquisitions need none
+	// The wait loop (wait.go). tried marks a call whose first attempt the
+	// fast path made (tryFirst): the loop starts from its outcome, triedRes
+	// and triedErr.
+	tried    bool
+	triedRes attempt
+	triedErr error
+	forever  bool           // Lock: failures are retried without end
+	start    time.Time      // the call's start, taken only for an observer
+	w        *notify.Waiter // the call's place on the lock's channel
+	joined   string         // w's channel
+	tag      string         // w's tag
+	timer    *time.Timer    // made on the first wait: most acquisitions need none
 	// own records that the call acquired with its own field, in Redis (a
 	// queued Mutex call then has no place left there).
 	own bool

@@ -21,7 +21,8 @@ const transientBudget = time.Second
 
 // acquire is the waiter loop of every primitive, for the call a, queued in
 // Redis with tk when the lock queues its waiters (tk is nil otherwise). It
-// tries; when the lock is taken it joins the lock's channel (confirmed before
+// starts from the attempt of the fast path (tryFirst) when there was one,
+// else it tries; when the lock is taken it joins the lock's channel (confirmed before
 // the next try, so a release in between is not missed) and waits for a
 // wake-up, the bound the try gave (the holder's remaining lease, or the
 // heartbeat deadline of the waiter ahead), a lapsed heartbeat, a handover from
@@ -41,14 +42,19 @@ func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, forever bool)
 		a.start = time.Now() // the call's start
 	}
 	defer func() { e.endWait(ctx, a, err) }()
-	if tk == nil {
+	tried := a.tried
+	if !tried && tk == nil {
 		e.queueEarly(a)
 	}
 	for {
-		if e.isClosed() {
-			return lockError(a.p.name, ErrClosed)
+		res, tryErr := a.triedRes, a.triedErr
+		if !tried {
+			if e.isClosed() {
+				return lockError(a.p.name, ErrClosed)
+			}
+			res, tryErr = e.try(ctx, a)
 		}
-		res, tryErr := e.try(ctx, a)
+		tried = false
 		if ctx.Err() != nil && !res.acquired && !res.complete {
 			return ctx.Err()
 		}
