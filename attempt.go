@@ -222,3 +222,32 @@ func (e *engine) newField(owner uint64, suffix string) string {
 func waitMS(ms int64) time.Duration {
 	return time.Duration(min(max(ms, -1), int64(time.Hour/time.Millisecond))) * time.Millisecond
 }
+
+// tryOnce makes the single attempt of a Try call and gives back what it may
+// have left when its outcome is unknown.
+func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
+	if e.isClosed() {
+		return false, lockError(a.p.name, ErrClosed)
+	}
+	a.single = true
+	res, err := e.try(ctx, a)
+	if res.acquired {
+		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
+	}
+	if err != nil && a.uncertain() {
+		e.giveUp(ctx, a)
+	}
+	if ctx.Err() != nil && !res.acquired {
+		return false, ctx.Err()
+	}
+	return res.acquired, err
+}
+
+// acquiredEvent is the event of the successful attempt res of a call begun at start.
+func acquiredEvent(start time.Time, res attempt) Event {
+	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff, Handed: res.handed}
+	if !start.IsZero() {
+		e.Wait = time.Since(start)
+	}
+	return e
+}

@@ -16,17 +16,30 @@ import (
 // The engine: how a call gets a hold, keeps it and gives it up.
 //
 // Layers. The engine's files read from the top down, each calling only the
-// ones below it: the wait loop, with a waiting call's side of both queues
-// (wait.go) > one attempt, which asks Redis through the lock's protocol and
-// records what it got (attempt.go) > a call that leaves, giving back its
-// place, its field or a hold handed to it (leave.go) > the release, and the
-// handover a release makes instead (release.go) > what a Client's calls
-// share (this file) > the Client's queues of waiting calls and the holds on
-// their way between calls (handover.go) > the vocabulary: protocol, call,
-// attempt, place (protocol.go) > the hold table (hold.go) > the term, one
-// hold from its first acquire to its end (term.go). The primitives sit on
-// top: each is its API, its protocol (how its hold is taken, released and
-// renewed in Redis, and how its waiters are woken) and its Lua scripts.
+// ones below it (layers_test.go checks it):
+//
+//   - wait.go: the wait loop;
+//   - receive.go: a waiting call's side of the handovers: it queues in
+//     Redis, takes the lock a release handed it there, or adopts a hold
+//     handed to it within its Client;
+//   - attempt.go: one attempt, which asks Redis through the lock's protocol
+//     and records what it got; the fast path of an uncontended Lock and a
+//     Try's single attempt;
+//   - leave.go: a call that leaves, giving back its place, its field or a
+//     hold handed to it;
+//   - release.go: the release, and the handover a release makes instead;
+//   - engine.go (this file): what a Client's calls share;
+//   - handover.go: the Client's queues of waiting calls and the holds on
+//     their way between calls;
+//   - protocol.go: the vocabulary (protocol, call, attempt, place) and the
+//     policies that set the primitives' protocols apart, with the table of
+//     which primitive uses which;
+//   - hold.go: the hold table;
+//   - term.go: one hold from its first acquire to its end.
+//
+// The primitives sit on top: each is its API, its protocol (how its hold is
+// taken, released and renewed in Redis, and how its waiters are woken) and
+// its Lua scripts.
 //
 // Holds. A hold is one owner's on one lock; each, from its first acquire to
 // its final release (a term), has its own identity in Redis (a field), on
@@ -35,23 +48,27 @@ import (
 // found it gone, its lease ran out, a ForceUnlock deleted it, the Client
 // closed), and Done and Err report how.
 //
-// Waiting. A call tries; when the lock is taken it joins the lock's channel
-// and waits for a wake-up, the bound the try gave (the holder's remaining
-// lease, or a queued waiter's heartbeat deadline), or the end of its
-// context, and tries again. A lost message costs at most that bound.
+// Waiting. An uncontended Lock makes one attempt and returns (the fast
+// path). Otherwise a call tries; when the lock is taken it joins the lock's
+// channel and waits for a wake-up, the bound the try gave (the holder's
+// remaining lease, or a queued waiter's heartbeat deadline), or the end of
+// its context, and tries again. A lost message costs at most that bound. How
+// a call waits, where a hold may be handed and whom a release wakes are its
+// protocol's policies (protocol.go).
 //
-// Handovers, two routes. Within a Client, the waiting calls on one
-// exclusive lock (goroutines sharing a handle included) wait in one queue in
-// arrival order and only the first asks Redis; a Mutex release hands its
+// Handovers, three routes. Within a handle and between the handles of a
+// Client, the waiting calls on one exclusive lock wait in one queue of the
+// Client, in arrival order (goroutines sharing a handle as well as handles
+// of one name), and only the first asks Redis; a Mutex release hands its
 // hold to the first that may take it, without Redis, within bounds
-// (maxHandoffs, maxHandoffTime), keeping its field and lease. Through Redis,
-// a Mutex's waiting call queues next to the lock with a heartbeat, and a
-// release hands the lock to the first live waiter inside its script; the
-// waiter takes it from the message. The rules: a hold goes only to a call
-// still waiting for it and comes back (to the next waiter or to Redis) when
-// nobody takes it; a free lock reaches some waiter within about a heartbeat
-// timeout; a call that has waited long is not overtaken by newcomers of its
-// Client.
+// (maxHandoffs, maxHandoffTime), keeping its field and lease. Through
+// Redis' queue, a Mutex's first waiting call queues next to the lock with a
+// heartbeat, and a release hands the lock to the first live waiter inside
+// its script; the waiter takes it from the message. The rules: a hold goes
+// only to a call still waiting for it and comes back (to the next waiter or
+// to Redis) when nobody takes it; a free lock reaches some waiter within
+// about a heartbeat timeout; a call that has waited long is not overtaken by
+// newcomers of its Client.
 
 // An engine is what a Client's handles share: the rueidis client and the
 // Client's identity and defaults, the script registry, the renewal

@@ -16,8 +16,9 @@ import (
 // only to the ones below it (and to files outside the list that do not
 // refer back, such as errors.go and options.go).
 var engineLayers = []string{
-	"wait.go",     // the wait loop, and a waiting call's side of both queues
-	"attempt.go",  // one attempt: acquire, adopt what an earlier one took, record the hold
+	"wait.go",     // the wait loop
+	"receive.go",  // a waiting call's side of the handovers: queue in Redis, take or adopt a handed hold
+	"attempt.go",  // one attempt (the fast path's, a Try's): acquire, adopt what an earlier one took, record the hold
 	"leave.go",    // a call that gives up: its place, its field, a hold handed to it
 	"release.go",  // the release, and the handover it may make instead
 	"engine.go",   // what a Client's calls share
