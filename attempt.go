@@ -154,6 +154,7 @@ func (e *engine) took(h *hold, a *call, acq *acquisition, sent time.Time) attemp
 	if acq.count == 0 {
 		t := newObservedTerm(p.cfg, p.primitive, p.name)
 		t.field, t.ambiguous, t.synced = acq.field, a.firstUnknown, acq.synced
+		t.queued = acq.tk != nil || acq.within > 0 // a queued call's, or one handed through Redis
 		h.setCount(a.n)
 		t.lease = p.newLease(t)
 		e.begin(h, t, sent, acq.within)

@@ -16,7 +16,7 @@ import (
 // whose hold came another way (a handover within the Client).
 func (e *engine) giveUp(ctx context.Context, a *call) {
 	p, tk := a.p, a.tk
-	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true}}
+	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: tk != nil}}
 	switch {
 	case !a.sent, p.hold == holdNothing:
 		return // nothing reached Redis, or nothing can be held
@@ -92,6 +92,6 @@ func (e *engine) giveBack(ctx context.Context, p *protocol, x handed) {
 	if !e.leases.Remove(x.t.lease) {
 		x.t.lost(ErrLeaseExpired)
 	}
-	r := release{Release: scripts.Release{Field: x.t.field, From: 1, To: 0, Latch: latchTTL}}
+	r := release{Release: scripts.Release{Field: x.t.field, From: 1, To: 0, Latch: latchTTL, Run: x.t.queued}}
 	_ = e.settle(context.WithoutCancel(ctx), p, x.t, r, true)
 }

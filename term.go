@@ -21,6 +21,9 @@ type term struct {
 	// synced is the WithSyncReplicas count its acquisition satisfied (0
 	// for none): a hold is handed only to a handle that asks for no more.
 	synced int
+	// queued records that the hold came through a Mutex's queue in Redis
+	// (see scripts.Release.Run).
+	queued bool
 	args   [3]string // the lease's Args, stored here to spare an allocation
 	lease  *lease.Lease
 	own    lease.Lease   // what lease points to: one allocation for both

@@ -62,6 +62,10 @@ type Release struct {
 	Latch    string
 	Undo     bool
 	Waiter   string
+	// Run marks a hold that came through a Mutex's queue in Redis (handed
+	// by a release, or taken by a queued call): it may be part of a run of
+	// handovers, which its release ends when it finds nobody queued.
+	Run bool
 }
 
 // A Released is a release script's outcome: Status 1 when the hold is gone

@@ -16,7 +16,7 @@ var mutants = []struct {
 	script   **Script
 	old, new string
 }{
-	{"unlock-any", &MutexRelease, "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then", "if false then"},
+	{"unlock-any", &MutexRelease, "return redis.call('hdel', KEYS[1], ARGV[1]) == 1", "redis.call('del', KEYS[1]); return true"},
 	{"fence-lower", &FenceSet, "if token < seen then", "if false then"},
 	{"fair-barge", &FairAcquire, "and not held and (head == nil or head == id) then", "and not held then"},
 	{"renew-blind", &MutexRenew, "renewed[i] = 0", "renewed[i] = 1"},
@@ -24,7 +24,7 @@ var mutants = []struct {
 	// same field): an acquire does not look at the latch of the field it
 	// takes, so it takes over the entry of the owner's previous hold, or
 	// takes it anew, whatever that hold's release left.
-	{"owner-field", &MutexAcquire, "if redis.call('exists', fieldLatch) == 1 then", "if false then"},
+	{"owner-field", &MutexAcquire, "if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then", "if false then"},
 	{"owner-field", &MutexWait, "if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then", "if false then"},
 	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
 	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},

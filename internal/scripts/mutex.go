@@ -58,9 +58,9 @@ func (r *Runner) AcquireFenced(ctx context.Context, k *MutexKeys, h Hold) (Reply
 // queue (Woken has its place number), or wakes one waiter (Redisson's
 // message "0") when none is queued; rel.Waiter, if set, leaves the queue.
 func (r *Runner) ReleaseMutex(ctx context.Context, k *MutexKeys, rel *Release) (Released, error) {
-	var argv [8]string
+	var argv [9]string
 	r.argv((*[7]string)(argv[:7]), rel)
-	argv[6], argv[7] = rel.Waiter, HandoverRunMS
+	argv[6], argv[7], argv[8] = rel.Waiter, HandoverRunMS, flag(rel.Run)
 	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:6], Args: argv[:]})
 }
 

@@ -17,17 +17,33 @@
 -- A field names one hold, so a command of an earlier hold of the same owner
 -- can never act on a later one. The count is compare-and-set: a repeat, or a
 -- late copy, of an acquire whose count is no longer the one it expects
--- changes nothing.
-local expect = tonumber(ARGV[3])
-local cur = redis.call('hget', KEYS[1], ARGV[2])
-if cur then
-	if tonumber(cur) == expect then
-		redis.call('hset', KEYS[1], ARGV[2], expect + 1)
+-- changes nothing. An uncontended first acquire runs four commands (PTTL,
+-- EXISTS of the latch, HSET, PEXPIRE), a busy one two (PTTL, HEXISTS).
+local lock, field, expect = KEYS[1], ARGV[2], tonumber(ARGV[3])
+if expect > 0 then
+	local cur = redis.call('hget', lock, field)
+	if not cur then
+		return -3
 	end
-	redis.call('pexpire', KEYS[1], ARGV[1])
+	if tonumber(cur) == expect then
+		redis.call('hset', lock, field, expect + 1)
+	end
+	redis.call('pexpire', lock, ARGV[1])
 	return nil
 end
-if expect > 0 then
-	return -3
+-- A first acquire: one PTTL says whether the lock is free (-2) and, if not,
+-- how long it stays taken.
+local pttl = redis.call('pttl', lock)
+if pttl ~= -2 then
+	if redis.call('hexists', lock, field) == 0 then
+		return pttl
+	end
+	redis.call('pexpire', lock, ARGV[1]) -- an earlier attempt of this call took it
+	return nil
 end
-return takeFree(KEYS[1], ARGV[2], KEYS[2] .. ':' .. ARGV[2], ARGV[1])
+if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
+	return -4
+end
+redis.call('hset', lock, field, 1)
+redis.call('pexpire', lock, ARGV[1])
+return nil

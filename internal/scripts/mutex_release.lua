@@ -22,6 +22,10 @@
 --          giving up), or "" (absent without KEYS[4])
 -- ARGV[8]  how long a run of handovers lasts, in milliseconds (absent
 --          without KEYS[4])
+-- ARGV[9]  "1" when the hold came through the queue (handed by a release,
+--          or taken by a queued call), so that a run of handovers may be
+--          going on, which this release ends if it finds nobody queued
+--          (absent without KEYS[4])
 --
 -- Reply: {status, n}: status 1 released (or a repeat of this release), 0
 --        still held, -1 the hold is not there; n is the place number of the
@@ -43,7 +47,15 @@
 -- not starved by a queue that never empties, handovers come in runs of
 -- ARGV[8] ms: the first release after a run leaves the lock free and
 -- publishes "0", and whoever takes it starts the next run with its release;
--- a release that finds nobody queued ends the run too.
+-- the release of a hold that came through the queue (ARGV[9]), if it finds
+-- nobody queued, ends the run too. A hold that did not (an uncontended one)
+-- is no part of a run, and its release spares the DEL. (A run's key that a
+-- holder's death left behind expires within a minute; until then, a queue
+-- that forms finds the run over at its first release, which leaves the lock
+-- free once, as at the end of any run.)
+--
+-- An uncontended final release runs four commands: HDEL, the latch's SET,
+-- EXISTS of the queue, PUBLISH.
 --
 -- The final release latches the hold's field: a repeat of the release (its
 -- reply was lost) then answers 1 as the first did, and a late copy of the
@@ -62,8 +74,13 @@ local function handOver()
 		return nil
 	end
 	if redis.call('exists', queue) == 0 then
-		redis.call('del', run) -- nobody queued: the lock goes free, and a run ends
+		if ARGV[9] == '1' then
+			redis.call('del', run) -- nobody queued: the lock goes free, and a run ends
+		end
 		return nil
+	end
+	if redis.call('exists', KEYS[1]) == 1 then
+		return nil -- another field holds it: the key was rewritten by someone else
 	end
 	local now = serverMS()
 	local start = tonumber(redis.call('get', run))
@@ -93,19 +110,43 @@ local function handOver()
 	end
 end
 
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+-- notThere answers for a release whose hold is not in the lock.
+local function notThere()
 	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
 		return {1, ''}
 	end
 	return {-1, ''}
 end
+
 if tonumber(ARGV[3]) > 0 then
-	if redis.call('hget', KEYS[1], ARGV[1]) == ARGV[2] then
+	local cur = redis.call('hget', KEYS[1], ARGV[1])
+	if not cur then
+		return notThere()
+	end
+	if cur == ARGV[2] then
 		redis.call('hset', KEYS[1], ARGV[1], ARGV[3])
 	end
 	return {0, ''}
 end
-redis.call('del', KEYS[1])
+-- removeHold deletes the lock when the hold holds it, and reports whether
+-- it did.
+local function removeHold()
+	if queue then
+		-- A Mutex's hash has the hold's field alone: deleting the field
+		-- deletes the lock, in one command.
+		return redis.call('hdel', KEYS[1], ARGV[1]) == 1
+	end
+	-- An Election's leadership also holds its value: the key goes whole.
+	if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+		return false
+	end
+	redis.call('del', KEYS[1])
+	return true
+end
+
+if not removeHold() then
+	return notThere()
+end
 redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
 local n = handOver()
 if n then

@@ -3,6 +3,7 @@ package scripts_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,9 +192,113 @@ func TestMutexHandoverRuns(t *testing.T) {
 	assert.Equal(t, []string{strconv.FormatInt(c.Place, 10)}, got.Woken, "the next run begins")
 	assert.Equal(t, strconv.FormatInt(c.Place, 10), q.message())
 	assert.Equal(t, "0", q.message(), "then the echo that makes the waiters outside the queue look again")
-	got = q.release(scripts.Release{Field: "c:1", From: 1, Latch: "5000"})
+	got = q.release(scripts.Release{Field: "c:1", From: 1, Latch: "5000", Run: true})
 	assert.Empty(t, got.Woken)
-	n, err := q.rc.Do(context.Background(), q.rc.B().Exists().Key(q.l.Run).Build()).AsInt64()
+	assert.Equal(t, "0", q.message())
+	assert.Zero(t, q.runs(), "the release of a hold that came through the queue, finding nobody queued, ends the run: nothing is left behind")
+
+	// A hold that did not come through the queue is no part of a run: its
+	// release leaves the run's key alone (the client sets Run for every hold
+	// that did), sparing a DEL on every uncontended release.
+	require.Equal(t, scripts.Acquired, q.wait("d:1", "5000").Outcome)
+	e := q.wait("e:1", "5000")
+	got = q.release(scripts.Release{Field: "d:1", From: 1, Latch: "5000"})
+	assert.Equal(t, []string{strconv.FormatInt(e.Place, 10)}, got.Woken, "a run begins")
+	assert.Equal(t, strconv.FormatInt(e.Place, 10), q.message())
+	assert.Equal(t, "0", q.message())
+	got = q.release(scripts.Release{Field: "e:1", From: 1, Latch: "5000"}) // Run unset: a run's key is left behind
+	assert.Empty(t, got.Woken)
+	assert.Equal(t, "0", q.message())
+	assert.EqualValues(t, 1, q.runs(), "left behind by a release without Run")
+	ttl, err := q.rc.Do(context.Background(), q.rc.B().Pttl().Key(q.l.Run).Build()).AsInt64()
 	require.NoError(t, err)
-	assert.Zero(t, n, "a release that finds nobody queued ends the run: nothing is left behind")
+	assert.Positive(t, ttl, "a run's key always expires")
+	// A queue that forms later finds that run over at its first release
+	// (the lock goes free once), and the next release starts a new run.
+	time.Sleep(time.Duration(ms+5) * time.Millisecond)
+	require.Equal(t, scripts.Acquired, q.wait("f:1", "5000").Outcome)
+	require.Equal(t, scripts.Busy, q.wait("g:1", "5000").Outcome)
+	got = q.release(scripts.Release{Field: "f:1", From: 1, Latch: "5000"})
+	assert.Empty(t, got.Woken, "the stale run is over: the lock goes free once")
+	assert.Equal(t, "0", q.message())
+	require.Equal(t, scripts.Acquired, q.wait("g:1", "5000").Outcome, "the queued call takes the free lock")
+	got = q.release(scripts.Release{Field: "g:1", From: 1, Latch: "5000", Run: true})
+	assert.Empty(t, got.Woken)
+	assert.Equal(t, "0", q.message())
+	assert.Zero(t, q.runs())
+}
+
+// runs returns whether the key of a run of handovers exists.
+func (q *mutexQueue) runs() int64 {
+	n, err := q.rc.Do(context.Background(), q.rc.B().Exists().Key(q.l.Run).Build()).AsInt64()
+	require.NoError(q.t, err)
+	return n
+}
+
+// An uncontended Mutex pair (a first acquire, its final release) costs the
+// server ten commands, the two EVALSHA included: the acquire's PTTL, the
+// latch's EXISTS, HSET and PEXPIRE; the release's HDEL, the latch's SET,
+// the queue's EXISTS and PUBLISH. (It was thirteen: three EXISTS and an
+// HGET where a PTTL and the latch's EXISTS do, HEXISTS and DEL where an HDEL
+// does, and a DEL of the handover run's key on every release.)
+func TestMutexPairCommands(t *testing.T) {
+	requireReal(t, "INFO commandstats")
+	r, rc := newRunner(t)
+	if rc.Mode() == rueidis.ClientModeCluster {
+		t.Skip("counts the commands of one server")
+	}
+	ctx := context.Background()
+	k := scripts.MutexKeysOf(layout.MutexOf(unique(t)))
+	pair := func(field string) {
+		rep, err := r.AcquireMutex(ctx, &k, scripts.Hold{Field: field, LeaseMS: "10000"})
+		require.NoError(t, err)
+		require.Equal(t, scripts.Acquired, rep.Outcome)
+		rel, err := r.ReleaseMutex(ctx, &k, &scripts.Release{Field: field, From: 1, Latch: "5000"})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, rel.Status)
+	}
+	pair("warm:1") // loads the scripts
+	calls := func() int64 {
+		info, err := rc.Do(ctx, rc.B().Info().Section("commandstats").Build()).ToString()
+		require.NoError(t, err)
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			switch name {
+			case "cmdstat_info", "cmdstat_ping", "cmdstat_hello", "cmdstat_client|setinfo", "cmdstat_client|setname":
+				continue // this count's own, and rueidis's keep-alive and handshakes
+			}
+			if !ok {
+				continue
+			}
+			v, err := strconv.ParseInt(stats[:strings.IndexByte(stats, ',')], 10, 64)
+			require.NoError(t, err)
+			n += v
+		}
+		return n
+	}
+	const pairs = 20
+	before := calls()
+	for i := range pairs {
+		pair("p:" + strconv.Itoa(i))
+	}
+	per := float64(calls()-before) / pairs
+	t.Logf("%.2f commands per uncontended pair", per)
+	assert.LessOrEqual(t, per, 10.0)
+}
+
+// A final release deletes its own hold only: a field that someone else
+// wrote into the lock stays, and the queue's first waiter is not handed a
+// lock that field holds (it would be a second holder).
+func TestMutexReleaseLeavesForeignField(t *testing.T) {
+	q := newMutexQueue(t)
+	require.Equal(t, scripts.Acquired, q.wait("a:1", "5000").Outcome)
+	require.Equal(t, scripts.Busy, q.wait("b:1", "5000").Outcome)
+	require.NoError(t, q.rc.Do(context.Background(), q.rc.B().Hset().Key(q.l.Key).FieldValue().FieldValue("x:9", "1").Build()).Error())
+	got := q.release(scripts.Release{Field: "a:1", From: 1, Latch: "5000"})
+	assert.EqualValues(t, 1, got.Status)
+	assert.Empty(t, got.Woken, "nobody is handed a lock another field holds")
+	assert.Equal(t, "0", q.message())
+	assert.Equal(t, map[string]string{"x:9": "1"}, q.holder())
+	assert.Equal(t, []string{"b:1"}, q.queued(), "the waiter keeps its place")
 }

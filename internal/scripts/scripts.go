@@ -36,7 +36,7 @@ type Script struct {
 
 // The scripts. Their contracts are in the header of each .lua file.
 var (
-	MutexAcquire     = loadWith("mutex_acquire", "hold_lib")
+	MutexAcquire     = load("mutex_acquire")
 	MutexWait        = loadWith("mutex_wait", "queue_lib")
 	MutexRelease     = loadWith("mutex_release", "hold_lib", "queue_lib")
 	MutexRenew       = load("mutex_renew")

@@ -208,7 +208,7 @@ func TestErrorNamesScriptLine(t *testing.T) {
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(key).Value("a string").Build()).Error())
 	_, err := r.AcquireMutex(ctx, ptr(scripts.MutexKeysOf(layout.MutexOf(key))), scripts.Hold{Field: "a:1", LeaseMS: "1000"})
 	require.Error(t, err)
-	assert.Regexp(t, "^mutex_acquire.lua line [0-9]+ `.*redis.call\\('hget'.*`: WRONGTYPE", err.Error())
+	assert.Regexp(t, "^mutex_acquire.lua line [0-9]+ `.*redis.call\\('hexists'.*`: WRONGTYPE", err.Error())
 	var reply *rueidis.RedisError
 	assert.ErrorAs(t, err, &reply, "the server's error is still there to match")
 }
