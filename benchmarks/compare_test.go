@@ -85,6 +85,10 @@ func TestQuick(t *testing.T) {
 			if s := m[peer]; (name == "serial" || name == "parallel") && (s.ServerCPU <= 0 || s.ClientCPU <= 0) {
 				t.Errorf("%s/%s: no CPU figures: %+v", name, peer, s)
 			}
+			// A pair is a lock and an unlock: two commands at the least.
+			if s := m[peer]; (name == "serial" || name == "parallel") && s.Commands < 2 {
+				t.Errorf("%s/%s: %.2f server commands per pair: %+v", name, peer, s.Commands, s)
+			}
 		}
 		if a := r.Allocs[peer]; a.Allocs <= 0 {
 			t.Errorf("allocs/%s: no figures: %+v", peer, a)

@@ -188,6 +188,7 @@ var (
 	handoff  = func(s Summary) string { return fmtDur(s.Handoff50) + " / " + fmtDur(s.Handoff99) }
 	longest  = func(s Summary) string { return fmtDur(s.Longest) }
 	cpu      = func(s Summary) string { return fmtCPU(s.ServerCPU) + " / " + fmtCPU(s.ClientCPU) }
+	commands = func(s Summary) string { return fmt.Sprintf("%.1f", s.Commands) }
 )
 
 // fmtCPU formats a CPU time per operation, to a tenth of a microsecond.
@@ -215,6 +216,7 @@ func (r *Results) table(b *strings.Builder) {
 	row("1 serial", "server / client CPU per pair", summary(r.Serial, cpu))
 	row(fmt.Sprintf("2 parallel, %d goroutines", ParallelGoroutines), "pairs/s", summary(r.Parallel, rate))
 	row("2 parallel", "server / client CPU per pair", summary(r.Parallel, cpu))
+	row("2 parallel", "server commands per pair (a script's inner ones included)", summary(r.Parallel, commands))
 	r.contendedRows(row)
 	row("3 contended", "wait p50", summary(r.Contended, p50))
 	row("3 contended", "wait p99", summary(r.Contended, p99))

@@ -262,6 +262,7 @@ func median(ss []Summary) Summary {
 	m.Longest = byDur(func(s Summary) time.Duration { return s.Longest })
 	m.ServerCPU = byDur(func(s Summary) time.Duration { return s.ServerCPU })
 	m.ClientCPU = byDur(func(s Summary) time.Duration { return s.ClientCPU })
+	m.Commands = mid(func(a, b Summary) int { return cmp.Compare(a.Commands, b.Commands) }).Commands
 	m.Fairness = mid(func(a, b Summary) int { return cmp.Compare(a.Fairness, b.Fairness) }).Fairness
 	for _, s := range ss {
 		m.Stalled = max(m.Stalled, s.Stalled)

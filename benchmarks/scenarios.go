@@ -54,8 +54,11 @@ type Summary struct {
 	Handoff50, Handoff99 time.Duration
 	Longest              time.Duration
 	// Of scenarios 1 and 2: the CPU time per operation of redis-server
-	// (INFO cpu) and of this process (getrusage), warm-up included.
+	// (INFO cpu) and of this process (getrusage), warm-up included, and
+	// the commands the server ran per operation (INFO commandstats, a
+	// script's inner commands included).
 	ServerCPU, ClientCPU time.Duration
+	Commands             float64
 }
 
 // A turn is one acquisition of a hammer: by goroutine g, from acquired to
@@ -164,7 +167,7 @@ func withCPU(ctx context.Context, addr string, f func() (Summary, error)) (Summa
 		return Summary{}, err
 	}
 	defer admin.Close()
-	_, server0, err := serverCounters(ctx, admin)
+	_, commands0, server0, err := serverStats(ctx, admin)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -174,12 +177,13 @@ func withCPU(ctx context.Context, addr string, f func() (Summary, error)) (Summa
 		return s, err
 	}
 	client1 := processCPU()
-	_, server1, err := serverCounters(ctx, admin)
+	_, commands1, server1, err := serverStats(ctx, admin)
 	if err != nil || s.N == 0 {
 		return s, err
 	}
 	s.ServerCPU = time.Duration((server1 - server0) * float64(time.Second) / float64(s.N))
 	s.ClientCPU = (client1 - client0) / time.Duration(s.N)
+	s.Commands = float64(commands1-commands0) / float64(s.N)
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,9 +81,32 @@ func infoInt(info, key string) (int, error) {
 // serverCounters returns the script calls the server has run (EVALSHA and
 // EVAL, from INFO commandstats) and the CPU seconds it has used.
 func serverCounters(ctx context.Context, admin rueidis.Client) (calls int64, cpu float64, err error) {
+	calls, _, cpu, err = serverStats(ctx, admin)
+	return calls, cpu, err
+}
+
+// uncounted are the commands that serverStats leaves out of its count: the
+// count's own INFO, and the clients' keep-alive and handshakes.
+var uncounted = []string{"cmdstat_info", "cmdstat_ping", "cmdstat_hello", "cmdstat_client|setinfo", "cmdstat_client|setname", "cmdstat_client|tracking"}
+
+// serverStats returns the script calls the server has run (EVALSHA and
+// EVAL), every command it has run (a script's inner commands included, the
+// uncounted aside), from INFO commandstats, and the CPU seconds it has used.
+func serverStats(ctx context.Context, admin rueidis.Client) (calls, commands int64, cpu float64, err error) {
 	info, err := admin.Do(ctx, admin.B().Info().Section("all").Build()).ToString()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || slices.Contains(uncounted, name) {
+			continue
+		}
+		n, err := strconv.ParseInt(stats[:strings.IndexByte(stats+",", ',')], 10, 64)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("INFO %s: %w", name, err)
+		}
+		commands += n
 	}
 	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
 		// cmdstat_evalsha:calls=12,usec=34,...
@@ -90,7 +114,7 @@ func serverCounters(ctx context.Context, admin rueidis.Client) (calls int64, cpu
 			if v, ok := strings.CutPrefix(field, "calls="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return 0, 0, fmt.Errorf("INFO %s: %w", cmd, err)
+					return 0, 0, 0, fmt.Errorf("INFO %s: %w", cmd, err)
 				}
 				calls += n
 			}
@@ -99,11 +123,11 @@ func serverCounters(ctx context.Context, admin rueidis.Client) (calls int64, cpu
 	for _, key := range []string{"used_cpu_user", "used_cpu_sys"} {
 		v, err := strconv.ParseFloat(infoField(info, key), 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("INFO %s: %w", key, err)
+			return 0, 0, 0, fmt.Errorf("INFO %s: %w", key, err)
 		}
 		cpu += v
 	}
-	return calls, cpu, nil
+	return calls, commands, cpu, nil
 }
 
 // CeilingPipeline and CeilingClients are redis-benchmark's -P and -c.
