@@ -61,7 +61,7 @@ func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 func (h *handle) forceUnlockHash(ctx context.Context, channel, message string) (bool, error) {
 	ok, err := h.forceUnlocked(h.c.scripts.ForceUnlockMutex(ctx, h.key, channel, message))
 	if ok {
-		h.c.notify.WakeAll(channel)
+		h.c.wakeEvery(channel)
 	}
 	return ok, err
 }

@@ -187,11 +187,16 @@ func (e *engine) wake(p *protocol, woken []string, released bool) {
 		}
 	case !released:
 	case p.wake == wakeEvery:
-		e.notify.WakeAll(p.channel)
+		e.wakeEvery(p.channel)
 	default:
 		e.notify.WakeOne(p.channel)
 	}
 }
+
+// wakeEvery wakes every waiter of this process on channel: after a release
+// of a lock whose release concerns them all, a ForceUnlock, or a
+// WaitGroup's counter reaching zero.
+func (e *engine) wakeEvery(channel string) { e.notify.WakeAll(channel) }
 
 // transfer hands h's hold (h.op held, one hold left, not ended) to the
 // longest-waiting call of this Client on the same lock that may take it

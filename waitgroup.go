@@ -72,7 +72,7 @@ func (wg *WaitGroup) Add(ctx context.Context, delta int64) error {
 	case !applied:
 		return wg.wrap(fmt.Errorf("adding %d to %d: %w", delta, n, ErrNegativeCounter))
 	case n == 0:
-		wg.h.c.notify.WakeAll(wg.l.Channel) // this process's waiters, without the round trip
+		wg.h.c.wakeEvery(wg.l.Channel) // this process's waiters, without the round trip
 	}
 	return nil
 }
