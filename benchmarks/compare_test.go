@@ -107,11 +107,24 @@ func TestQuick(t *testing.T) {
 			}
 		}
 	}
+	// Through the delay proxy: a PING takes the delay twice at least, and
+	// every library has figures.
+	d := r.Delayed
+	if d.Ping.N == 0 || d.Ping.P50 < 2*d.Delay {
+		t.Errorf("delayed PING p50 %v with %v each way: %+v", d.Ping.P50, d.Delay, d.Ping)
+	}
+	for _, peer := range r.Peers {
+		for name, m := range map[string]map[string]benchmarks.Summary{"serial": d.Serial, "parallel": d.Parallel, "contended": d.Contended} {
+			if s := m[peer]; s.N == 0 || s.Rate() <= 0 || s.P50 < 2*d.Delay {
+				t.Errorf("delayed-%s/%s: no figures, or faster than the proxy allows: %+v", name, peer, s)
+			}
+		}
+	}
 	if rn := r.Renewal; rn.CallsPerS <= 0 || !rn.Renewed {
 		t.Errorf("renewal: %+v", rn)
 	}
 	md := r.Markdown()
-	for _, want := range slices.Concat([]string{"| scenario |", "## Targets", "4b "}, r.Peers, r.Primitives) {
+	for _, want := range slices.Concat([]string{"| scenario |", "## Targets", "4b ", "## Through a delay proxy", "D3 contended"}, r.Peers, r.Primitives) {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}

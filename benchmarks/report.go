@@ -19,6 +19,11 @@ const (
 	TargetAllocsPerPair = 9
 	TargetHeapPerLock   = 2048 // bytes
 	TargetWaiterConns   = 8    // 7: a constant, not one per waiter or name
+
+	// Through the delay proxy (scenarios D0 to D3).
+	TargetDelayedContended = 1.5 // D3: acquisitions/s at least this many times the best peer's
+	TargetDelayedHandoff   = 1.2 // D3: handoff p50 at most this many PING round trips through the proxy
+	TargetDelayedParallel  = 1.3 // D2: at least this many times the best peer
 )
 
 const (
@@ -70,6 +75,7 @@ func (r *Results) Targets() []Target {
 	h, ok := r.Held[subjectName]
 	add("6", fmt.Sprintf("≤ %d B heap per held lock", TargetHeapPerLock), ok,
 		fmtBytes(h.HeapPerLock), h.HeapPerLock <= TargetHeapPerLock)
+	ts = append(ts, r.delayedTargets()...)
 	w, ok := r.Waiters[subjectName]
 	add("7", fmt.Sprintf("shared connections (≤ %d) and every waiter served", TargetWaiterConns), ok,
 		fmt.Sprintf("%d conns, %d/%d served", w.Conns, w.Served, w.Waiters),
@@ -78,11 +84,14 @@ func (r *Results) Targets() []Target {
 }
 
 // bestP50 returns the lowest serial p50 of the other libraries, and whose.
-func (r *Results) bestP50() (time.Duration, string) {
+func (r *Results) bestP50() (time.Duration, string) { return r.bestP50In(r.Serial) }
+
+// bestP50In returns the lowest p50 in m of the other libraries, and whose.
+func (r *Results) bestP50In(m map[string]Summary) (time.Duration, string) {
 	var best time.Duration
 	var peer string
 	for _, name := range r.Peers {
-		if s, ok := r.Serial[name]; ok && name != subjectName && (best == 0 || s.P50 < best) {
+		if s, ok := m[name]; ok && name != subjectName && (best == 0 || s.P50 < best) {
 			best, peer = s.P50, name
 		}
 	}
@@ -121,6 +130,10 @@ func (r *Results) Markdown() string {
 	if len(r.Primitives) > 0 {
 		b.WriteString("\n## redisync's FIFO primitives\n\nThe same scenarios 1 and 3, the redisync column being its Mutex.\n\n")
 		r.primitivesTable(&b)
+	}
+	if r.Delayed.Delay > 0 {
+		fmt.Fprintf(&b, "\n## Through a delay proxy\n\nScenarios 0 to 3 again, every connection of every library through one proxy that holds each request and each reply for %v (as Redis on another host of one zone).\n\n", r.Delayed.Delay)
+		r.delayedTable(&b)
 	}
 	b.WriteString("\n## Targets\n\n| scenario | target | measured | holds |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {
@@ -316,6 +329,7 @@ func (r *Results) notes(b *strings.Builder) {
 - 6: allocations per pair over %d pairs, process-wide; heap per held lock after GC with %d locks held (handles included; goroutine stacks are not heap).
 - 7: %d goroutines of one client, each with its own handle on one of %d names held by another client; connections = connected_clients added by the waiting client; drain = from release of the names until every waiter has locked and unlocked (at most %v).
 - 8: %s
+- D0–D3: scenarios 0 to 3 again (same sizes and rounds), every library's connections through one TCP proxy on loopback (internal/faultproxy) that holds each chunk of requests and of replies for the delay each way; the proxy's own CPU shares the machine with the rest.
 - Peers: redsync and redislock poll every %v (redsync jittered ±50%%); redsync with WithTries(MaxInt32); redislock with LinearBackoff and a %v TTL; rueidislock with KeyMajority 1, NoLoopTracking and client-side caching; see benchmarks/peers.go.
 `, c.Duration, c.Rounds, ParallelGoroutines, ContendedClients, CriticalSection, stopGrace, SameProcessGoroutines,
 		c.Held, RenewalWatchdog, RenewalWatchdog/3, c.RenewalWindow, c.AllocPairs, c.Held,
@@ -362,4 +376,54 @@ func fmtBytes(v float64) string {
 	default:
 		return fmt.Sprintf("%.0f B", v)
 	}
+}
+
+// delayedTable writes the figures taken through the delay proxy.
+func (r *Results) delayedTable(b *strings.Builder) {
+	d := r.Delayed
+	row := newTable(b, r.Peers)
+	row("D0 reference", "PING p50 (one round trip)", func(column string) string {
+		if column != subjectName || d.Ping.N == 0 {
+			return missing
+		}
+		return fmtDur(d.Ping.P50)
+	})
+	row("D1 serial", "lock+unlock p50", summary(d.Serial, p50))
+	row("D1 serial", "lock+unlock p99", summary(d.Serial, p99))
+	row(fmt.Sprintf("D2 parallel, %d goroutines", ParallelGoroutines), "pairs/s", summary(d.Parallel, rate))
+	row(fmt.Sprintf("D3 contended, %d clients", ContendedClients), "acquisitions/s", summary(d.Contended, rate))
+	row("D3 contended", "fairness (Jain's index over clients)", summary(d.Contended, fairness))
+	row("D3 contended", "handoff p50 / p99 (to another client)", summary(d.Contended, handoff))
+	row("D3 contended", "longest wait", summary(d.Contended, longest))
+}
+
+// delayedTargets evaluates the targets of the scenarios through the delay
+// proxy (none when they did not run).
+func (r *Results) delayedTargets() []Target {
+	d := r.Delayed
+	if d.Delay == 0 {
+		return nil
+	}
+	var ts []Target
+	add := func(scenario, goal string, known bool, value string, holds bool) {
+		ts = append(ts, Target{Scenario: scenario, Goal: goal, Value: value, Holds: known && holds, Known: known})
+	}
+	c, ok := d.Contended[subjectName]
+	ratio := float64(c.Handoff50) / float64(max(d.Ping.P50, 1))
+	add("D3", fmt.Sprintf("handoff p50 ≤ %.1f× PING p50 through the proxy", TargetDelayedHandoff), ok && d.Ping.N > 0,
+		fmt.Sprintf(ratioFormat+" (%s)", ratio, fmtDur(c.Handoff50)), ratio <= TargetDelayedHandoff)
+	for _, t := range []struct {
+		scenario string
+		m        map[string]Summary
+		goal     float64
+	}{{"D3", d.Contended, TargetDelayedContended}, {"D2", d.Parallel, TargetDelayedParallel}} {
+		ratio, peer, ok := r.vsBest(t.m)
+		add(t.scenario, fmt.Sprintf("rate ≥ %.1f× the best peer's", t.goal), ok,
+			fmt.Sprintf(ratioFormat+" %s", ratio, peer), ratio >= t.goal)
+	}
+	s, ok := d.Serial[subjectName]
+	best, peer := r.bestP50In(d.Serial)
+	add("D1", "serial p50 ≤ the best peer's", ok && best > 0,
+		fmt.Sprintf("%s vs %s (%s)", fmtDur(s.P50), fmtDur(best), peer), s.P50 <= best)
+	return ts
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/faultproxy"
 )
 
 // Config sizes a comparison run. Every scenario is bounded in time; a full
@@ -40,6 +42,10 @@ type Config struct {
 	StepLimit time.Duration
 	// CeilingCalls is how many script calls redis-benchmark makes (scenario 8).
 	CeilingCalls int
+	// Delay is how long a proxy between every client and the server holds
+	// each request and each reply while scenarios 0 to 3 run again through
+	// it (as Redis on another host of one zone would); 0 skips them.
+	Delay time.Duration
 	// Peers are the libraries compared, redisync first; nil means
 	// Peers(Poll).
 	Peers []Peer
@@ -66,6 +72,7 @@ func DefaultConfig() Config {
 		DrainTimeout:  20 * time.Second,
 		CeilingCalls:  200000,
 		StepLimit:     time.Minute,
+		Delay:         DelayEachWay,
 	}
 }
 
@@ -85,6 +92,7 @@ func QuickConfig() Config {
 		DrainTimeout:  10 * time.Second,
 		CeilingCalls:  20000,
 		StepLimit:     20 * time.Second,
+		Delay:         DelayEachWay,
 	}
 }
 
@@ -108,6 +116,7 @@ type Results struct {
 	Waiters     map[string]WaitersResult
 	Ceiling     float64 // scenario 8: script calls per second
 	CeilingCmd  string  // the redis-benchmark command line of scenario 8
+	Delayed     Delayed // scenarios 0 to 3 through the delay proxy
 
 	Errors  map[string]error
 	Elapsed time.Duration
@@ -157,6 +166,11 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 		return stepper{r: r, log: log, limit: cfg.StepLimit, scenario: scenario, peer: peer, abort: abort}
 	}
 	r.timed(ctx, addr, step)
+	if cfg.Delay > 0 {
+		if err := r.delayed(ctx, addr, step); err != nil {
+			r.Errors["delayed/proxy"] = err
+		}
+	}
 	for _, p := range cfg.Peers {
 		if a, err := measure(step("allocs", p.Name), func() (AllocResult, error) { return AllocsPerPair(ctx, p, addr, cfg.AllocPairs) }); err == nil {
 			r.Allocs[p.Name] = a
@@ -199,25 +213,74 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 // Config.Rounds rounds, each round every scenario and library once, and
 // keeps the medians.
 func (r *Results) timed(ctx context.Context, addr string, step func(scenario, peer string) stepper) {
-	type scenario struct {
-		name  string
-		into  map[string]Summary
-		run   func(context.Context, Peer, string, time.Duration) (Summary, error)
-		peers []Peer
-	}
 	cfg := r.Config
 	ping := map[string]Summary{}
 	both := slices.Concat(cfg.Peers, cfg.Primitives)
-	timed := []scenario{
-		{"ping", ping, func(ctx context.Context, _ Peer, addr string, d time.Duration) (Summary, error) {
-			return PingReference(ctx, addr, d)
-		}, []Peer{{Name: "rueidis"}}},
+	r.rounds(ctx, addr, step, []scenario{
+		{"ping", ping, pingScenario, []Peer{{Name: "rueidis"}}},
 		{"serial", r.Serial, Serial, both},
 		{"parallel", r.Parallel, Parallel, cfg.Peers},
 		{"contended", r.Contended, Contended, both},
 		{"same-process", r.SameProcess, SameProcess, cfg.Peers},
 		{"own-handles", r.OwnHandles, SameProcessHandles, cfg.Peers},
+	})
+	r.Ping = ping["rueidis"]
+}
+
+// Delayed are the figures of scenarios 0 to 3 taken through a proxy that
+// holds each request and each reply for Delay.
+type Delayed struct {
+	Delay                       time.Duration
+	Ping                        Summary
+	Serial, Parallel, Contended map[string]Summary
+}
+
+// DelayEachWay is the default delay of the proxy: about what a request
+// and its reply take each way between two hosts of one zone.
+const DelayEachWay = 250 * time.Microsecond
+
+// delayed runs scenarios 0 to 3 again, every library's connections going
+// through a proxy that delays each way by Config.Delay.
+func (r *Results) delayed(ctx context.Context, addr string, step func(scenario, peer string) stepper) error {
+	proxy, err := faultproxy.Start(addr)
+	if err != nil {
+		return err
 	}
+	defer func() { _ = proxy.Close() }()
+	proxy.SetLatency(faultproxy.Both, r.Config.Delay, 0)
+	d := &r.Delayed
+	d.Delay = r.Config.Delay
+	d.Serial, d.Parallel, d.Contended = map[string]Summary{}, map[string]Summary{}, map[string]Summary{}
+	ping := map[string]Summary{}
+	r.rounds(ctx, proxy.Addr(), step, []scenario{
+		{"delayed-ping", ping, pingScenario, []Peer{{Name: "rueidis"}}},
+		{"delayed-serial", d.Serial, Serial, r.Config.Peers},
+		{"delayed-parallel", d.Parallel, Parallel, r.Config.Peers},
+		{"delayed-contended", d.Contended, Contended, r.Config.Peers},
+	})
+	d.Ping = ping["rueidis"]
+	return nil
+}
+
+// A scenario is one timed scenario: run for each of peers, its medians
+// kept in into.
+type scenario struct {
+	name  string
+	into  map[string]Summary
+	run   func(context.Context, Peer, string, time.Duration) (Summary, error)
+	peers []Peer
+}
+
+// pingScenario is the PING reference as a scenario.
+func pingScenario(ctx context.Context, _ Peer, addr string, d time.Duration) (Summary, error) {
+	return PingReference(ctx, addr, d)
+}
+
+// rounds runs the scenarios timed in Config.Rounds rounds, each round every
+// scenario and library once, against the server at addr, and keeps the
+// medians.
+func (r *Results) rounds(ctx context.Context, addr string, step func(scenario, peer string) stepper, timed []scenario) {
+	cfg := r.Config
 	rounds := map[string][]Summary{}
 	for round := range cfg.Rounds {
 		for _, s := range timed {
@@ -239,7 +302,6 @@ func (r *Results) timed(ctx context.Context, addr string, step func(scenario, pe
 			}
 		}
 	}
-	r.Ping = ping["rueidis"]
 }
 
 // median returns the median of each figure of ss, taken separately (the

@@ -152,7 +152,9 @@ func (l *link) write(i int, to net.Conn, q <-chan chunk) {
 		case <-l.done:
 			return
 		}
-		if wait := time.Until(c.due); wait > 0 {
+		if wait := time.Until(c.due); wait > 0 && wait <= preciseBelow {
+			sleepPrecisely(wait)
+		} else if wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
