@@ -15,7 +15,7 @@ import (
 )
 
 // Config sizes a comparison run. Every scenario is bounded in time; a full
-// run takes about two minutes on two cores.
+// run takes about five minutes on two cores.
 type Config struct {
 	// Duration is how long each timed scenario (1 to 4b) runs per library
 	// and round.
@@ -57,7 +57,8 @@ type Config struct {
 	Log io.Writer
 }
 
-// DefaultConfig is the full run (about four minutes on two cores).
+// DefaultConfig is the full run (about five minutes on two cores, the
+// scenarios through the delay proxy included).
 func DefaultConfig() Config {
 	return Config{
 		Duration:      2 * time.Second,

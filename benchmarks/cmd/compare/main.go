@@ -6,7 +6,7 @@
 //
 //	go run ./cmd/compare [-quick] [-d 2s] [-out RESULTS.md] [-addr host:port]
 //
-// A full run takes about two minutes on two cores; -quick shortens every
+// A full run takes about five minutes on two cores; -quick shortens every
 // scenario for CI. The server is found on $PATH or in REDIS_SERVER_BIN;
 // redis-benchmark (redis-tools) is needed for scenario 8 only.
 package main
