@@ -68,11 +68,18 @@ func contention(t *testing.T, tg *redisserver.Target, name string, clients, goro
 	}, ops.Load
 }
 
+// nodeClient returns a client of the node at addr alone, for the caller to
+// close.
+func nodeClient(t *testing.T, addr string) rueidis.Client {
+	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+	require.NoError(t, err)
+	return node
+}
+
 // shardSubscribers returns the shard subscriptions of channel on the node at
 // addr, master or replica (a cluster client knows only the masters).
 func shardSubscribers(t *testing.T, addr, channel string) int64 {
-	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
-	require.NoError(t, err)
+	node := nodeClient(t, addr)
 	defer node.Close()
 	n, err := node.Do(context.Background(), node.B().PubsubShardnumsub().Channel(channel).Build()).AsIntMap()
 	require.NoError(t, err)

@@ -250,3 +250,70 @@ func TestSyncReplicasRefusedWaiterDoesNotBlockPlain(t *testing.T) {
 		}
 	})
 }
+
+// On a cluster, WAIT counts the replicas of the node that ran the script,
+// whichever node the client sent it to first. A call answered ASK (its slot
+// half moved to another master) or MOVED (a slot map the client has not
+// refreshed yet) is sent again, with its WAIT, to the node named. Left to
+// rueidis (v1.0.79), the ASK panicked (index out of range in
+// clusterClient.doresultfn, following ASK in a batch that holds WAIT; it
+// killed three workers of a 30-minute chaos run), and the MOVED sent the
+// script alone to the new node and kept the old node's WAIT: an acquisition
+// that the new node's cut-off replica never saw was reported replicated.
+func TestSyncReplicasFollowRedirects(t *testing.T) {
+	tg := ownCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := "{redirect}:lock"
+	slot := layout.Slot(name)
+	from, err := tg.Cluster.MasterForSlot(ctx, slot)
+	require.NoError(t, err)
+	to := tg.Cluster.Addrs[0]
+	if to == from {
+		to = tg.Cluster.Addrs[1]
+	}
+	synced, _ := newClient(t, tg, redisync.WithSyncReplicas(1, 300*time.Millisecond))
+	plain, _ := newClient(t, tg)
+
+	// ASK: the source has none of the lock's keys, and the importing master
+	// answers TRYAGAIN (a script's keys are not all there) until the move
+	// ends; Exec retries meanwhile.
+	_, _, err = tg.Cluster.BeginMigration(ctx, slot, to)
+	require.NoError(t, err)
+	m := synced.NewMutex(name)
+	got := inBackground(m.LockContext)
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, tg.Cluster.MigrateSlot(ctx, slot, to))
+	require.NoError(t, <-got, "taken on the new master, acknowledged by its replica")
+	assert.EqualValues(t, 1, existsOn(t, to, name), "the lock is on the new master")
+	ok, err := plain.NewMutex(name).TryLockContext(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "held")
+	m.Unlock()
+
+	// MOVED: a Client whose slot map predates the move, while the new
+	// master's replica is cut off and the old master's is not.
+	stale, _ := newClient(t, tg, redisync.WithSyncReplicas(1, 300*time.Millisecond))
+	require.NoError(t, tg.Cluster.MigrateSlot(ctx, slot, from))
+	from, to = to, from
+	require.NotNil(t, redisserver.ReplicaOf(ctx, tg.Cluster.Servers(), from), "the old master keeps a replica")
+	replica := redisserver.ReplicaOf(ctx, tg.Cluster.Servers(), to)
+	require.NotNil(t, replica)
+	require.NoError(t, replica.Pause())
+	t.Cleanup(func() { _ = replica.Resume() })
+	require.NoError(t, redisserver.Run(ctx, to, "CLIENT", "KILL", "TYPE", "replica"))
+	ok, err = stale.NewMutex(name).TryLockContext(ctx)
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, redisync.ErrNotReplicated, "the new master's replica did not acknowledge")
+	assert.Zero(t, existsOn(t, to, name), "the refused acquisition was undone")
+}
+
+// existsOn returns whether the node at addr, a master serving key's slot,
+// holds key.
+func existsOn(t *testing.T, addr, key string) int64 {
+	node := nodeClient(t, addr)
+	defer node.Close()
+	n, err := node.Do(context.Background(), node.B().Exists().Key(key).Build()).AsInt64()
+	require.NoError(t, err)
+	return n
+}

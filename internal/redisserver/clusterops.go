@@ -158,25 +158,11 @@ func (c *Cluster) Failover(ctx context.Context, slot uint16) (string, error) {
 // MIGRATING, MIGRATE of the keys in batches, then SETSLOT NODE everywhere.
 // Clients keep working throughout, following ASK and then MOVED.
 func (c *Cluster) MigrateSlot(ctx context.Context, slot uint16, to string) error {
-	from, err := c.MasterForSlot(ctx, slot)
+	from, toID, err := c.BeginMigration(ctx, slot, to)
 	if err != nil || from == to {
 		return err
 	}
-	fromID, err := nodeDo(ctx, from, "CLUSTER", "MYID")
-	if err != nil {
-		return err
-	}
-	toID, err := nodeDo(ctx, to, "CLUSTER", "MYID")
-	if err != nil {
-		return err
-	}
 	s := strconv.Itoa(int(slot))
-	if _, err := nodeDo(ctx, to, "CLUSTER", "SETSLOT", s, "IMPORTING", fromID); err != nil {
-		return err
-	}
-	if _, err := nodeDo(ctx, from, "CLUSTER", "SETSLOT", s, "MIGRATING", toID); err != nil {
-		return err
-	}
 	host, port, _ := strings.Cut(to, ":")
 	for {
 		keys, err := nodeList(ctx, from, "CLUSTER", "GETKEYSINSLOT", s, "100")
@@ -200,6 +186,29 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot uint16, to string) error
 		_, _ = nodeDo(ctx, n, "CLUSTER", "SETSLOT", s, "NODE", toID) // the others learn it by gossip too
 	}
 	return nil
+}
+
+// BeginMigration marks slot as moving from the master that serves it, which
+// it returns, to the master at to (IMPORTING there, MIGRATING here), and
+// returns to's node ID. Until MigrateSlot finishes the move, the source
+// answers ASK to a command whose keys it does not have.
+func (c *Cluster) BeginMigration(ctx context.Context, slot uint16, to string) (from, toID string, err error) {
+	if from, err = c.MasterForSlot(ctx, slot); err != nil || from == to {
+		return from, "", err
+	}
+	fromID, err := nodeDo(ctx, from, "CLUSTER", "MYID")
+	if err != nil {
+		return "", "", err
+	}
+	if toID, err = nodeDo(ctx, to, "CLUSTER", "MYID"); err != nil {
+		return "", "", err
+	}
+	s := strconv.Itoa(int(slot))
+	if _, err := nodeDo(ctx, to, "CLUSTER", "SETSLOT", s, "IMPORTING", fromID); err != nil {
+		return "", "", err
+	}
+	_, err = nodeDo(ctx, from, "CLUSTER", "SETSLOT", s, "MIGRATING", toID)
+	return from, toID, err
 }
 
 // nodeDo sends one command to the node at addr and returns its reply as text.

@@ -109,7 +109,8 @@ func NewRunner(rc rueidis.Client, sharded bool) *Runner {
 // TransientRetry bounds how long Exec keeps resending a call that a node
 // refused for now: a failover in progress (READONLY, MASTERDOWN), a slot
 // being migrated (TRYAGAIN), a cluster or a server not ready (CLUSTERDOWN,
-// LOADING), a busy script (BUSY). Such a refusal means the call did not run,
+// LOADING), a busy script (BUSY), a second redirection of a call with WAIT
+// (MOVED, ASK; see sameNode). Such a refusal means the call did not run,
 // so sending it again is safe whatever the call does.
 const TransientRetry = 2 * time.Second
 
@@ -151,6 +152,9 @@ func Transient(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {
 		return false
+	}
+	if addr, _ := redirection(err); addr != "" {
+		return true
 	}
 	msg := re.Error()
 	return re.IsTryAgain() || re.IsLoading() || re.IsClusterDown() ||

@@ -12,10 +12,9 @@ import (
 )
 
 // A Sync asks that a call's writes be acknowledged by replicas: Exec sends
-// WAIT after the script, on the same connection (rueidis sends a batch with a
-// blocking command on one dedicated connection, and on a cluster a keyless
-// command goes to the node of the batch's keys), and records in Acked how
-// many replicas acknowledged within Timeout, out of Wanted.
+// WAIT after the script, on the same connection to the node that ran it (see
+// sameNode), and records in Acked how many replicas acknowledged within
+// Timeout, out of Wanted.
 type Sync struct {
 	// N is how many replicas must acknowledge; N < 0 asks for every replica
 	// connected to the node (learnt from ROLE, sent with each call).
@@ -41,8 +40,8 @@ type replicaCounts struct {
 	n  map[uint16]int64
 }
 
-// execSync runs call followed by WAIT on its connection, and by ROLE, which
-// tells how many replicas the node has for the next call with N < 0.
+// execSync runs call followed by WAIT, and by ROLE, which tells how many
+// replicas the node has for the next call with N < 0.
 func (r *Runner) execSync(ctx context.Context, call Call, s *Sync) rueidis.RedisResult {
 	var slot uint16
 	if r.rc.Mode() == rueidis.ClientModeCluster {
@@ -56,9 +55,11 @@ func (r *Runner) execSync(ctx context.Context, call Call, s *Sync) rueidis.Redis
 		}
 		s.Wanted = n
 	}
-	batch := func(sha bool) []rueidis.RedisResult { // rueidis recycles a command once sent: build each anew
-		return r.rc.DoMulti(ctx, r.command(call, sha),
-			r.rc.B().Wait().Numreplicas(s.Wanted).Timeout(max(s.Timeout.Milliseconds(), 1)).Build(), r.rc.B().Role().Build())
+	batch := func(sha bool) []rueidis.RedisResult {
+		return r.sameNode(ctx, func(b rueidis.Builder) rueidis.Commands { // rueidis recycles a command once sent: build each anew
+			return rueidis.Commands{r.command(call, sha),
+				b.Wait().Numreplicas(s.Wanted).Timeout(max(s.Timeout.Milliseconds(), 1)).Build(), b.Role().Build()}
+		})
 	}
 	results := batch(true)
 	if isNoScript(results[0].Error()) {
@@ -77,13 +78,67 @@ func (r *Runner) replicas(ctx context.Context, key string, slot uint16) (int64, 
 	if n, ok := r.counts.get(slot); ok {
 		return n, nil
 	}
-	results := r.rc.DoMulti(ctx, r.rc.B().Exists().Key(key).Build(), r.rc.B().Role().Build())
+	results := r.sameNode(ctx, func(b rueidis.Builder) rueidis.Commands {
+		return rueidis.Commands{b.Exists().Key(key).Build(), b.Role().Build()}
+	})
 	n, err := replicasOf(results[1])
 	if err != nil {
 		return 0, fmt.Errorf("count the replicas of %q's node: %w", key, err)
 	}
 	r.counts.set(slot, n)
 	return n, nil
+}
+
+// sameNode sends the commands that build returns, the first on a key and the
+// others keyless, on one connection to the node that serves the key, and
+// returns their replies: a keyless command such as WAIT or ROLE then answers
+// for that node. A first command answered MOVED or ASK did not run there; the
+// batch is built again and sent to the node named (after ASKING for ASK).
+// A second redirection is returned as the first command's reply, which Exec
+// retries (see Transient).
+//
+// rueidis's own redirection does not do for such a batch: it sends only the
+// redirected command to the new node and keeps the replies of the others
+// from the old one, and v1.0.79 panics (index out of range in
+// clusterClient.doresultfn) following an ASK in a batch that holds a
+// blocking command such as WAIT.
+func (r *Runner) sameNode(ctx context.Context, build func(rueidis.Builder) rueidis.Commands) []rueidis.RedisResult {
+	var results []rueidis.RedisResult
+	_ = r.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
+		results = dc.DoMulti(ctx, build(dc.B())...)
+		return nil
+	})
+	addr, ask := redirection(results[0].Error())
+	if addr == "" {
+		return results
+	}
+	node, ok := r.rc.Nodes()[addr]
+	if !ok {
+		return results
+	}
+	cmds := build(node.B())
+	if ask {
+		cmds = append(rueidis.Commands{node.B().Asking().Build()}, cmds...)
+	}
+	results = node.DoMulti(ctx, cmds...)
+	if ask {
+		results = results[1:]
+	}
+	return results
+}
+
+// redirection returns the node that err (MOVED or ASK) sends a call to, and
+// whether it is an ASK; "" for any other reply.
+func redirection(err error) (addr string, ask bool) {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return "", false
+	}
+	if addr, ok := re.IsMoved(); ok {
+		return addr, false
+	}
+	addr, ask = re.IsAsk()
+	return addr, ask
 }
 
 // replicasOf reads the number of connected replicas from a primary's ROLE
