@@ -24,7 +24,7 @@ var mutants = []struct {
 	// same field): an acquire does not look at the latch of the field it
 	// takes, so it takes over the entry of the owner's previous hold, or
 	// takes it anew, whatever that hold's release left.
-	{"owner-field", &MutexAcquire, "if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then", "if false then"},
+	{"owner-field", &MutexAcquire, "if redis.call('exists', lock, latch) == 0 then", "if redis.call('exists', lock) == 0 then"},
 	{"owner-field", &MutexWait, "if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then", "if false then"},
 	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
 	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},

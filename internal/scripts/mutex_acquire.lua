@@ -17,8 +17,9 @@
 -- A field names one hold, so a command of an earlier hold of the same owner
 -- can never act on a later one. The count is compare-and-set: a repeat, or a
 -- late copy, of an acquire whose count is no longer the one it expects
--- changes nothing. An uncontended first acquire runs four commands (PTTL,
--- EXISTS of the latch, HSET, PEXPIRE), a busy one two (PTTL, HEXISTS).
+-- changes nothing. An uncontended first acquire runs three commands (EXISTS
+-- of the lock and the latch, HSET, PEXPIRE), a busy one three (EXISTS, PTTL,
+-- HEXISTS).
 local lock, field, expect = KEYS[1], ARGV[2], tonumber(ARGV[3])
 if expect > 0 then
 	local cur = redis.call('hget', lock, field)
@@ -31,19 +32,20 @@ if expect > 0 then
 	redis.call('pexpire', lock, ARGV[1])
 	return nil
 end
--- A first acquire: one PTTL says whether the lock is free (-2) and, if not,
--- how long it stays taken.
-local pttl = redis.call('pttl', lock)
-if pttl ~= -2 then
-	if redis.call('hexists', lock, field) == 0 then
-		return pttl
-	end
-	redis.call('pexpire', lock, ARGV[1]) -- an earlier attempt of this call took it
+-- A first acquire: one EXISTS of the lock and of the field's latch says, in
+-- the usual case, that the lock is free and this is no late copy.
+local latch = KEYS[2] .. ':' .. field
+if redis.call('exists', lock, latch) == 0 then
+	redis.call('hset', lock, field, 1)
+	redis.call('pexpire', lock, ARGV[1])
 	return nil
 end
-if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
-	return -4
+local pttl = redis.call('pttl', lock)
+if pttl == -2 then
+	return -4 -- the lock is free, and the field's latch is there
 end
-redis.call('hset', lock, field, 1)
-redis.call('pexpire', lock, ARGV[1])
+if redis.call('hexists', lock, field) == 0 then
+	return pttl
+end
+redis.call('pexpire', lock, ARGV[1]) -- an earlier attempt of this call took it
 return nil
