@@ -57,6 +57,9 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		leaseOpts = append(leaseOpts, lease.OnBatch(c.observeBatch))
 		notifyOpts = append(notifyOpts, notify.OnSubscribe(c.observeSubscribed))
 	}
+	if cfg.onMessage != nil {
+		notifyOpts = append(notifyOpts, notify.OnMessage(cfg.onMessage))
+	}
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
 	c.notify = notify.New(rc, sharded, cfg.logger, notifyOpts...)
 	return c, nil

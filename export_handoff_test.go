@@ -15,6 +15,13 @@ func LongHandoffsForTest() (restore func()) {
 	return func() { maxHandoffTime = saved }
 }
 
+// WithOnMessageForTest makes a Client call f with each Pub/Sub message it
+// receives, on the connection's reading goroutine, before the message wakes
+// anyone.
+func WithOnMessageForTest(f func(channel, message string)) Option {
+	return func(cfg *config) { cfg.onMessage = f }
+}
+
 // ReadRenewEveryForTest sets how often read holds are renewed until restore
 // is called.
 func ReadRenewEveryForTest(d time.Duration) (restore func()) {

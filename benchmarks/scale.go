@@ -208,11 +208,11 @@ func Renewal(ctx context.Context, addr string, admin rueidis.Client, n int, wind
 	if err != nil {
 		return res, errors.Join(err, h.release(ctx))
 	}
-	self0, start := processCPU(), time.Now()
+	self0, start := ProcessCPU(), time.Now()
 	time.Sleep(window)
 	calls1, cpu1, err := serverCounters(ctx, admin)
 	elapsed := time.Since(start).Seconds()
-	self1 := processCPU()
+	self1 := ProcessCPU()
 	if err != nil {
 		return res, errors.Join(err, h.release(ctx))
 	}
@@ -226,8 +226,8 @@ func Renewal(ctx context.Context, addr string, admin rueidis.Client, n int, wind
 	return res, err
 }
 
-// processCPU returns the user+system CPU time this process has used.
-func processCPU() time.Duration {
+// ProcessCPU returns the user+system CPU time this process has used.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -171,12 +171,12 @@ func withCPU(ctx context.Context, addr string, f func() (Summary, error)) (Summa
 	if err != nil {
 		return Summary{}, err
 	}
-	client0 := processCPU()
+	client0 := ProcessCPU()
 	s, err := f()
 	if err != nil {
 		return s, err
 	}
-	client1 := processCPU()
+	client1 := ProcessCPU()
 	_, commands1, server1, err := serverStats(ctx, admin)
 	if err != nil || s.N == 0 {
 		return s, err

@@ -139,6 +139,9 @@ func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
 }
 
 func (ch *channel) message(m rueidis.PubSubMessage) {
+	if f := ch.reg.onMessage; f != nil {
+		f(ch.name, m.Message)
+	}
 	wk := ch.policy(m.Message)
 	ch.mu.Lock()
 	defer ch.mu.Unlock()

@@ -90,6 +90,8 @@ type Registry struct {
 	log     *slog.Logger
 	// onSubscribe, if set, is told of every confirmed (re)subscription.
 	onSubscribe func(channel string, again bool)
+	// onMessage, if set, is told of every message before it wakes anyone.
+	onMessage func(channel, message string)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -112,6 +114,13 @@ type Option func(*Registry)
 // connection's reading goroutine and must not block.
 func OnSubscribe(f func(channel string, again bool)) Option {
 	return func(r *Registry) { r.onSubscribe = f }
+}
+
+// OnMessage makes the Registry call f with each message that arrives, before
+// the message wakes any waiter (the handoff benchmark times its stages with
+// it). f runs on the connection's reading goroutine and must not block.
+func OnMessage(f func(channel, message string)) Option {
+	return func(r *Registry) { r.onMessage = f }
 }
 
 // New returns a Registry that subscribes through rc, with SSUBSCRIBE when

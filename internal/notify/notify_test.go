@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,4 +276,23 @@ func TestHandoverEcho(t *testing.T) {
 	assert.True(t, woken(queued, wait), "an unlock message wakes the longest waiting")
 	queued.Leave(false)
 	plain.Leave(false)
+}
+
+// OnMessage sees each message before any waiter wakes on it.
+func TestOnMessage(t *testing.T) {
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	defer rc.Close()
+	var seen atomic.Value
+	r := notify.New(rc, false, slog.Default(), notify.OnMessage(func(channel, message string) {
+		seen.Store(channel + "=" + message)
+	}))
+	defer r.Close()
+	ch := t.Name()
+	w := r.Join(ch, policy, "")
+	ready(t, w)
+	publish(t, rc, ch, "0")
+	require.True(t, woken(w, wait))
+	assert.Equal(t, ch+"=0", seen.Load(), "told before the waiter woke")
+	w.Leave(false)
 }
