@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/benchmarks"
+	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
@@ -134,8 +135,14 @@ func TestQuick(t *testing.T) {
 
 // connect returns a Client of p, closed when the benchmark ends.
 func connect(b *testing.B, p benchmarks.Peer) benchmarks.Client {
+	return connectTo(b, p, addr)
+}
+
+// connectTo returns a Client of p on the server at to, closed when the
+// benchmark ends.
+func connectTo(b *testing.B, p benchmarks.Peer, to string) benchmarks.Client {
 	b.Helper()
-	c, err := p.Connect(addr)
+	c, err := p.Connect(to)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,6 +209,29 @@ func BenchmarkParallel(b *testing.B) {
 	ctx := context.Background()
 	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
 		c := connect(b, p)
+		ms := make([]benchmarks.Mutex, benchmarks.ParallelGoroutines)
+		for i := range ms {
+			ms[i] = c.NewMutex(name(b, i))
+		}
+		b.ReportAllocs()
+		spread(ctx, b, len(ms), func(g int) benchmarks.Mutex { return ms[g] }, 0)
+	})
+}
+
+// BenchmarkParallelDelayed is scenario D2: scenario 2 through a proxy that
+// holds each request and each reply DelayEachWay, as a network within one
+// zone would; ns/op is per pair. With -cpuprofile it shows where a client's
+// CPU goes behind such a network.
+func BenchmarkParallelDelayed(b *testing.B) {
+	ctx := context.Background()
+	eachPeer(b, func(b *testing.B, p benchmarks.Peer) {
+		proxy, err := faultproxy.Start(addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = proxy.Close() })
+		proxy.SetLatency(faultproxy.Both, benchmarks.DelayEachWay, 0)
+		c := connectTo(b, p, proxy.Addr())
 		ms := make([]benchmarks.Mutex, benchmarks.ParallelGoroutines)
 		for i := range ms {
 			ms[i] = c.NewMutex(name(b, i))

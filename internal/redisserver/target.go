@@ -24,10 +24,10 @@ type Target struct {
 	Sentinel *SentinelSet
 }
 
-// StartStandalone starts a real standalone redis-server if a binary is
-// available. Otherwise it falls back to miniredis, unless RequireServer
-// demands a real server, in which case it fails.
-func StartStandalone() (*Target, error) {
+// StartStandalone starts a real standalone redis-server, with args, if a
+// binary is available. Otherwise it falls back to miniredis (args unused),
+// unless RequireServer demands a real server, in which case it fails.
+func StartStandalone(args ...string) (*Target, error) {
 	if _, err := ServerBinary(); err != nil {
 		if RequireServer() {
 			return nil, requireError(err)
@@ -52,7 +52,7 @@ func StartStandalone() (*Target, error) {
 		}
 		return &Target{Addrs: []string{mr.Addr()}, Mini: mr}, nil
 	}
-	s, err := StartServer()
+	s, err := StartServer(args...)
 	if err != nil {
 		return nil, err
 	}
