@@ -20,6 +20,12 @@ const (
 	TargetHeapPerLock   = 2048 // bytes
 	TargetWaiterConns   = 8    // 7: a constant, not one per waiter or name
 
+	// Server and client work (2: per parallel pair; 3: per acquisition).
+	TargetCommandsPerPair = 9   // 2: server commands, a script's inner ones included
+	TargetServerCPU       = 0.8 // 2: server CPU per pair at most this many times rueidislock's
+	TargetClientCPU       = 0.8 // 2: client CPU per pair at most this many times the best peer's
+	TargetContendedCPU    = 1.0 // 3: server + client CPU per acquisition at most this many times the best peer's
+
 	// Through the delay proxy (scenarios D0 to D3).
 	TargetDelayedContended = 1.5 // D3: acquisitions/s at least this many times the best peer's
 	TargetDelayedHandoff   = 1.2 // D3: handoff p50 at most this many PING round trips through the proxy
@@ -75,12 +81,53 @@ func (r *Results) Targets() []Target {
 	h, ok := r.Held[subjectName]
 	add("6", fmt.Sprintf("≤ %d B heap per held lock", TargetHeapPerLock), ok,
 		fmtBytes(h.HeapPerLock), h.HeapPerLock <= TargetHeapPerLock)
+	ts = append(ts, r.workTargets()...)
 	ts = append(ts, r.delayedTargets()...)
 	w, ok := r.Waiters[subjectName]
 	add("7", fmt.Sprintf("shared connections (≤ %d) and every waiter served", TargetWaiterConns), ok,
 		fmt.Sprintf("%d conns, %d/%d served", w.Conns, w.Served, w.Waiters),
 		w.Conns <= TargetWaiterConns && w.Served == w.Waiters && w.Waiters > 0)
 	return ts
+}
+
+// workTargets evaluates the targets on the server's and the client's work.
+func (r *Results) workTargets() []Target {
+	var ts []Target
+	add := func(scenario, goal string, known bool, value string, holds bool) {
+		ts = append(ts, Target{Scenario: scenario, Goal: goal, Value: value, Holds: known && holds, Known: known})
+	}
+	p, ok := r.Parallel[subjectName]
+	add("2", fmt.Sprintf("≤ %d server commands per pair", TargetCommandsPerPair), ok && p.Commands > 0,
+		fmt.Sprintf("%.1f", p.Commands), p.Commands <= TargetCommandsPerPair)
+	const cpuPeer = "rueidislock"
+	q, known := r.Parallel[cpuPeer]
+	ratio := float64(p.ServerCPU) / float64(max(q.ServerCPU, 1))
+	add("2", fmt.Sprintf("server CPU per pair ≤ %.1f× %s's", TargetServerCPU, cpuPeer), ok && known && q.ServerCPU > 0,
+		fmt.Sprintf(ratioFormat+" (%s vs %s)", ratio, fmtDur(p.ServerCPU), fmtDur(q.ServerCPU)), ratio <= TargetServerCPU)
+	best, peer := r.leastCPU(r.Parallel, func(s Summary) time.Duration { return s.ClientCPU })
+	ratio = float64(p.ClientCPU) / float64(max(best, 1))
+	add("2", fmt.Sprintf("client CPU per pair ≤ %.1f× the best peer's", TargetClientCPU), ok && best > 0,
+		fmt.Sprintf(ratioFormat+" (%s vs %s, %s)", ratio, fmtDur(p.ClientCPU), fmtDur(best), peer), ratio <= TargetClientCPU)
+	c, ok := r.Contended[subjectName]
+	both := func(s Summary) time.Duration { return s.ServerCPU + s.ClientCPU }
+	best, peer = r.leastCPU(r.Contended, both)
+	ratio = float64(both(c)) / float64(max(best, 1))
+	add("3", fmt.Sprintf("server + client CPU per acquisition ≤ %.1f× the best peer's", TargetContendedCPU), ok && best > 0,
+		fmt.Sprintf(ratioFormat+" (%s vs %s, %s)", ratio, fmtDur(both(c)), fmtDur(best), peer), ratio <= TargetContendedCPU)
+	return ts
+}
+
+// leastCPU returns the least of cpu over the other libraries' figures in m
+// that have it, and whose.
+func (r *Results) leastCPU(m map[string]Summary, cpu func(Summary) time.Duration) (time.Duration, string) {
+	var best time.Duration
+	var peer string
+	for _, name := range r.Peers {
+		if s, ok := m[name]; ok && name != subjectName && cpu(s) > 0 && (best == 0 || cpu(s) < best) {
+			best, peer = cpu(s), name
+		}
+	}
+	return best, peer
 }
 
 // bestP50 returns the lowest serial p50 of the other libraries, and whose.
@@ -231,6 +278,7 @@ func (r *Results) table(b *strings.Builder) {
 	row("2 parallel", "server / client CPU per pair", summary(r.Parallel, cpu))
 	row("2 parallel", "server commands per pair (a script's inner ones included)", summary(r.Parallel, commands))
 	r.contendedRows(row)
+	row("3 contended", "server / client CPU per acquisition", summary(r.Contended, cpu))
 	row("3 contended", "wait p50", summary(r.Contended, p50))
 	row("3 contended", "wait p99", summary(r.Contended, p99))
 	row(fmt.Sprintf("4 same process, %d goroutines, one handle", SameProcessGoroutines), "acquisitions/s", summary(r.SameProcess, rate))
@@ -322,7 +370,7 @@ func (r *Results) notes(b *strings.Builder) {
 
 - Scenarios 1–4b and the PING reference run %v per library and round, in %d rounds (each round every scenario and library once); every figure of theirs is the median of the rounds, taken figure by figure ("never woken": the most of any round). Rates count completed operations over the elapsed time.
 - Locks are taken and released under context.Background(), as Lock and Unlock use. Under a context that can end, rueidis sends every call of the rueidis-based libraries through its pipelining goroutines, and a redisync release makes its own timeout: a pair then took about 200 µs and 9 allocations instead of about 130 µs and 4.
-- CPU per pair (1, 2): redis-server's (INFO cpu) and this process's (getrusage) CPU time over the scenario, divided by the pairs; the two share the machine's cores.
+- CPU per pair (1, 2) or acquisition (3): redis-server's (INFO cpu) and this process's (getrusage) CPU time over the scenario, divided by the pairs or acquisitions; the two share the machine's cores.
 - 0: one PING round trip through a rueidis client with redisync's options: the least a message from one client through Redis to another can take. 1: one goroutine, one name.
 - 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handoff = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section. 4b: the same with a handle per goroutine (as a handle per request gives).
 - 5: %d redisync Mutexes held with WithWatchdogTimeout(%v) (renewal every %v) for %v; script calls from INFO commandstats, CPU from getrusage and INFO cpu.

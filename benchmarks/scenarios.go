@@ -246,7 +246,9 @@ func Contended(ctx context.Context, p Peer, addr string, d time.Duration) (Summa
 	for i, c := range cs {
 		ms[i] = c.NewMutex(name)
 	}
-	return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, CriticalSection)
+	return withCPU(ctx, addr, func() (Summary, error) {
+		return hammer(ctx, d, len(ms), func(g int) Mutex { return ms[g] }, CriticalSection)
+	})
 }
 
 // SameProcess is scenario 4: SameProcessGoroutines goroutines share one
