@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -32,7 +34,9 @@ import (
 // It reports the median of each (call-p50-µs and so on) and of the whole
 // (handoff-p50-µs). MONITOR costs the server some work per command (it
 // formats each for the feed), which lands in the script and delivery
-// stages. A handoff in which the waiter was not yet queued (the release
+// stages; so the handoffs are then run again with MONITOR off, and the
+// release script's execution time as SLOWLOG measures it is reported too
+// (script-alone-p50-µs). A handoff in which the waiter was not yet queued (the release
 // finds nobody and publishes only "0") is not counted.
 //
 // Run with: go test -run '^$' -bench HandoffStages -benchtime 2000x
@@ -43,7 +47,7 @@ func BenchmarkHandoffStages(b *testing.B) {
 	ctx := context.Background()
 	feed := monitor(b, standalone.Addrs[0])
 	var message atomic.Int64 // when the latest place number arrived, unix ns
-	holder, _ := newClient(b, standalone)
+	holder, admin := newClient(b, standalone)
 	waiter, _ := newClient(b, standalone, redisync.WithOnMessageForTest(func(_, msg string) {
 		if msg != "0" {
 			message.Store(time.Now().UnixNano())
@@ -52,8 +56,8 @@ func BenchmarkHandoffStages(b *testing.B) {
 	h, w := holder.NewMutex(b.Name()), waiter.NewMutex(b.Name())
 	type handoff struct{ unlock, message, returned int64 }
 	var runs []handoff
-	returned := make(chan int64)
-	for b.Loop() {
+	once := func() handoff {
+		returned := make(chan int64)
 		h.Lock()
 		go func() {
 			if err := w.LockContext(ctx); err != nil {
@@ -67,10 +71,16 @@ func BenchmarkHandoffStages(b *testing.B) {
 		unlock := time.Now().UnixNano()
 		h.Unlock()
 		done := <-returned
-		runs = append(runs, handoff{unlock, message.Load(), done})
+		return handoff{unlock, message.Load(), done}
+	}
+	for b.Loop() {
+		runs = append(runs, once())
 	}
 	b.StopTimer()
 	lines := feed()
+	// The release script's own time, MONITOR off: SLOWLOG logs every
+	// command's execution time when its threshold is 0.
+	scriptAlone := slowlogged(b, admin, len(runs), func() { once() })
 	var call, script, delivery, ret, whole []time.Duration
 	for _, r := range runs {
 		start, publish, ok := releaseStages(lines, r.unlock, r.returned)
@@ -89,11 +99,49 @@ func BenchmarkHandoffStages(b *testing.B) {
 	for _, s := range []struct {
 		unit string
 		d    []time.Duration
-	}{{"call", call}, {"script", script}, {"delivery", delivery}, {"return", ret}, {"handoff", whole}} {
+	}{{"call", call}, {"script", script}, {"delivery", delivery}, {"return", ret}, {"handoff", whole}, {"script-alone", scriptAlone}} {
 		slices.Sort(s.d)
 		b.ReportMetric(float64(s.d[len(s.d)/2].Nanoseconds())/1e3, s.unit+"-p50-µs")
 	}
 	b.ReportMetric(float64(len(whole))/float64(len(runs)), "counted/op")
+}
+
+// slowlogged runs f n times with SLOWLOG logging every command and returns
+// the execution times of mutex_release it logged.
+func slowlogged(b *testing.B, rc rueidis.Client, n int, f func()) []time.Duration {
+	ctx := context.Background()
+	set := func(k, v string) {
+		if err := rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue(k, v).Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	set("slowlog-max-len", "1000000")
+	set("slowlog-log-slower-than", "0")
+	defer set("slowlog-log-slower-than", "10000")
+	var took []time.Duration
+	for range n {
+		if err := rc.Do(ctx, rc.B().SlowlogReset().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		f()
+		entries, err := rc.Do(ctx, rc.B().SlowlogGet().Count(-1).Build()).ToArray()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range entries {
+			fields, _ := e.ToArray()
+			if len(fields) < 4 {
+				continue
+			}
+			args, _ := fields[3].AsStrSlice()
+			if len(args) > 1 && strings.EqualFold(args[0], "evalsha") && args[1] == scripts.MutexRelease.SHA1 {
+				us, _ := fields[2].AsInt64()
+				took = append(took, time.Duration(us)*time.Microsecond)
+				break // the holder's release, not the waiter's (logged after it, listed first)
+			}
+		}
+	}
+	return took
 }
 
 // A fed is one line of a MONITOR feed: its time (unix ns), its client
