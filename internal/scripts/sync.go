@@ -103,11 +103,12 @@ func (r *Runner) replicas(ctx context.Context, key string, slot uint16) (int64, 
 // clusterClient.doresultfn) following an ASK in a batch that holds a
 // blocking command such as WAIT.
 func (r *Runner) sameNode(ctx context.Context, build func(rueidis.Builder) rueidis.Commands) []rueidis.RedisResult {
-	var results []rueidis.RedisResult
-	_ = r.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
-		results = dc.DoMulti(ctx, build(dc.B())...)
-		return nil
-	})
+	// Dedicate, not Dedicated: a closure given to an interface's method
+	// would move build, and with it every call's keys and arguments, to the
+	// heap, for the calls without WAIT too.
+	dc, done := r.rc.Dedicate()
+	results := dc.DoMulti(ctx, build(dc.B())...)
+	done()
 	addr, ask := redirection(results[0].Error())
 	if addr == "" {
 		return results
