@@ -37,7 +37,7 @@ type topology struct {
 }
 
 var topologies = []*topology{
-	{name: "standalone", start: redisserver.StartStandalone},
+	{name: "standalone", start: func() (*redisserver.Target, error) { return redisserver.StartStandalone() }},
 	{name: "cluster", start: func() (*redisserver.Target, error) { return redisserver.StartClusterTarget(3, 0) }},
 	{name: "sentinel", start: redisserver.StartSentinelTarget},
 }
