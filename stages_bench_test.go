@@ -115,9 +115,15 @@ func slowlogged(b *testing.B, rc rueidis.Client, n int, f func()) []time.Duratio
 			b.Fatal(err)
 		}
 	}
+	for _, k := range []string{"slowlog-max-len", "slowlog-log-slower-than"} {
+		kv, err := rc.Do(ctx, rc.B().ConfigGet().Parameter(k).Build()).AsStrMap()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer set(k, kv[k])
+	}
 	set("slowlog-max-len", "1000000")
 	set("slowlog-log-slower-than", "0")
-	defer set("slowlog-log-slower-than", "10000")
 	var took []time.Duration
 	for range n {
 		if err := rc.Do(ctx, rc.B().SlowlogReset().Build()).Error(); err != nil {
