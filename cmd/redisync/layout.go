@@ -135,24 +135,9 @@ var errNotFound = errors.New("no lock")
 // kind chooses one; without it the first in the order of layouts is
 // reported, and the others are named in its Also.
 func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInfo, error) {
-	keyType, err := rc.Do(ctx, rc.B().Type().Key(name).Build()).ToString()
+	found, keyType, err := detectAll(ctx, rc, name)
 	if err != nil {
-		return nil, fmt.Errorf("read key %q: %w", name, err)
-	}
-	var found []*lockInfo
-	matched := map[string]bool{}
-	for _, l := range detectors {
-		if matched[l.group] || l.kind == "Fence" && len(found) > 0 {
-			continue
-		}
-		info, err := l.detect(ctx, rc, name, keyType)
-		if err != nil {
-			return nil, err
-		}
-		if info != nil {
-			matched[l.group] = true
-			found = append(found, info)
-		}
+		return nil, err
 	}
 	if len(found) == 0 {
 		if keyType == "none" {
@@ -181,6 +166,32 @@ func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInf
 		info.Fence, err = readFence(ctx, rc, name)
 	}
 	return info, err
+}
+
+// detectAll reads every primitive stored under name, in the order of
+// layouts, at most one per group, and returns them with the Redis type of
+// the key name ("none" when absent). A lone Fence record is reported only
+// when no lock is found.
+func detectAll(ctx context.Context, rc rueidis.Client, name string) (found []*lockInfo, keyType string, err error) {
+	keyType, err = rc.Do(ctx, rc.B().Type().Key(name).Build()).ToString()
+	if err != nil {
+		return nil, "", fmt.Errorf("read key %q: %w", name, err)
+	}
+	matched := map[string]bool{}
+	for _, l := range detectors {
+		if matched[l.group] || l.kind == "Fence" && len(found) > 0 {
+			continue
+		}
+		info, err := l.detect(ctx, rc, name, keyType)
+		if err != nil {
+			return nil, keyType, err
+		}
+		if info != nil {
+			matched[l.group] = true
+			found = append(found, info)
+		}
+	}
+	return found, keyType, nil
 }
 
 // kinds lists the kinds of found.

@@ -1,7 +1,7 @@
 // Command redisync is the operator's and the newcomer's tool for the locks of
 // the redisync library: it runs a live demo on an embedded server, inspects a
 // lock by name, force-unlocks a stuck one, watches lock events as they happen,
-// and benchmarks a server.
+// shows the busiest locks live, and benchmarks a server.
 //
 // Usage:
 //
@@ -9,6 +9,7 @@
 //	redisync inspect [--json] NAME             what holds NAME: holders, hold counts, lease
 //	redisync unlock  --force [--yes] NAME      delete a lock whoever holds it and wake its waiters
 //	redisync watch   [--count N] [--duration D] [PATTERN]   live acquire/release/expire events
+//	redisync top     [--sort ORDER] [--plain] [PATTERN]     live view of the busiest locks
 //	redisync bench   [--ops N] [--concurrency C]            Mutex throughput and latency
 //
 // Every command that talks to Redis takes --redis URL (default $REDIS_URL,
@@ -66,6 +67,7 @@ func init() {
 		{name: "inspect", summary: "show what holds a lock: kind, holders, hold counts, lease", run: runInspect},
 		{name: "unlock", summary: "force-unlock a lock whoever holds it (asks first unless --yes)", run: runUnlock},
 		{name: "watch", summary: "print lock events (acquire, release, expire) as they happen", run: runWatch},
+		{name: "top", summary: "a live view of the busiest locks: holders, waiters, acquisitions per second", run: runTop},
 		{name: "bench", summary: "measure Mutex throughput and latency, contended and uncontended", run: runBench},
 		{name: "help", summary: "show this help", run: runHelp},
 		{name: workerCommand, run: runWorker, hidden: true},
@@ -122,7 +124,7 @@ func runHelp(_ context.Context, std *stdio, _ []string) error {
 
 // printUsage writes the top-level usage text.
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `redisync: inspect, unlock, watch and benchmark redisync locks; run a live demo.
+	fmt.Fprint(w, `redisync: inspect, unlock, watch, view live and benchmark redisync locks; run a live demo.
 
 Usage: redisync COMMAND [flags] [args]
 

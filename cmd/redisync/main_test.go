@@ -105,7 +105,14 @@ func cleanEnv() []string {
 // test ends, and its rueidis client.
 func newLibClient(t *testing.T, opts ...redisync.Option) (*redisync.Client, rueidis.Client) {
 	t.Helper()
-	rc, err := target.NewClient()
+	return libClientOn(t, target, opts...)
+}
+
+// libClientOn returns a redisync Client on tg, closed when the test ends,
+// and its rueidis client.
+func libClientOn(t *testing.T, tg *redisserver.Target, opts ...redisync.Option) (*redisync.Client, rueidis.Client) {
+	t.Helper()
+	rc, err := tg.NewClient()
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
 	quiet := redisync.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))

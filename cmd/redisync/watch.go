@@ -31,17 +31,9 @@ func runWatch(ctx context.Context, std *stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	pattern := "*"
-	switch len(rest) {
-	case 0:
-	case 1:
-		pattern = rest[0]
-	default:
-		return usagef("want at most one PATTERN, got %d arguments", len(rest))
-	}
-	match, err := globMatcher(pattern)
+	pattern, match, err := patternArg(rest)
 	if err != nil {
-		return usagef("bad PATTERN %q: %v", pattern, err)
+		return err
 	}
 	if *count < 0 || *duration < 0 {
 		return usagef("--count and --duration must not be negative")
@@ -214,16 +206,26 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 		}
 		return
 	}
-	for _, lc := range lockChannels {
-		if name, ok := lc.name(msg.Channel); ok {
-			event, detail := lc.describe(msg.Message)
+	if _, event, name, detail, ok := w.channel(msg); ok {
+		w.emit(event, name, detail)
+	}
+}
+
+// channel classifies a message of a lock channel: the primitive's channel,
+// the event, the lock's name and a detail. ok is false for a message that is
+// no event: not on a lock channel, or an event's echo.
+func (w *watcher) channel(msg rueidis.PubSubMessage) (lc *lockChannel, event, name, detail string, ok bool) {
+	for i := range lockChannels {
+		lc = &lockChannels[i]
+		if name, ok = lc.name(msg.Channel); ok {
+			event, detail = lc.describe(msg.Message)
 			if lc.echoed != "" && w.echo(msg.Channel, event == lc.echoed, msg.Message == "0") {
-				return
+				return lc, "", "", "", false
 			}
-			w.emit(event, name, detail)
-			return
+			return lc, event, name, detail, true
 		}
 	}
+	return nil, "", "", "", false
 }
 
 // echo records whether the next "0" on channel is the echo of an event
