@@ -152,7 +152,8 @@ func positive(cell string) bool {
 // contended locks, as a user the server lets read and subscribe only (so a
 // write would fail it). The busiest lock comes first with its waiters and
 // rates; the long-held lock's hold age grows; keys sort, select and open a
-// lock's detail; q ends it, and its subscriptions end with it.
+// lock's detail; Ctrl-C ends it, the terminal is as it was, and its
+// subscriptions and connections end with it.
 func TestTopScreen(t *testing.T) {
 	t.Parallel()
 	tg := startTarget(t, func() (*redisserver.Target, error) {
@@ -173,7 +174,7 @@ func TestTopScreen(t *testing.T) {
 	contend(t, libClients(t, tg, 3), func(n string) string { return n })
 
 	url := fmt.Sprintf("redis://viewer:view@%s", tg.Addrs[0])
-	p := startPane(t, 120, 20, fmt.Sprintf("%s top --redis %s 'job:*'; echo TOP-EXIT=$?; sleep 60", bin, url))
+	p := startPane(t, 120, 20, fmt.Sprintf("%s top --redis %s 'job:*'; echo TOP-EXIT=$?; stty -a; sleep 60", bin, url))
 
 	s := p.await("the busiest lock first, with waiters and rates", func(s screen) bool {
 		names, hot := s.names(), s.row("job:hot")
@@ -206,8 +207,12 @@ func TestTopScreen(t *testing.T) {
 		return n
 	}
 	require.Positive(t, numpat(), "top's pattern subscriptions while it runs")
-	p.keys("q")
-	p.await("top ended", func(s screen) bool { return strings.Contains(s.String(), "TOP-EXIT=0") })
+	p.keys("C-c") // q ends it the same way (TestTopKeys)
+	s = p.await("top ended, then stty -a", func(s screen) bool {
+		return strings.Contains(s.String(), "TOP-EXIT=0") && strings.Contains(s.String(), "icanon")
+	})
+	require.Regexp(t, `(^|\s)icanon(\s|$)`, s.String(), "the terminal's line editing is back")
+	require.Regexp(t, `(^|\s)echo(\s|$)`, s.String(), "the terminal's echo is back")
 	require.Zero(t, numpat(), "a pattern subscription outlived top")
 	clients, err := admin.Do(ctx, admin.B().ClientList().Build()).ToString()
 	require.NoError(t, err)
