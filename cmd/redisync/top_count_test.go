@@ -192,6 +192,13 @@ func TestTopCountsExactly(t *testing.T) {
 	want["n:election Election"] = [2]int64{1, 1}
 	p.settle(t, want)
 
+	// A WaitGroup holds nothing: a row with its counter, and no counts.
+	wg2 := cs[0].NewWaitGroup("n:wg")
+	require.NoError(t, wg2.Add(ctx, 2))
+	want["n:wg WaitGroup"] = [2]int64{0, 0}
+	p.settle(t, want)
+	require.Equal(t, "count 2", p.model.rows[rowKey{"n:wg", "name"}].holder())
+
 	// A lease that runs out: no release is published, the key expires.
 	short := cs[0].NewMutex("n:lease", redisync.WithLease(300*time.Millisecond))
 	short.Lock()

@@ -28,8 +28,8 @@ var groupKind = map[string]string{
 // rateWindow is how many refreshes the per-second rates are averaged over.
 const rateWindow = 5
 
-// idleRowLife is how long a row whose lock is gone (released, nobody
-// waiting) stays on screen after its last activity.
+// idleRowLife is how long a row whose lock is gone (no key left: released,
+// nobody waiting) stays on screen after its last activity.
 const idleRowLife = time.Minute
 
 // A topRow is one lock's line.
@@ -145,8 +145,8 @@ func (m *topModel) update(r refresh) {
 		if len(row.samples) > rateWindow {
 			row.samples = row.samples[1:]
 		}
-		if acquired > 0 || released > 0 || holds > 0 || row.waiting() > 0 || m.first {
-			row.active = r.at
+		if row.info != nil || acquired > 0 || released > 0 || row.active.IsZero() {
+			row.active = r.at // stored in Redis, or just seen
 		}
 		if r.at.Sub(row.active) > idleRowLife {
 			delete(m.rows, k)
