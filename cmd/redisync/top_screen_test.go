@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
@@ -276,6 +277,17 @@ func TestTopTopologies(t *testing.T) {
 			require.Positive(t, i, r.stdout)
 			last := screen(strings.Split(r.stdout[i:], "\n"))
 			require.Equal(t, "[job:{fair} job:{hot} job:{long} job:{quota}]", fmt.Sprint(last.names()))
+			if tg.Cluster != nil { // the names are spread over the three masters, each of which top scans
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				masters := map[string]bool{}
+				for _, n := range last.names() {
+					m, err := tg.Cluster.MasterForSlot(ctx, layout.Slot(n))
+					require.NoError(t, err)
+					masters[m] = true
+				}
+				require.Len(t, masters, 3)
+			}
 			require.True(t, positive(last.row("job:{hot}")[7]), "job:{hot}'s releases: %v", last.row("job:{hot}"))
 			require.True(t, positive(last.row("job:{fair}")[7]), "job:{fair}'s turns: %v", last.row("job:{fair}"))
 		})
