@@ -112,9 +112,9 @@ func headline(info *lockInfo) string {
 		return waitGroupHeadline(info)
 	case info.Kind == "Election":
 		return electionHeadline(info)
-	case (info.Kind == "FairMutex" || info.Kind == "Mutex") && !info.Locked:
+	case (info.Kind == "FairMutex" || info.Kind == "Mutex" || info.Kind == "RFairLock") && !info.Locked:
 		return "not locked" + queued(info)
-	case info.Kind == "FairMutex" || info.Kind == "Mutex":
+	case info.Kind == "FairMutex" || info.Kind == "Mutex" || info.Kind == "RFairLock":
 		return "locked, " + formatTTL(info.TTLMillis) + queued(info)
 	case !info.Locked:
 		return "not locked"

@@ -108,6 +108,8 @@ type detector struct {
 //   - RWMutex (layout_rw.go): the hash at NAME with a field "mode".
 //   - FencedMutex (layout_fenced.go): a Mutex hash plus the token counter;
 //     the counter outlives the hold, so also when NAME is absent.
+//   - RFairLock (layout_rfair.go): Redisson's fair lock, Java's only: the
+//     hash at NAME with Redisson's queue of waiters beside it.
 //   - Mutex: the hash at NAME alone.
 //   - FairMutex (layout_fair.go): redisync_fair...:{NAME} (holder, queue in order).
 //   - Semaphore (layout_sem.go): redisync_sem...:{NAME} (size, permits per holder).
@@ -119,6 +121,7 @@ var detectors = []detector{
 	{kind: "WaitGroup", group: "name", detect: detectWaitGroup},
 	{kind: "RWMutex", group: "name", detect: detectRWMutex},
 	{kind: "FencedMutex", group: "name", detect: detectFencedMutex},
+	{kind: "RFairLock", group: "name", detect: detectRFairLock},
 	{kind: "Mutex", group: "name", detect: detectMutex},
 	{kind: "FairMutex", group: "fair", detect: detectFairMutex},
 	{kind: "Semaphore", group: "sem", detect: detectSemaphore},

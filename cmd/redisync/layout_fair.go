@@ -137,18 +137,28 @@ func printWaiters(w io.Writer, info *lockInfo) {
 		fmt.Fprintln(w, "\n  queued requests, in order (each is granted when it fits together with those ahead):")
 	case info.Kind == "Mutex":
 		fmt.Fprintln(w, "\n  redisync waiters, in queue order (a release hands the lock to the first live one; Redisson's waiters do not queue):")
+	case info.Kind == "RFairLock":
+		fmt.Fprintln(w, "\n  Redisson's waiters, in queue order (each is woken alone when its turn comes, on its own channel; a Go Mutex does not queue here):")
 	default:
 		fmt.Fprintln(w, "\n  waiters, in queue order (each is woken alone when its turn comes):")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if sem {
 		fmt.Fprintln(tw, "  #\tWAITER\tWANTS\tHEARTBEAT")
+	} else if info.Kind == "RFairLock" {
+		fmt.Fprintln(tw, "  #\tWAITER\tEVICTION")
 	} else {
 		fmt.Fprintln(tw, "  #\tWAITER\tHEARTBEAT")
 	}
 	for i, wt := range info.Waiters {
 		beat := "no heartbeat recorded"
 		switch ms := wt.AliveMillis; {
+		case info.Kind == "RFairLock" && ms == nil:
+			beat = "no eviction time recorded"
+		case info.Kind == "RFairLock" && *ms > 0:
+			beat = "evicted in " + durationMS(*ms) + " unless it gets the lock first"
+		case info.Kind == "RFairLock":
+			beat = "overdue by " + durationMS(-*ms) + ": the next attempt evicts it"
 		case ms != nil && *ms > 0:
 			beat = "alive for " + durationMS(*ms) + " unless renewed"
 		case ms != nil:

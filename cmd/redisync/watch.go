@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -215,6 +216,11 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 // the event, the lock's name and a detail. ok is false for a message that is
 // no event: not on a lock channel, or an event's echo.
 func (w *watcher) channel(msg rueidis.PubSubMessage) (lc *lockChannel, event, name, detail string, ok bool) {
+	if rest, ok := strings.CutPrefix(msg.Channel, mutexChannelPrefix+":"); ok {
+		if name, waiter, ok := fairThread(rest); ok {
+			return &lockChannels[0], "turn", name, "RFairLock: waiter " + waiter + " is next", true
+		}
+	}
 	for i := range lockChannels {
 		lc = &lockChannels[i]
 		if name, ok = lc.name(msg.Channel); ok {
@@ -226,6 +232,26 @@ func (w *watcher) channel(msg rueidis.PubSubMessage) (lc *lockChannel, event, na
 		}
 	}
 	return nil, "", "", "", false
+}
+
+// fairThread splits what follows a Mutex channel's prefix when it is the
+// channel of one waiter of Redisson's RFairLock: the lock's auxiliary name
+// part, ":", and the waiter's "<uuid>:<threadId>". It returns the lock's name
+// and the waiter.
+func fairThread(rest string) (name, waiter string, ok bool) {
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return "", "", false
+	}
+	if _, err := strconv.ParseUint(rest[i+1:], 10, 64); err != nil {
+		return "", "", false
+	}
+	const uuidLen = 36
+	j := i - uuidLen
+	if j < 1 || rest[j-1] != ':' || strings.Count(rest[j:i], "-") != 4 {
+		return "", "", false
+	}
+	return nameFromAux(rest[:j-1]), rest[j:], true
 }
 
 // echo records whether the next "0" on channel is the echo of an event

@@ -35,6 +35,14 @@ const (
 	// releases that handed a Mutex on to a queued waiter: a run is bounded,
 	// then the lock goes free once for every waiter, Redisson's too.
 	MutexRunPrefix = "redisync_lock_run"
+	// RFairQueuePrefix and RFairTimeoutPrefix name what Redisson's RFairLock
+	// keeps besides the RLock hash at NAME (which a Mutex shares): its
+	// waiters in arrival order, a list of "<uuid>:<threadId>", and each
+	// waiter's eviction time, a sorted set scored by the server time (ms)
+	// after which the next acquire attempt removes it from the queue. Each
+	// Java waiter listens on MutexChannelPrefix's channel + ":" + its entry.
+	RFairQueuePrefix   = "redisson_lock_queue"
+	RFairTimeoutPrefix = "redisson_lock_timeout"
 	// FencePrefix names the record of a resource guarded by fencing tokens.
 	FencePrefix = "redisync_fence"
 	// RWChannelPrefix is the channel of an RWMutex, as RReadWriteLock names it.

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/state"
+)
+
+// javaUUID stands for a Redisson client's UUID.
+const javaUUID = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+
+// javaFairRelease stands in for a Java thread's RFairLock unlock, from
+// Redisson's protocol: the hold count goes down, and the unlock that frees
+// the lock deletes its hash and publishes "0" on the channel of the waiter at
+// the head of the queue, which alone is woken.
+const javaFairRelease = `
+local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if left > 0 then return 0 end
+redis.call('del', KEYS[1])
+local head = redis.call('lindex', KEYS[2], 0)
+if head then redis.call('publish', KEYS[3] .. ':' .. head, '0') end
+return 1`
+
+// A Java RFairLock, stood in for by its data in Redisson's layout: inspect
+// names it and lists its queue with each waiter's eviction time (one
+// overdue); a Go Mutex of the same name is excluded by its holder (they share
+// the hash); watch shows the Java release's wake-up of the head as its turn;
+// unlock --force frees it and keeps the queue.
+func TestInspectWatchUnlockRFairLock(t *testing.T) {
+	c, rc := newLibClient(t)
+	if target.Mini != nil {
+		t.Skip("miniredis: the Java stand-in's PUBLISH from a script does not reach subscribers")
+	}
+	ctx := context.Background()
+	const name = "rfair:job"
+	queue, timeouts := layout.Aux(layout.RFairQueuePrefix, name), layout.Aux(layout.RFairTimeoutPrefix, name)
+	now, err := state.ServerMillis(ctx, rc)
+	require.NoError(t, err)
+	holder, second, third := javaUUID+":1", javaUUID+":2", javaUUID+":3"
+	for _, cmd := range [][]string{
+		{"HSET", name, holder, "1"}, {"PEXPIRE", name, "30000"},
+		{"RPUSH", queue, second, third},
+		{"ZADD", timeouts, strconv.FormatInt(now+10000, 10), second, strconv.FormatInt(now-1500, 10), third},
+	} {
+		require.NoError(t, rc.Do(ctx, rc.B().Arbitrary(cmd...).Build()).Error())
+	}
+	t.Cleanup(func() { rc.Do(ctx, rc.B().Del().Key(name, queue, timeouts).Build()) })
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `RFairLock "rfair:job": locked, `)
+	require.Contains(t, r.stdout, "; 2 waiters queued")
+	require.Regexp(t, `(?m)^  `+javaUUID+`  1  +1  +\d`, r.stdout)
+	require.Regexp(t, `(?m)^  1  `+regexp.QuoteMeta(second)+`  evicted in \d+(\.\d+)?s unless it gets the lock first$`, r.stdout)
+	require.Regexp(t, `(?m)^  2  `+regexp.QuoteMeta(third)+`  overdue by 1\.\d+s: the next attempt evicts it$`, r.stdout)
+	r = runCmd(t, "", nil, "inspect", "--json", "--redis", serverURL(), name)
+	var info lockInfo
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
+	require.Equal(t, "RFairLock", info.Kind)
+	require.Len(t, info.Waiters, 2)
+
+	ok, err := c.NewMutex(name).TryLockContext(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "a Go Mutex took a name a Java RFairLock holds")
+
+	_, lines, stderr := startWatch(t, "--duration", "30s", "rfair:*")
+	released, err := rc.Do(ctx, rc.B().Eval().Script(javaFairRelease).Numkeys(3).
+		Key(name, queue, layout.Aux(layout.MutexChannelPrefix, name)).Arg(holder).Build()).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, released)
+	want := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  turn     rfair:job  \(RFairLock: waiter ` + regexp.QuoteMeta(second) + ` is next\)$`)
+	seen := false
+	for !seen && lines.Scan() {
+		seen = want.MatchString(lines.Text())
+	}
+	require.True(t, seen, "no turn event; stderr %s", stderr.String())
+
+	// A Java thread holds it again; unlock --force frees it and keeps the queue.
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue(second, "1").Build()).Error())
+	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Redisson's queue is kept")
+	n, err := rc.Do(ctx, rc.B().Exists().Key(name).Build()).AsInt64()
+	require.NoError(t, err)
+	require.Zero(t, n)
+	kept, err := rc.Do(ctx, rc.B().Llen().Key(queue).Build()).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, kept)
+}
