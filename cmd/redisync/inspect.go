@@ -52,9 +52,15 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 // the primitive has besides: waiting writers, the latest token, a fence.
 func printInfo(w io.Writer, info *lockInfo) {
 	fmt.Fprintf(w, "%s %q: %s\n", info.Kind, info.Name, headline(info))
+	if info.Kind == "WaitGroup" {
+		fmt.Fprintln(w, "\n  (a Java RSemaphore keeps its free permits in the same form at its name: if this is one, the count is its free permits)")
+	}
 	if len(info.Holders) > 0 && info.Kind == "Semaphore" {
 		fmt.Fprintln(w)
 		printSemHolders(w, info)
+	} else if len(info.Holders) > 0 && info.Kind == "RPermitExpirableSemaphore" {
+		fmt.Fprintln(w)
+		printRPermits(w, info)
 	} else if len(info.Holders) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -106,6 +112,8 @@ func headline(info *lockInfo) string {
 		return "a fenced resource's record; no lock is stored under this name"
 	case info.Kind == "Semaphore":
 		return semHeadline(info) + queued(info)
+	case info.Kind == "RPermitExpirableSemaphore":
+		return rpermitHeadline(info)
 	case info.Kind == "Once":
 		return onceHeadline(info)
 	case info.Kind == "WaitGroup":

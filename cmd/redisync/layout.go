@@ -103,8 +103,11 @@ type detector struct {
 // layouts are tried in order; within a group the first that recognises the
 // data wins, so more specific layouts come first:
 //
+//   - RPermitExpirableSemaphore (layout_rfair.go): Redisson's, Java's only:
+//     free permits as a string at NAME and the leased permits beside it.
 //   - WaitGroup (layout_once.go): the string at NAME, an integer counter
-//     (Redisson's RCountDownLatch).
+//     (Redisson's RCountDownLatch; an RSemaphore's free permits look the
+//     same).
 //   - RWMutex (layout_rw.go): the hash at NAME with a field "mode".
 //   - FencedMutex (layout_fenced.go): a Mutex hash plus the token counter;
 //     the counter outlives the hold, so also when NAME is absent.
@@ -118,6 +121,7 @@ type detector struct {
 //   - Fence (layout_fenced.go): only a Fence record under the name; only
 //     when no lock is found, since a lock's own data says more.
 var detectors = []detector{
+	{kind: "RPermitExpirableSemaphore", group: "name", detect: detectRPermitSemaphore},
 	{kind: "WaitGroup", group: "name", detect: detectWaitGroup},
 	{kind: "RWMutex", group: "name", detect: detectRWMutex},
 	{kind: "FencedMutex", group: "name", detect: detectFencedMutex},

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"text/tabwriter"
 
 	"github.com/redis/rueidis"
 
@@ -63,4 +65,83 @@ func detectRFairLock(ctx context.Context, rc rueidis.Client, name, keyType strin
 		info.Waiters = append(info.Waiters, w)
 	}
 	return info, nil
+}
+
+// detectRPermitSemaphore recognises Redisson's RPermitExpirableSemaphore:
+// its free permits, a string integer at NAME (absent until set), and its
+// leased permits, the sorted set {NAME}:timeout of permit ids scored by the
+// end of each lease. A permit whose lease has ended is free: the next call
+// of a Java client gives it back to the count.
+func detectRPermitSemaphore(ctx context.Context, rc rueidis.Client, name, keyType string) (*lockInfo, error) {
+	if keyType != "string" && keyType != "none" {
+		return nil, nil
+	}
+	permits := layout.Tagged(name) + ":" + layout.RPermitTimeoutSuffix
+	n, err := rc.Do(ctx, rc.B().Exists().Key(permits).Build()).AsInt64()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	info := &lockInfo{Name: name, Kind: "RPermitExpirableSemaphore", Key: name, Permits: &permitInfo{SizeKey: name}}
+	if keyType == "string" {
+		free, err := rc.Do(ctx, rc.B().Get().Key(name).Build()).AsInt64()
+		if err != nil {
+			return nil, nil // not a count: not this layout
+		}
+		info.Permits.Available = &free
+	}
+	leases, err := rc.Do(ctx, rc.B().Zrange().Key(permits).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	if err != nil {
+		return nil, fmt.Errorf("read permits %q: %w", permits, err)
+	}
+	now, err := state.ServerMillis(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range leases {
+		h := holderInfo{Client: l.Member, Permits: 1, TTLMillis: int64(l.Score) - now}
+		switch {
+		case int64(l.Score) >= layout.RPermitNoLease:
+			h.TTLMillis = -1
+		case h.TTLMillis <= 0:
+			h.Lapsed = true
+		}
+		if !h.Lapsed {
+			info.Permits.Taken++
+		}
+		info.Holders = append(info.Holders, h)
+	}
+	info.Locked = info.Permits.Taken > 0
+	if info.Permits.Available != nil {
+		size := *info.Permits.Available + info.Permits.Taken
+		info.Permits.Size = &size
+	}
+	return info, nil
+}
+
+// rpermitHeadline is an RPermitExpirableSemaphore's state after its kind
+// and name.
+func rpermitHeadline(info *lockInfo) string {
+	free := "free permits unknown (" + info.Name + " is not set)"
+	if p := info.Permits.Available; p != nil {
+		free = fmt.Sprintf("%d %s free", *p, plural(*p, "permit", "permits"))
+	}
+	return fmt.Sprintf("%s, %d taken (Redisson's, a Java service's: a Go Semaphore does not share it)", free, info.Permits.Taken)
+}
+
+// printRPermits writes an RPermitExpirableSemaphore's permits, each with
+// its lease.
+func printRPermits(w io.Writer, info *lockInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PERMIT ID\tLEASE")
+	for _, h := range info.Holders {
+		lease := formatTTL(h.TTLMillis)
+		switch {
+		case h.TTLMillis < 0 && !h.Lapsed:
+			lease = "no lease: held until released"
+		case h.Lapsed:
+			lease = fmt.Sprintf("ended %s ago: free (the next Java call counts it back)", durationMS(-h.TTLMillis))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", h.Client, lease)
+	}
+	_ = tw.Flush()
 }

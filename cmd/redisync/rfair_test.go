@@ -94,3 +94,42 @@ func TestInspectWatchUnlockRFairLock(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, kept)
 }
+
+// A Java service's RPermitExpirableSemaphore, stood in for by its data in
+// Redisson's layout (free permits at NAME, leased permit ids beside it):
+// inspect names it and lists each permit's lease, one ended (free), one
+// without a lease; unlock --force refuses it, saying why. A plain counter,
+// which an RSemaphore's free permits look like, is shown as a WaitGroup with
+// that said.
+func TestInspectRPermitExpirableSemaphore(t *testing.T) {
+	_, rc := newLibClient(t)
+	ctx := context.Background()
+	const name = "rperm:quota"
+	permits := "{" + name + "}:timeout"
+	now, err := state.ServerMillis(ctx, rc)
+	require.NoError(t, err)
+	for _, cmd := range [][]string{
+		{"SET", name, "2"},
+		{"ZADD", permits, strconv.FormatInt(now+20000, 10), "a1b2", strconv.FormatInt(now-1000, 10), "c3d4",
+			strconv.FormatInt(layout.RPermitNoLease, 10), "e5f6"},
+		{"SET", "rperm:plain", "5"},
+	} {
+		require.NoError(t, rc.Do(ctx, rc.B().Arbitrary(cmd...).Build()).Error())
+	}
+	t.Cleanup(func() { rc.Do(ctx, rc.B().Del().Key(name, permits, "rperm:plain").Build()) })
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `RPermitExpirableSemaphore "rperm:quota": 2 permits free, 2 taken (Redisson's`)
+	require.Regexp(t, `(?m)^  a1b2  +(1\d|20)(\.\d+)?s left$`, r.stdout)
+	require.Regexp(t, `(?m)^  c3d4  +ended 1(\.\d+)?s ago: free`, r.stdout)
+	require.Regexp(t, `(?m)^  e5f6  +no lease: held until released$`, r.stdout)
+	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "force unlock of an RPermitExpirableSemaphore is not supported: a Java service releases its permits by id")
+
+	r = runCmd(t, "", nil, "inspect", "--redis", serverURL(), "rperm:plain")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `WaitGroup "rperm:plain": count 5`)
+	require.Contains(t, r.stdout, "a Java RSemaphore keeps its free permits in the same form")
+}

@@ -392,6 +392,8 @@ func (r *topRow) holder() string {
 		return fmt.Sprintf("count %d", *info.Count)
 	case info.Kind == "Once" && info.Done != nil && *info.Done:
 		return "done"
+	case info.Kind == "RPermitExpirableSemaphore" && info.Permits != nil:
+		return fmt.Sprintf("%d permits taken", info.Permits.Taken)
 	case info.Kind == "Semaphore" && info.Permits != nil && r.holds > 0:
 		size := "?"
 		if info.Permits.Size != nil {
