@@ -28,26 +28,7 @@ type mutexQueue struct {
 func newMutexQueue(t *testing.T) *mutexQueue {
 	r, rc := newRunner(t)
 	l := layout.MutexOf(unique(t))
-	q := &mutexQueue{t: t, r: r, rc: rc, l: l, k: scripts.MutexKeysOf(l), msgs: make(chan string, 16)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	sub := rc.B().Subscribe().Channel(l.Channel).Build()
-	if rc.Mode() == rueidis.ClientModeCluster {
-		sub = rc.B().Ssubscribe().Channel(l.Channel).Build()
-	}
-	subscribed := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = rc.Receive(rueidis.WithOnSubscriptionHook(ctx, func(rueidis.PubSubSubscription) { close(subscribed) }), sub,
-			func(m rueidis.PubSubMessage) { q.msgs <- m.Message })
-	}()
-	select {
-	case <-subscribed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no subscription to " + l.Channel)
-	}
-	return q
+	return &mutexQueue{t: t, r: r, rc: rc, l: l, k: scripts.MutexKeysOf(l), msgs: subscribe(t, rc, l.Channel)}
 }
 
 func (q *mutexQueue) wait(field, heartbeatMS string) scripts.Reply {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -240,3 +241,29 @@ func TestErrorNamesLibraryLine(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// subscribe subscribes to channel (sharded on a cluster, as the scripts
+// publish there) until the test ends, and returns its messages.
+func subscribe(t *testing.T, rc rueidis.Client, channel string) chan string {
+	t.Helper()
+	msgs := make(chan string, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	sub := rc.B().Subscribe().Channel(channel).Build()
+	if rc.Mode() == rueidis.ClientModeCluster {
+		sub = rc.B().Ssubscribe().Channel(channel).Build()
+	}
+	subscribed := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rc.Receive(rueidis.WithOnSubscriptionHook(ctx, func(rueidis.PubSubSubscription) { close(subscribed) }), sub,
+			func(m rueidis.PubSubMessage) { msgs <- m.Message })
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no subscription to " + channel)
+	}
+	return msgs
+}

@@ -1,0 +1,59 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/go-redisync/redisync/internal/layout"
+)
+
+// The scripts of CountingSemaphore (Redisson's RSemaphore layout).
+var (
+	RSemAcquire = load("rsem_acquire")
+	RSemRelease = load("rsem_release")
+	RSemUndo    = load("rsem_undo")
+)
+
+// rsemKeys returns the keys of a CountingSemaphore call with id.
+func rsemKeys(l *layout.RSem, id string) []string {
+	return []string{l.Key, l.Channel, l.Latch + ":" + id}
+}
+
+// AcquireRSem runs rsem_acquire: call id takes n permits from the
+// CountingSemaphore at l, whose count starts at size when unset. The Reply is
+// Acquired (Value: free after), Busy (Value: free now) or Refused (the call
+// gave up: a late copy).
+func (r *Runner) AcquireRSem(ctx context.Context, l *layout.RSem, id string, n int64, size, latchMS string) (Reply, error) {
+	return r.pair(ctx, Call{
+		Script: RSemAcquire,
+		Keys:   rsemKeys(l, id),
+		Args:   []string{strconv.FormatInt(n, 10), size, latchMS, r.publish},
+	})
+}
+
+// ReleaseRSem runs rsem_release: release id gives n permits back and the
+// count is published. It reports whether this run applied it (false: a
+// repeat) and the free permits after. Retried on a lost reply: the latch
+// makes a repeat add nothing.
+func (r *Runner) ReleaseRSem(ctx context.Context, l *layout.RSem, id string, n int64, latchMS string) (applied bool, free int64, err error) {
+	call := Call{Script: RSemRelease, Keys: rsemKeys(l, id), Args: []string{strconv.FormatInt(n, 10), latchMS, r.publish}, Retryable: true}
+	v, err := r.Exec(ctx, call).AsIntSlice()
+	err = call.explain(err)
+	if err == nil && len(v) != 2 {
+		err = fmt.Errorf("%s replied %v", call.Script.Name, v)
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	return v[0] == 1, v[1], nil
+}
+
+// UndoRSem runs rsem_undo for call id, which asked for n permits: what it
+// took is given back, and a late copy of it takes nothing for tombstoneMS.
+// It reports whether the call had taken its permits. Retryable: a repeat
+// finds the latch at "0" and gives nothing back twice.
+func (r *Runner) UndoRSem(ctx context.Context, l *layout.RSem, id string, n int64, tombstoneMS string) (bool, error) {
+	took, err := r.integer(ctx, Call{Script: RSemUndo, Keys: rsemKeys(l, id), Args: []string{strconv.FormatInt(n, 10), tombstoneMS, r.publish}, Retryable: true})
+	return took == 1, err
+}
