@@ -9,6 +9,8 @@
 //   - [FencedMutex], whose every acquisition gets a fencing token, and
 //     [Fence], the resource side that rejects stale tokens;
 //   - [Semaphore], weighted and leased permits, like x/sync's Weighted;
+//   - [CountingSemaphore], a count of free permits in Redisson's RSemaphore
+//     layout, shared with Java services, neither leased nor in order;
 //   - [Once], a function run once across processes, like [sync.Once];
 //   - [WaitGroup], a counter processes wait on, like [sync.WaitGroup], in
 //     Redisson's RCountDownLatch layout;
@@ -19,8 +21,9 @@
 //
 // One [Client] per process shares a script registry, one renewal scheduler and
 // one multiplexed subscriber across every handle; handles are cheap. Mutex,
-// FencedMutex, RWMutex and WaitGroup use Redisson's data layouts (RLock,
-// RFencedLock, RReadWriteLock, RCountDownLatch), so Go and Java services
+// FencedMutex, RWMutex, CountingSemaphore and WaitGroup use Redisson's data
+// layouts (RLock, RFencedLock, RReadWriteLock, RSemaphore, RCountDownLatch),
+// so Go and Java services
 // exclude, and wait for, each other on the same names. [WithObserver] reports what the locks do (see the redisyncotel
 // module for OpenTelemetry).
 //

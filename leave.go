@@ -18,8 +18,13 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 	p, tk := a.p, a.tk
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: tk != nil}}
 	switch {
-	case !a.sent, p.hold == holdNothing:
-		return // nothing reached Redis, or nothing can be held
+	case !a.sent:
+		return // nothing reached Redis
+	case p.hold == holdNothing:
+		if p.undo != nil && a.firstUnknown {
+			e.undo(ctx, a) // permits taken from a count, which the engine does not track
+		}
+		return // nothing can be held
 	case a.firstUnknown, tk != nil && p.hand == handThroughRedis:
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
@@ -53,6 +58,18 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 		return
 	}
 	e.wake(p, rep.Woken, r.To == 0 && rep.Status == 1)
+}
+
+// undo runs the protocol's undo for call a, whose attempt had an unknown
+// outcome: what it may have taken is given back, and its late copies take
+// nothing.
+func (e *engine) undo(ctx context.Context, a *call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	if err := a.p.undo(ctx, a.field, a.n); err != nil {
+		a.p.cfg.logger.Error("redisync: could not give back what a call that gave up may have taken",
+			"name", a.p.name, "permits", a.n, "error", err)
+	}
 }
 
 // unreplicated undoes acquisition acq of a (h.op held), which fewer replicas

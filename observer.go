@@ -124,8 +124,11 @@ const (
 	PrimitiveSemaphore   Primitive = "Semaphore"
 	PrimitiveOnce        Primitive = "Once"
 	PrimitiveWaitGroup   Primitive = "WaitGroup"
-	PrimitiveElection    Primitive = "Election"
-	PrimitiveMultiMutex  Primitive = "MultiMutex"
+	// PrimitiveCountingSemaphore's acquisitions take permits from a count
+	// and hold nothing the Client tracks: they end as EventCompleted.
+	PrimitiveCountingSemaphore Primitive = "CountingSemaphore"
+	PrimitiveElection          Primitive = "Election"
+	PrimitiveMultiMutex        Primitive = "MultiMutex"
 )
 
 // String returns p's name.

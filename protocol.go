@@ -31,6 +31,11 @@ type protocol struct {
 	acquire  func(ctx context.Context, a acquisition) (scripts.Reply, error)
 	release  func(ctx context.Context, r release) (scripts.Released, error)
 	newLease func(t *term) *lease.Lease
+	// undo, for a protocol whose acquisitions hold nothing the engine
+	// tracks (a CountingSemaphore's take permits from a count), takes back
+	// what call field, for n, may have taken in an attempt of unknown
+	// outcome, and makes its late copies take nothing.
+	undo func(ctx context.Context, field string, n int) error
 }
 
 // A policy is the part of a protocol that the engine's branches read: four
@@ -116,6 +121,7 @@ var (
 	semaphorePolicy = policy{waitWithTicket, handNowhere, holdPermits, wakeNamed}
 	oncePolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
 	waitGroupPolicy = policy{waitOnChannel, handNowhere, holdNothing, wakeEvery}
+	countingPolicy  = policy{waitOnChannel, handNowhere, holdNothing, wakeEvery}
 	electionPolicy  = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
 )
 

@@ -53,7 +53,7 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 func printInfo(w io.Writer, info *lockInfo) {
 	fmt.Fprintf(w, "%s %q: %s\n", info.Kind, info.Name, headline(info))
 	if info.Kind == "WaitGroup" {
-		fmt.Fprintln(w, "\n  (a Java RSemaphore keeps its free permits in the same form at its name: if this is one, the count is its free permits)")
+		fmt.Fprintln(w, "\n  (a CountingSemaphore, Redisson's RSemaphore, keeps its free permits in the same form at its name: if this is one, the count is its free permits)")
 	}
 	if len(info.Holders) > 0 && info.Kind == "Semaphore" {
 		fmt.Fprintln(w)

@@ -201,6 +201,11 @@ var lockChannels = []lockChannel{
 		}
 		return fmt.Sprintf("message %q", msg), "Election"
 	}},
+	// A CountingSemaphore's (RSemaphore's) count after a release, from Go
+	// or Java, or after its first use set it: its free permits.
+	{prefix: layout.RSemChannelPrefix, group: "name", kind: "CountingSemaphore", describe: func(msg string) (string, string) {
+		return "permits", "CountingSemaphore (Redisson's RSemaphore): free permits now " + msg + ", after a release or the count's setting"
+	}},
 	// A WaitGroup's (RCountDownLatch's) counter reached zero.
 	{prefix: layout.LatchChannelPrefix, group: "name", kind: "WaitGroup", braced: true, describe: func(msg string) (string, string) {
 		if msg == "0" {

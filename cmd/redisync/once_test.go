@@ -82,10 +82,15 @@ func TestWatchOnceAndWaitGroup(t *testing.T) {
 	wg := c.NewWaitGroup("watchsync:wg")
 	require.NoError(t, wg.Add(ctx, 1))
 	require.NoError(t, wg.Done(ctx))
+	sem := c.NewCountingSemaphore("watchsync:sem", 2)
+	require.NoError(t, sem.Acquire(ctx, 1)) // sets the count to 2 and takes 1: publishes 1
+	sem.Release(1)                          // publishes 2
 
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  done     watchsync:once  \(Once: the function succeeded; the waiters return\)$`),
 		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  zero     watchsync:wg  \(WaitGroup: the counter reached zero; Wait returns\)$`),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  permits  watchsync:sem  \(CountingSemaphore \(Redisson's RSemaphore\): free permits now 1, `),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  permits  watchsync:sem  \(CountingSemaphore \(Redisson's RSemaphore\): free permits now 2, `),
 	}
 	var seen []string
 	for lines.Scan() && len(want) > 0 {

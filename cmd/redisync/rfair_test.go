@@ -131,5 +131,5 @@ func TestInspectRPermitExpirableSemaphore(t *testing.T) {
 	r = runCmd(t, "", nil, "inspect", "--redis", serverURL(), "rperm:plain")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, `WaitGroup "rperm:plain": count 5`)
-	require.Contains(t, r.stdout, "a Java RSemaphore keeps its free permits in the same form")
+	require.Contains(t, r.stdout, "a CountingSemaphore, Redisson's RSemaphore, keeps its free permits in the same form")
 }

@@ -9,18 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
-
-// javaTryAcquire stands in for Redisson's RSemaphore.tryAcquire(n), from its
-// protocol: take n of the free permits at the name if that many are there.
-const javaTryAcquire = `
-local free = redis.call('get', KEYS[1])
-if free ~= false and tonumber(free) >= tonumber(ARGV[1]) then
-	redis.call('decrby', KEYS[1], ARGV[1])
-	return 1
-end
-return 0`
 
 // A CountingSemaphore's scripts on the RSemaphore count: the first use sets
 // the count; a call takes its permits once however often it is repeated; a
@@ -69,7 +60,7 @@ func TestRSemScripts(t *testing.T) {
 	assert.EqualValues(t, 3, n)
 
 	// Java takes 2 of the 3 through its own script, without latches.
-	took, err := rc.Do(ctx, rc.B().Eval().Script(javaTryAcquire).Numkeys(1).Key(l.Key).Arg("2").Build()).AsInt64()
+	took, err := rc.Do(ctx, rc.B().Eval().Script(redistest.JavaSemTryAcquire).Numkeys(1).Key(l.Key).Arg("2").Build()).AsInt64()
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, took)
 	assert.Equal(t, scripts.Reply{Outcome: scripts.Busy, Value: 1}, acquire("c", 2))

@@ -1,0 +1,196 @@
+package redisync
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// A CountingSemaphore is a count of free permits shared by every process
+// that uses the same name on the same Redis, in Redisson's RSemaphore layout:
+// a Java service's RSemaphore of the same name takes and gives back the same
+// permits, and a release on either side wakes the waiters of both. The first
+// use of the name sets the count to the handle's size, as Java's
+// trySetPermits does; a count set already (by Java, or a handle of another
+// size) is kept.
+//
+// It is Redisson's semaphore, with Redisson's limits, which [Semaphore]
+// does not have:
+//
+//   - Permits are not leased: the permits of a process that dies while
+//     holding them are not given back, here or in Java. Count them back by
+//     hand (INCRBY on the name) or use a Semaphore.
+//   - Waiters are not served in order: a request for many permits can wait
+//     behind a stream of small ones.
+//   - The count has no bound: a release adds to it whatever it was, so
+//     permits given back after the count was set again (its key deleted)
+//     raise it above the size.
+//
+// Each call keeps a latch in Redis for a minute (one small key per
+// acquisition, redisync_rsem_latch:{name}:<id>), so that a repeat of an
+// attempt whose reply was lost takes its permits once, and a late copy of an
+// attempt whose call gave up takes nothing.
+//
+// A handle counts the permits acquired through it ([CountingSemaphore.Held]),
+// and releasing more than that panics, as with
+// [golang.org/x/sync/semaphore.Weighted]. A CountingSemaphore must not be
+// copied after first use.
+type CountingSemaphore struct {
+	h       handle // its Client, options and name; it holds nothing the Client tracks
+	l       layout.RSem
+	size    int64
+	sizeArg string
+	p       *protocol
+	held    atomic.Int64
+}
+
+// NewCountingSemaphore returns a handle on the counting semaphore called name,
+// whose count starts at size when the name is first used. Names and panics
+// are as for [Client.NewMutex]; it also panics if size is negative. Lease
+// options have no effect: its permits are not leased.
+func (c *Client) NewCountingSemaphore(name string, size int64, opts ...Option) *CountingSemaphore {
+	if size < 0 {
+		panic("redisync: counting semaphore size < 0")
+	}
+	s := &CountingSemaphore{l: layout.RSemOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
+	c.initHandle(&s.h, name, opts)
+	p := s.h.protocol(exclusive, s.l.Key, s.h.owner, PrimitiveCountingSemaphore, s.l.Channel, countingPolicy)
+	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
+		r, err := c.scripts.AcquireRSem(ctx, &s.l, a.field, int64(a.n), s.sizeArg, tombstoneTTL)
+		switch {
+		case err != nil:
+			return r, err
+		case r.Outcome == scripts.Acquired:
+			s.held.Add(int64(a.n))
+			return scripts.Reply{Outcome: scripts.Complete}, nil
+		case r.Outcome == scripts.Busy:
+			// A release on either side publishes the count; a second is the
+			// longest a waiter goes without looking, should a message be
+			// missed (a count changed by hand publishes nothing).
+			return scripts.Reply{Outcome: scripts.Busy, Value: recheckMS}, nil
+		}
+		return r, nil
+	}
+	p.undo = func(ctx context.Context, field string, n int) error {
+		_, err := c.scripts.UndoRSem(ctx, &s.l, field, int64(n), tombstoneTTL)
+		return err
+	}
+	s.p = p
+	return s
+}
+
+// recheckMS is how long a CountingSemaphore waiter waits for a message before
+// it looks at the count again, in milliseconds.
+const recheckMS = 1000
+
+// Name returns the semaphore's name, as given to its constructor.
+func (s *CountingSemaphore) Name() string { return s.h.name }
+
+// Acquire takes n permits, blocking until n are free or ctx is done. On
+// success it returns nil; when ctx ends first, ctx.Err(), having taken
+// nothing. A request for 0 succeeds at once. A Redis failure is returned,
+// wrapped; an attempt whose outcome is unknown is undone before Acquire
+// returns. It panics if n is negative.
+func (s *CountingSemaphore) Acquire(ctx context.Context, n int64) error {
+	if n < 0 {
+		panic("redisync: counting semaphore: n < 0")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	return s.h.c.acquire(ctx, &call{p: s.p, mode: share, n: int(n)}, nil, false)
+}
+
+// TryAcquire takes n permits if n are free, without waiting, and reports
+// whether it did. A Redis failure counts as a failure and is logged (an
+// attempt of unknown outcome is undone first). It panics if n is negative.
+func (s *CountingSemaphore) TryAcquire(n int64) bool {
+	if n < 0 {
+		panic("redisync: counting semaphore: n < 0")
+	}
+	if n == 0 {
+		return true
+	}
+	if s.h.c.isClosed() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
+	defer cancel()
+	a := &call{p: s.p, mode: share, n: int(n)}
+	a.field, a.sent = s.h.c.newField(s.h.owner, ""), true
+	r, err := s.p.acquire(ctx, acquisition{field: a.field, n: a.n})
+	if err != nil {
+		a.firstUnknown = ambiguous(err)
+		s.h.c.giveUp(ctx, a)
+		s.h.cfg.logger.Warn("redisync: TryAcquire failed", "name", s.h.name, "error", err)
+		return false
+	}
+	return r.Outcome == scripts.Complete
+}
+
+// Release gives n permits back and publishes the count, which wakes the
+// waiters of every process, Java's included. It panics if this handle holds
+// fewer than n permits. A Redis failure is retried for a few seconds (a
+// repeat adds nothing twice); if Redis still cannot be reached the permits
+// are lost to the count, and the error is logged with what to do.
+func (s *CountingSemaphore) Release(n int64) {
+	if n < 0 {
+		panic("redisync: counting semaphore: n < 0")
+	}
+	if n == 0 {
+		return
+	}
+	if s.held.Add(-n) < 0 {
+		s.held.Add(n)
+		panic("redisync: counting semaphore released more than held")
+	}
+	id := s.h.c.newField(s.h.owner, ":r")
+	deadline := time.Now().Add(countReleaseBudget)
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
+		_, _, err := s.h.c.scripts.ReleaseRSem(ctx, &s.l, id, n, tombstoneTTL)
+		cancel()
+		if err == nil {
+			s.h.c.wakeEvery(s.l.Channel) // this process's waiters, without the round trip
+			return
+		}
+		if !ambiguous(err) || time.Now().After(deadline) || s.h.c.isClosed() {
+			s.h.cfg.logger.Error("redisync: counting semaphore permits not given back; the count stays lower until they are added (INCRBY on the name)",
+				"name", s.h.name, "permits", n, "attempts", attempt, "error", err)
+			return
+		}
+		time.Sleep(min(time.Duration(attempt)*50*time.Millisecond, time.Second))
+	}
+}
+
+// countReleaseBudget is how long a CountingSemaphore's Release retries a release
+// whose reply was lost or whose connection failed.
+const countReleaseBudget = 10 * time.Second
+
+// Held returns the permits acquired through this handle and not yet released,
+// as this process knows it, without touching Redis.
+func (s *CountingSemaphore) Held() int64 { return s.held.Load() }
+
+// Available returns the free permits: the count in Redis, or the handle's
+// size when the name was never used (the first acquire sets it).
+func (s *CountingSemaphore) Available(ctx context.Context) (int64, error) {
+	rc := s.h.c.rc
+	n, err := rc.Do(ctx, rc.B().Get().Key(s.l.Key).Build()).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return s.size, nil
+	case err != nil:
+		return 0, fmt.Errorf("redisync: CountingSemaphore %q: %w", s.h.name, err)
+	}
+	return n, nil
+}
