@@ -86,9 +86,11 @@ const (
 	// Permits: after a loss, a new acquisition begins a new term (the lost
 	// permits wait for Release).
 	holdPermits
-	// Nothing: the call waits for something to happen (WaitGroup.Wait); its
-	// acquire answers Complete or Busy, and giving up has nothing to give
-	// back.
+	// Nothing the engine tracks: the call waits for something to happen
+	// (WaitGroup.Wait), or takes from a count it does not track
+	// (CountingSemaphore); its acquire answers Complete or Busy, and giving
+	// up after an attempt of unknown outcome runs the protocol's undo, if
+	// it has one.
 	holdNothing
 )
 
@@ -110,7 +112,9 @@ const (
 // in the Client only (handInClient) when a hold handed through Redis could
 // not keep its lease: a fixed lease, WithSyncReplicas, or a heartbeat
 // timeout longer than the watchdog's (see Mutex.newProto). A FencedMutex
-// hands nowhere: every acquisition takes a token from Redis.
+// hands nowhere: every acquisition takes a token from Redis. A
+// CountingSemaphore's acquisitions take permits from Redisson's count and
+// hold nothing here.
 var (
 	mutexPolicy     = policy{waitInLine, handThroughRedis, holdCount, wakeOne}
 	fencedPolicy    = policy{waitInLine, handNowhere, holdCount, wakeOne}
