@@ -17,9 +17,10 @@ import (
 // TestWeightedAcquireCanceled is x/sync's, with the test's first permit
 // released, by the goroutine, through the handle that acquired it.
 func TestWeightedAcquireCanceled(t *testing.T) {
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
+		inOrder(t, k) // its loop of TryAcquire ends once the Acquire(ctx, 2) waits
 		// https://go.dev/issue/63615
-		sems := semaphores(e, l, 4, 2)
+		sems := semaphores(e, l, k, 4, 2)
 		ctx, cancel := context.WithCancel(context.Background())
 		check(t, "Acquire", sems[0].Acquire(context.Background(), 1))
 		ch := make(chan struct{})

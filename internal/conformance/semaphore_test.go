@@ -16,29 +16,86 @@ import (
 	"github.com/go-redisync/redisync"
 )
 
-// These are x/sync's tests of Weighted, on redisync's Semaphore. A
-// Weighted is one pool that any goroutine releases to; a Semaphore handle
-// is one holder: "the permits acquired through it, by any goroutine, are
-// counted together and released through it" ([redisync.Semaphore]), and
-// Release panics if the handle holds fewer. So where x/sync releases
-// permits that another goroutine acquired, the release here goes through
-// the handle that acquired them. Those of x/sync's tests that run in
-// parallel do so here too, after the suite's others.
+// These are x/sync's tests of Weighted, on redisync's Semaphore and
+// CountingSemaphore. A Weighted is one pool that any goroutine releases to;
+// a handle of either is one holder: "the permits acquired through it, by any
+// goroutine, are counted together and released through it"
+// ([redisync.Semaphore]), and Release panics if the handle holds fewer. So
+// where x/sync releases permits that another goroutine acquired, the release
+// here goes through the handle that acquired them. Those of x/sync's tests
+// that run in parallel do so here too, after the suite's others.
+//
+// A CountingSemaphore is Redisson's RSemaphore: its waiters are not served in
+// order, on purpose (see [redisync.CountingSemaphore]). x/sync's tests that
+// need a waiting Acquire to hold newcomers back (a large Acquire does not
+// starve; a loop of TryAcquire that ends once an Acquire waits) skip it,
+// saying so.
 
 const maxSleep = 1 * time.Millisecond
 
-// semaphores returns the handles of n goroutines on a semaphore of the
-// given size, laid out as l says.
-func semaphores(e *env, l layout, n int, size int64) []*redisync.Semaphore {
-	return handles(e, l, n, func(c *redisync.Client, name string) *redisync.Semaphore {
-		return c.NewSemaphore(name, size)
-	})
+// A weighted is what redisync's semaphores have in common with x/sync's
+// Weighted, and Held, for releaseHeld.
+type weighted interface {
+	Acquire(ctx context.Context, n int64) error
+	TryAcquire(n int64) bool
+	Release(n int64)
+	Held() int64
+}
+
+// A semKind makes handles of one kind of semaphore.
+type semKind struct {
+	name string
+	make func(c *redisync.Client, name string, size int64) weighted
+	// fifo: waiters are served in order, and a newcomer does not pass one
+	// that waits (TryAcquire fails then).
+	fifo bool
+}
+
+var semKinds = []semKind{
+	{"Semaphore", func(c *redisync.Client, name string, size int64) weighted { return c.NewSemaphore(name, size) }, true},
+	{"CountingSemaphore", func(c *redisync.Client, name string, size int64) weighted {
+		return c.NewCountingSemaphore(name, size)
+	}, false},
+}
+
+// forEachSemaphore runs test for every semaphore kind in every layout on
+// every chosen topology.
+func forEachSemaphore(t *testing.T, test func(t *testing.T, e *env, l layout, k semKind)) {
+	for _, k := range semKinds {
+		t.Run(k.name, func(t *testing.T) {
+			forEachLayout(t, func(t *testing.T, e *env, l layout) { test(t, e, l, k) })
+		})
+	}
+}
+
+// forEachSemaphoreKind runs test for every semaphore kind on every chosen
+// topology.
+func forEachSemaphoreKind(t *testing.T, test func(t *testing.T, e *env, k semKind)) {
+	for _, k := range semKinds {
+		t.Run(k.name, func(t *testing.T) {
+			forEachTopology(t, func(t *testing.T, e *env) { test(t, e, k) })
+		})
+	}
+}
+
+// inOrder skips a test of k, a semaphore whose waiters are not served in
+// order, where the test needs them to be.
+func inOrder(t *testing.T, k semKind) {
+	if !k.fifo {
+		t.Skip("a CountingSemaphore (Redisson's RSemaphore) serves its waiters in no order, on purpose: a waiting Acquire does not hold newcomers back")
+	}
+}
+
+// semaphores returns the handles of n goroutines on a semaphore of kind k
+// of the given size, laid out as l says.
+func semaphores(e *env, l layout, k semKind, n int, size int64) []weighted {
+	return handles(e, l, n, func(c *redisync.Client, name string) weighted { return k.make(c, name, size) })
 }
 
 // HammerWeighted is x/sync's, with Acquire's error checked, and cur, the
 // weight held at once, checked against the size: x/sync's test checks only
 // that the loops end.
-func HammerWeighted(t *testing.T, sem *redisync.Semaphore, n int64, loops int, cur *atomic.Int64, size int64) {
+func HammerWeighted(t *testing.T, sem weighted, n int64, loops int, cur *atomic.Int64, size int64) {
 	for i := 0; i < loops; i++ {
 		if err := sem.Acquire(context.Background(), n); err != nil {
 			t.Errorf("Acquire(_, %d): %v", n, err)
@@ -60,13 +117,13 @@ const weightedLoops = 100
 func TestWeighted(t *testing.T) {
 	t.Parallel()
 
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
 		// At least 4 goroutines, where x/sync has GOMAXPROCS: with 2, as on
 		// the CI's machines, the weights 0 and 1 fit in the size 2 at once,
 		// and no Acquire would ever wait.
 		n := max(runtime.GOMAXPROCS(0), 4)
 		loops := weightedLoops / n
-		sems := semaphores(e, l, n, int64(n))
+		sems := semaphores(e, l, k, n, int64(n))
 		var cur atomic.Int64
 		var wg sync.WaitGroup
 		wg.Add(n)
@@ -86,13 +143,13 @@ func TestWeighted(t *testing.T) {
 func TestWeightedPanic(t *testing.T) {
 	t.Parallel()
 
-	forEachTopology(t, func(t *testing.T, e *env) {
+	forEachSemaphoreKind(t, func(t *testing.T, e *env, k semKind) {
 		defer func() {
 			if recover() == nil {
 				t.Fatal("release of an unacquired weighted semaphore did not panic")
 			}
 		}()
-		w := e.client().NewSemaphore(e.name(), 1)
+		w := k.make(e.client(), e.name(), 1)
 		w.Release(1)
 	})
 }
@@ -100,22 +157,22 @@ func TestWeightedPanic(t *testing.T) {
 func TestWeightedNegativeSizePanic(t *testing.T) {
 	t.Parallel()
 
-	forEachTopology(t, func(t *testing.T, e *env) {
+	forEachSemaphoreKind(t, func(t *testing.T, e *env, k semKind) {
 		c := e.client()
 		defer func() {
 			if recover() == nil {
 				t.Fatal("NewWeighted with negative size did not panic")
 			}
 		}()
-		c.NewSemaphore(e.name(), -1)
+		k.make(c, e.name(), -1)
 	})
 }
 
 func TestWeightedZeroSize(t *testing.T) {
 	t.Parallel()
 
-	forEachTopology(t, func(t *testing.T, e *env) {
-		w := e.client().NewSemaphore(e.name(), 0)
+	forEachSemaphoreKind(t, func(t *testing.T, e *env, k semKind) {
+		w := k.make(e.client(), e.name(), 0)
 		if !w.TryAcquire(0) {
 			t.Fatal("TryAcquire on a zero-sized semaphore with zero weight failed")
 		}
@@ -125,9 +182,9 @@ func TestWeightedZeroSize(t *testing.T) {
 func TestWeightedNegativeWeightPanic(t *testing.T) {
 	t.Parallel()
 
-	forEachTopology(t, func(t *testing.T, e *env) {
+	forEachSemaphoreKind(t, func(t *testing.T, e *env, k semKind) {
 		ctx := context.Background()
-		w := e.client().NewSemaphore(e.name(), 1)
+		w := k.make(e.client(), e.name(), 1)
 
 		func() {
 			defer func() {
@@ -160,9 +217,9 @@ func TestWeightedNegativeWeightPanic(t *testing.T) {
 
 // releaseHeld releases n permits of sems, through the handles that hold
 // them, where x/sync releases n to its one pool.
-func releaseHeld(t *testing.T, sems []*redisync.Semaphore, n int64) {
+func releaseHeld(t *testing.T, sems []weighted, n int64) {
 	t.Helper()
-	seen := make(map[*redisync.Semaphore]bool)
+	seen := make(map[weighted]bool)
 	for _, s := range sems {
 		if seen[s] {
 			continue
@@ -182,9 +239,9 @@ func releaseHeld(t *testing.T, sems []*redisync.Semaphore, n int64) {
 func TestWeightedTryAcquire(t *testing.T) {
 	t.Parallel()
 
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
 		ctx := context.Background()
-		sems := semaphores(e, l, 6, 2)
+		sems := semaphores(e, l, k, 6, 2)
 		tries := []bool{}
 		check(t, "Acquire", sems[0].Acquire(ctx, 1))
 		tries = append(tries, sems[1].TryAcquire(1))
@@ -216,10 +273,10 @@ const acquireTimeout = 100 * time.Millisecond
 func TestWeightedAcquire(t *testing.T) {
 	t.Parallel()
 
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
 		ctx := context.Background()
-		sems := semaphores(e, l, 6, 2)
-		tryAcquire := func(sem *redisync.Semaphore, n int64) bool {
+		sems := semaphores(e, l, k, 6, 2)
+		tryAcquire := func(sem weighted, n int64) bool {
 			ctx, cancel := context.WithTimeout(ctx, acquireTimeout)
 			defer cancel()
 			return sem.Acquire(ctx, n) == nil
@@ -252,9 +309,9 @@ func TestWeightedAcquire(t *testing.T) {
 func TestWeightedDoesntBlockIfTooBig(t *testing.T) {
 	t.Parallel()
 
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
 		const n = 2
-		sems := semaphores(e, l, n*3+1, n)
+		sems := semaphores(e, l, k, n*3+1, n)
 		var big sync.WaitGroup
 		defer big.Wait()
 		{
@@ -294,10 +351,11 @@ func TestWeightedDoesntBlockIfTooBig(t *testing.T) {
 func TestLargeAcquireDoesntStarve(t *testing.T) {
 	t.Parallel()
 
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
+		inOrder(t, k)
 		ctx := context.Background()
 		n := int64(runtime.GOMAXPROCS(0))
-		sems := semaphores(e, l, int(n)+1, n)
+		sems := semaphores(e, l, k, int(n)+1, n)
 		var running atomic.Bool
 		running.Store(true)
 
@@ -332,8 +390,9 @@ func TestLargeAcquireDoesntStarve(t *testing.T) {
 //
 // translated from https://github.com/zhiqiangxu/util/blob/master/mutex/crwmutex_test.go#L43
 func TestAllocCancelDoesntStarve(t *testing.T) {
-	forEachLayout(t, func(t *testing.T, e *env, l layout) {
-		sems := semaphores(e, l, 4, 10)
+	forEachSemaphore(t, func(t *testing.T, e *env, l layout, k semKind) {
+		inOrder(t, k) // its loop of TryAcquire ends once the Acquire(_, 10) waits
+		sems := semaphores(e, l, k, 4, 10)
 
 		// Block off a portion of the semaphore so that Acquire(_, 10) can eventually succeed.
 		check(t, "Acquire", sems[0].Acquire(context.Background(), 1))
