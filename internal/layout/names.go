@@ -38,15 +38,16 @@ const (
 	// RFairQueuePrefix and RFairTimeoutPrefix name what Redisson's RFairLock
 	// keeps besides the RLock hash at NAME (which a Mutex shares): its
 	// waiters in arrival order, a list of "<uuid>:<threadId>", and each
-	// waiter's eviction time, a sorted set scored by the server time (ms)
-	// after which the next acquire attempt removes it from the queue. Each
+	// waiter's eviction time, a sorted set scored by the time (ms, the
+	// queueing Java client's clock) after which the next acquire attempt
+	// removes it from the queue. Each
 	// Java waiter listens on MutexChannelPrefix's channel + ":" + its entry.
 	RFairQueuePrefix   = "redisson_lock_queue"
 	RFairTimeoutPrefix = "redisson_lock_timeout"
 	// RPermitTimeoutSuffix names, after Tagged(name) + ":", the permits of
 	// Redisson's RPermitExpirableSemaphore: a sorted set of permit ids scored
-	// by the server time (ms) at which each lease ends (RPermitNoLease for
-	// none). Its free permits are a string integer at NAME, and its channel
+	// by the time (ms, the acquiring Java client's clock) at which each lease
+	// ends (RPermitNoLease for none). Its free permits are a string integer at NAME, and its channel
 	// is Aux(RSemChannelPrefix, name), as an RSemaphore's.
 	RPermitTimeoutSuffix = "timeout"
 	RSemChannelPrefix    = "redisson_sc"
