@@ -150,9 +150,13 @@ func (s *CountingSemaphore) Release(n int64) {
 	if n == 0 {
 		return
 	}
-	if s.held.Add(-n) < 0 {
-		s.held.Add(n)
-		panic("redisync: counting semaphore released more than held")
+	for held := s.held.Load(); ; held = s.held.Load() {
+		if held < n {
+			panic("redisync: counting semaphore released more than held")
+		}
+		if s.held.CompareAndSwap(held, held-n) {
+			break // exact under racing calls: a legitimate Release never sees another's overdraft
+		}
 	}
 	id := s.h.c.newField(s.h.owner, ":r")
 	deadline := time.Now().Add(countReleaseBudget)

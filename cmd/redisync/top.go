@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -395,7 +396,7 @@ func (s *topSampler) sample(ctx context.Context, now time.Time) (refresh, error)
 }
 
 // errNotLock marks a name whose key holds data no layout knows.
-var errNotLock = fmt.Errorf("not a lock")
+var errNotLock = errors.New("not a lock")
 
 // detectorGroup returns the group of the detector of kind.
 func detectorGroup(kind string) string {

@@ -107,21 +107,31 @@ func lockReply(n int64, err error) (Reply, error) {
 // value, -3 gone, -4 refused, -2 a Semaphore's size mismatch (value is the
 // size recorded), otherwise busy for value milliseconds.
 func (r *Runner) pair(ctx context.Context, call Call) (Reply, error) {
-	v, err := r.Exec(ctx, call).AsIntSlice()
-	err = call.explain(err)
+	status, value, err := r.twoInts(ctx, call)
 	switch {
 	case err != nil:
 		return Reply{}, err
-	case len(v) != 2:
-		return Reply{}, fmt.Errorf("%s replied %v", call.Script.Name, v)
-	case v[0] == 1:
-		return Reply{Outcome: Acquired, Value: v[1]}, nil
-	case v[0] == -2:
-		return Reply{Outcome: Mismatch, Value: v[1]}, nil
-	case v[0] < 0:
-		return lockReply(v[0], nil)
+	case status == 1:
+		return Reply{Outcome: Acquired, Value: value}, nil
+	case status == -2:
+		return Reply{Outcome: Mismatch, Value: value}, nil
+	case status < 0:
+		return lockReply(status, nil)
 	}
-	return Reply{Outcome: Busy, Value: v[1]}, nil
+	return Reply{Outcome: Busy, Value: value}, nil
+}
+
+// twoInts runs call, whose reply is two integers.
+func (r *Runner) twoInts(ctx context.Context, call Call) (int64, int64, error) {
+	v, err := r.Exec(ctx, call).AsIntSlice()
+	err = call.explain(err)
+	if err == nil && len(v) != 2 {
+		err = fmt.Errorf("%s replied %v", call.Script.Name, v)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return v[0], v[1], nil
 }
 
 // released runs a release call, retryable (a release acts on one hold's

@@ -2,7 +2,6 @@ package scripts
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -37,14 +36,6 @@ var WGAdd = load("wg_add")
 // would go below zero. It reports whether it was applied and the counter
 // after (or, refused, as it stands).
 func (r *Runner) AddLatch(ctx context.Context, l *layout.Latch, delta int64) (applied bool, count int64, err error) {
-	call := Call{Script: WGAdd, Keys: []string{l.Key, l.Channel}, Args: []string{strconv.FormatInt(delta, 10), r.publish}}
-	v, err := r.Exec(ctx, call).AsIntSlice()
-	err = call.explain(err)
-	if err == nil && len(v) != 2 {
-		err = fmt.Errorf("%s replied %v", call.Script.Name, v)
-	}
-	if err != nil {
-		return false, 0, err
-	}
-	return v[0] == 1, v[1], nil
+	status, count, err := r.twoInts(ctx, Call{Script: WGAdd, Keys: []string{l.Key, l.Channel}, Args: []string{strconv.FormatInt(delta, 10), r.publish}})
+	return status == 1, count, err
 }

@@ -2,7 +2,6 @@ package scripts
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -37,16 +36,8 @@ func (r *Runner) AcquireRSem(ctx context.Context, l *layout.RSem, id string, n i
 // repeat) and the free permits after. Retried on a lost reply: the latch
 // makes a repeat add nothing.
 func (r *Runner) ReleaseRSem(ctx context.Context, l *layout.RSem, id string, n int64, latchMS string) (applied bool, free int64, err error) {
-	call := Call{Script: RSemRelease, Keys: rsemKeys(l, id), Args: []string{strconv.FormatInt(n, 10), latchMS, r.publish}, Retryable: true}
-	v, err := r.Exec(ctx, call).AsIntSlice()
-	err = call.explain(err)
-	if err == nil && len(v) != 2 {
-		err = fmt.Errorf("%s replied %v", call.Script.Name, v)
-	}
-	if err != nil {
-		return false, 0, err
-	}
-	return v[0] == 1, v[1], nil
+	status, free, err := r.twoInts(ctx, Call{Script: RSemRelease, Keys: rsemKeys(l, id), Args: []string{strconv.FormatInt(n, 10), latchMS, r.publish}, Retryable: true})
+	return status == 1, free, err
 }
 
 // UndoRSem runs rsem_undo for call id, which asked for n permits: what it
