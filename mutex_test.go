@@ -291,8 +291,9 @@ func crash(t *testing.T, tg *redisserver.Target, names []string) {
 				acquired <- -1
 				return
 			}
-			acquired <- time.Since(<-killed)
-			m.Unlock()
+			d := time.Since(<-killed)
+			m.Unlock() // before the test can end: Unlock may log through t
+			acquired <- d
 		}()
 	}
 	time.Sleep(100 * time.Millisecond) // let the waiters start waiting
