@@ -37,8 +37,8 @@ type EventKind uint8
 // Reentrant, possibly re-entries (with Reentrant), then exactly one
 // [EventReleased] or [EventLost]. A waiting call (Lock, LockContext,
 // Acquire, Once.Do, WaitGroup.Wait...) gives one [EventAcquireAttempt],
-// [EventWakeup]s while it waits (a FairMutex or Semaphore call also one
-// [EventQueued]), then [EventAcquired], [EventAcquireFailed] or
+// [EventWakeup]s while it waits (a FairMutex or Semaphore call also an
+// [EventQueued], another each time it lost its place and queued again), then [EventAcquired], [EventAcquireFailed] or
 // [EventCompleted]. A single attempt (TryLock...) gives [EventAcquired]
 // when it succeeds and nothing otherwise.
 const (
@@ -73,7 +73,11 @@ const (
 	// EventQueued: a waiting call of a FairMutex or a Semaphore found the lock
 	// taken and Redis confirmed its place in the queue: nobody queued behind
 	// it is served before it, unless it gives up or its heartbeat lapses.
-	// Given at most once per call, before its first [EventWakeup].
+	// Given once per call when it first queues, before its first
+	// [EventWakeup], and again, with Cause saying why, each time its
+	// heartbeat lapsed and it queued anew at the end of the queue (its
+	// process or connection stalled past the heartbeat timeout, or its place
+	// was deleted).
 	EventQueued
 	// EventCompleted: a waiting call ended without taking a hold because
 	// what it waited for had happened: a Once's function had succeeded, a
@@ -166,6 +170,7 @@ type Event struct {
 	// number that could not be renewed (EventRenewalBatch).
 	Batch, Failures int
 	// Cause is the error of EventLost, EventAcquireFailed, EventReleased and
-	// EventRenewalBatch (see the kinds).
+	// EventRenewalBatch, and why a call queued again (EventQueued; see the
+	// kinds).
 	Cause error
 }

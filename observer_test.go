@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
@@ -189,28 +190,73 @@ func TestObserverQueued(t *testing.T) {
 		}
 		t.Run(string(lc.primitive), func(t *testing.T) {
 			name := t.Name()
-			// The Semaphore has 2 permits: hold both so that the third waits.
-			var unlocks []func()
-			for range 2 {
-				unlocks = append(unlocks, lc.lock(c, name))
-				if lc.primitive == redisync.PrimitiveFairMutex {
-					break
-				}
-			}
-			rec := &recorder{}
-			locked := make(chan func(), 1)
-			go func() { locked <- lc.lock(c, name, redisync.WithObserver(rec)) }()
-			rec.waitFor(t, name, redisync.EventQueued)
-			for _, unlock := range unlocks {
-				unlock()
-			}
-			(<-locked)()
+			rec, release := queueOne(t, c, lc, name)
+			release()
 			kinds := rec.kinds(name)
 			require.GreaterOrEqual(t, len(kinds), 4, "%v", kinds)
 			assert.Equal(t, []redisync.EventKind{redisync.EventAcquireAttempt, redisync.EventQueued}, kinds[:2])
 			assert.Len(t, rec.of(name, redisync.EventQueued), 1, "%v", kinds)
 			assert.Equal(t, []redisync.EventKind{redisync.EventAcquired, redisync.EventReleased}, kinds[len(kinds)-2:])
 		})
+	}
+}
+
+// TestObserverQueuedAgain attacks a waiter's place: its heartbeat entry is
+// deleted behind its back (as a reaper that thought it dead would), so its
+// heartbeat lapses. The call queues again at the end and says so: a second
+// EventQueued with a Cause; then it still gets the lock.
+func TestObserverQueuedAgain(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	ctx := context.Background()
+	for _, lc := range lockCycles {
+		var alive string
+		switch lc.primitive {
+		case redisync.PrimitiveFairMutex:
+			alive = layout.FairOf(t.Name() + "/" + string(lc.primitive)).Alive
+		case redisync.PrimitiveSemaphore:
+			alive = layout.SemOf(t.Name() + "/" + string(lc.primitive)).Alive
+		default:
+			continue
+		}
+		t.Run(string(lc.primitive), func(t *testing.T) {
+			name := t.Name()
+			rec, release := queueOne(t, c, lc, name)
+			ids, err := rc.Do(ctx, rc.B().Zrange().Key(alive).Min("0").Max("-1").Build()).AsStrSlice()
+			require.NoError(t, err)
+			require.Len(t, ids, 1, "the waiter's heartbeat is in %s", alive)
+			require.NoError(t, rc.Do(ctx, rc.B().Zrem().Key(alive).Member(ids[0]).Build()).Error())
+			require.Eventually(t, func() bool { return len(rec.of(name, redisync.EventQueued)) == 2 }, 10*time.Second, 5*time.Millisecond,
+				"the waiter queued again and said so")
+			again := rec.of(name, redisync.EventQueued)[1]
+			require.Error(t, again.Cause)
+			assert.Contains(t, again.Cause.Error(), "queued again")
+			assert.NoError(t, rec.of(name, redisync.EventQueued)[0].Cause, "its first place is no loss")
+			release()
+		})
+	}
+}
+
+// queueOne makes a call of lc's FairMutex or Semaphore (of 2 permits) wait
+// in its queue, recorded by rec, and returns when it has queued; release
+// lets it in, and returns once it has locked and unlocked.
+func queueOne(t *testing.T, c *redisync.Client, lc lockCycle, name string) (rec *recorder, release func()) {
+	t.Helper()
+	var unlocks []func()
+	for range 2 {
+		unlocks = append(unlocks, lc.lock(c, name))
+		if lc.primitive == redisync.PrimitiveFairMutex {
+			break
+		}
+	}
+	rec = &recorder{}
+	locked := make(chan func(), 1)
+	go func() { locked <- lc.lock(c, name, redisync.WithObserver(rec)) }()
+	rec.waitFor(t, name, redisync.EventQueued)
+	return rec, func() {
+		for _, unlock := range unlocks {
+			unlock()
+		}
+		(<-locked)()
 	}
 }
 

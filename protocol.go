@@ -244,6 +244,8 @@ type call struct {
 	// it queues there.
 	place *place
 	tk    *ticket
+	// lapsed is why tk's heartbeat lapsed, until the call queues again.
+	lapsed error
 
 	// The wait loop (wait.go). tried marks a call whose first attempt the
 	// fast path made (tryFirst): the loop starts from its outcome, triedRes

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
 )
@@ -130,6 +132,11 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		f = waitFor{wake: a.w.Ready(), free: res.free}
 		a.sleep(a.bound(res.wait))
 	default:
+		if a.lapsed != nil && a.tk != nil {
+			// The reply placed tk at the end of the queue again.
+			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
+			a.lapsed = nil
+		}
 		if tag := placeTag(res.place); tag != "" && tag != a.tag {
 			a.tag = tag
 			a.w.Retag(tag)
@@ -185,7 +192,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 // and false when the loop should try again.
 func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err error) {
 	p := a.p
-	var lapsed chan struct{}
+	var lapsed chan error
 	if a.tk != nil {
 		lapsed = a.tk.Lapsed
 	}
@@ -224,8 +231,9 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		if observe {
 			p.observe(ctx, wakeEvent(a.w, f.src, false))
 		}
-	case <-lapsed:
+	case cause := <-lapsed:
 		a.tk.Ended() // the next try queues again and restarts it
+		a.lapsed = cause
 	case <-ctx.Done():
 		return true, ctx.Err()
 	case <-e.closed:
@@ -276,4 +284,13 @@ func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
 		}
 	}
 	return Event{Kind: EventWakeup, Source: src}
+}
+
+// placeLost is the Cause of the EventQueued of a call that queued again,
+// at the end of the queue, because its heartbeat lapsed for cause.
+func placeLost(cause error) error {
+	if errors.Is(cause, lease.ErrNotHeld) {
+		return fmt.Errorf("redisync: queued again: Redis no longer had the waiter's place (reaped after its heartbeat deadline, or deleted): %w", cause)
+	}
+	return fmt.Errorf("redisync: queued again: the waiter's heartbeat deadline passed without a confirmed renewal (the process or its connection stalled): %w", cause)
 }

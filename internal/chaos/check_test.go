@@ -229,6 +229,20 @@ func TestFIFO(t *testing.T) {
 	// A's worker was cut off while it waited: its place may be gone.
 	cut := []Fault{{Kind: "F5", W: 1, G: -1, Start: 15 * ms1, End: 25 * ms1}}
 	expect(t, history(cut, a, b), I4, 0, 0)
+	// A lost its place (its heartbeat lapsed) and queued again at the end
+	// after B was called: its new place is behind B's. Queued again before
+	// B was called, it is still ahead of B.
+	for _, c := range []struct {
+		at   int64
+		want int
+	}{{25, 0}, {15, 1}} {
+		again := slices.Insert(slices.Clone(a), 2, Event{T: c.at * ms1, W: 1, G: 0, K: Queued, R: "fair", Err: "queued again"})
+		h := history(nil, again, b)
+		expect(t, h, I4, 0, c.want)
+		if r := Summarize(h, Check(h)); r.Requeued != 1 || r.QuietRequeues != 1 {
+			t.Errorf("re-queued at %d ms: report counts %d re-queues, %d away from faults; want 1, 1", c.at, r.Requeued, r.QuietRequeues)
+		}
+	}
 	// A plain Mutex has no order.
 	for i := range a {
 		a[i].R = "m"

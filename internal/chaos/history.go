@@ -34,10 +34,13 @@ type wait struct {
 	R      string
 	Mode   string
 	Inv    int64
-	Queued int64 // 0 when it never queued
-	Ret    int64 // never when it did not return
-	OK     bool
-	hold   *hold
+	Queued int64 // its latest place's confirmation; 0 when it never queued
+	// Requeued counts the times it lost its place (its heartbeat lapsed)
+	// and queued again at the end.
+	Requeued int
+	Ret      int64 // never when it did not return
+	OK       bool
+	hold     *hold
 	// Part marks a MultiMutex call that took some of its names before it
 	// returned: killed then, its worker holds them until their lease runs
 	// out.
@@ -151,7 +154,12 @@ func build(h *History) *model {
 			waiting[s] = w
 			m.waits = append(m.waits, w)
 		case Queued:
-			if w := waiting[s]; w != nil && w.Queued == 0 {
+			switch w := waiting[s]; {
+			case w == nil:
+			case e.Err != "": // queued again at the end: its place is this one
+				w.Queued = e.T
+				w.Requeued++
+			case w.Queued == 0:
 				w.Queued = e.T
 			}
 		case Handover:

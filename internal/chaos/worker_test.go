@@ -200,7 +200,11 @@ func (w *worker) Observe(ctx context.Context, ev redisync.Event) {
 	switch ev.Kind {
 	case redisync.EventQueued:
 		if s, ok := ctx.Value(slotKey{}).(*slot); ok {
-			w.emit(Event{G: s.g, K: Queued, R: s.res})
+			e := Event{G: s.g, K: Queued, R: s.res}
+			if ev.Cause != nil { // queued again: its earlier place lapsed
+				e.Err = ev.Cause.Error()
+			}
+			w.emit(e)
 		}
 	case redisync.EventAcquired:
 		s, ok := ctx.Value(slotKey{}).(*slot)

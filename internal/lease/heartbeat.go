@@ -15,10 +15,11 @@ import (
 type Heartbeat struct {
 	ID        string
 	TimeoutMS string // the heartbeat timeout in milliseconds, as scripts take it
-	// Lapsed receives when the heartbeat ended by loss (the place was reaped,
-	// or counted dead after failed renewals). The waiter then calls Ended
-	// and tries again, which queues it anew.
-	Lapsed chan struct{}
+	// Lapsed receives why the heartbeat ended by loss: ErrNotHeld, Redis no
+	// longer had the place (reaped, or deleted); ErrExpired, its deadline
+	// passed without a confirmed renewal. The waiter then calls Ended and
+	// tries again, which queues it anew.
+	Lapsed chan error
 
 	s    *Scheduler
 	keys []string // the heartbeats' zset and the queue's
@@ -32,7 +33,7 @@ type Heartbeat struct {
 // ttl once the waiter is queued.
 func (s *Scheduler) NewHeartbeat(id, alive, queue string, ttl time.Duration) *Heartbeat {
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	return &Heartbeat{ID: id, TimeoutMS: ms, Lapsed: make(chan struct{}, 1), s: s,
+	return &Heartbeat{ID: id, TimeoutMS: ms, Lapsed: make(chan error, 1), s: s,
 		keys: []string{alive, queue}, args: []string{id, ms}, ttl: ttl}
 }
 
@@ -45,9 +46,9 @@ func (h *Heartbeat) Queued(sent time.Time) {
 		return
 	}
 	h.l = &Lease{Key: h.keys[0], Renew: scripts.FairHeartbeat, Keys: h.keys, Args: h.args, TTL: h.ttl,
-		Lost: ReportFunc(func(error) {
+		Lost: ReportFunc(func(err error) {
 			select {
-			case h.Lapsed <- struct{}{}:
+			case h.Lapsed <- err:
 			default:
 			}
 		})}
