@@ -65,6 +65,24 @@ func FairOf(name string) Fair {
 		Channel: Aux(FairChannelPrefix, name), Latch: Aux(FairLatchPrefix, name)}
 }
 
+// RFair is where a FairMutex in Redisson's RFairLock layout lives: the RLock
+// hash at Key (the name itself), Redisson's queue of waiter ids (a list,
+// RFairQueuePrefix) and their eviction times (a sorted set,
+// RFairTimeoutPrefix); each waiter listens on Channel + ":" + its id. The
+// latches of final releases are our own keys.
+type RFair struct {
+	Key, Queue, Timeouts, Channel, Latch string
+}
+
+// RFairOf returns the RFairLock layout of the name.
+func RFairOf(name string) RFair {
+	return RFair{Key: name, Queue: Aux(RFairQueuePrefix, name), Timeouts: Aux(RFairTimeoutPrefix, name),
+		Channel: Aux(MutexChannelPrefix, name), Latch: Aux(FairLatchPrefix, name)}
+}
+
+// WaiterChannel is the channel on which the waiter id is woken.
+func (l RFair) WaiterChannel(id string) string { return l.Channel + ":" + id }
+
 // Sem is where a Semaphore lives (our own layout); Keys lists its keys in
 // the order its scripts take them.
 type Sem struct {
