@@ -5,7 +5,9 @@
 //     [sync.Locker] and waits with a [context.Context] in [Mutex.LockContext];
 //   - [RWMutex], readers or one writer, writer-preferring, with a lease per
 //     read hold;
-//   - [FairMutex], served in strict arrival order across processes;
+//   - [FairMutex], served in strict arrival order across processes, in a
+//     layout of its own or, from [Client.NewRedissonFairMutex], in
+//     Redisson's RFairLock layout, in one line with Java's waiters;
 //   - [FencedMutex], whose every acquisition gets a fencing token, and
 //     [Fence], the resource side that rejects stale tokens;
 //   - [Semaphore], weighted and leased permits, like x/sync's Weighted;

@@ -155,5 +155,14 @@ var lastWaiter atomic.Uint64
 // newTicket returns a ticket for a queue whose heartbeat and queue keys are
 // alive and queue. The id is unique across Clients: "<client-uuid>:w<n>".
 func (e *engine) newTicket(alive, queue string, cfg *config) *ticket {
-	return e.leases.NewHeartbeat(e.id+":w"+strconv.FormatUint(lastWaiter.Add(1), 10), alive, queue, cfg.heartbeat)
+	return e.leases.NewHeartbeat(e.waiterID(), alive, queue, cfg.heartbeat)
 }
+
+// newTicketBy returns a ticket as newTicket does, whose heartbeat the script
+// renew keeps, given extra after the id and the timeout.
+func (e *engine) newTicketBy(renew *scripts.Script, alive, queue string, cfg *config, extra ...string) *ticket {
+	return e.leases.NewHeartbeatBy(renew, e.waiterID(), alive, queue, cfg.heartbeat, extra...)
+}
+
+// waiterID returns a new waiter id, unique across Clients.
+func (e *engine) waiterID() string { return e.id + ":w" + strconv.FormatUint(lastWaiter.Add(1), 10) }

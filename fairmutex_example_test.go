@@ -61,3 +61,30 @@ func ExampleFairMutex_TryLock() {
 	// false
 	// context deadline exceeded
 }
+
+// A FairMutex in Redisson's RFairLock layout shares one lock and one line
+// with the Java services that call getFairLock on the same name: here a Go
+// waiter joins the line behind a hold, and is served when the holder (Java
+// or Go) unlocks.
+func ExampleClient_NewRedissonFairMutex() {
+	rc := connect()
+	defer rc.Close()
+	c, _ := redisync.New(rc)
+	defer c.Close()
+
+	job := c.NewRedissonFairMutex("nightly-report") // Java: redisson.getFairLock("nightly-report")
+	job.Lock()
+	next := c.NewRedissonFairMutex("nightly-report")
+	done := make(chan struct{})
+	go func() {
+		next.Lock() // queued in Redisson's line
+		fmt.Println("served in turn")
+		next.Unlock()
+		close(done)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	job.Unlock() // wakes the head of the line, Java or Go
+	<-done
+	// Output:
+	// served in turn
+}

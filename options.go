@@ -27,11 +27,13 @@ type config struct {
 	classicPubSub bool                          // PUBLISH/SUBSCRIBE on a cluster (Client-wide)
 	syncReplicas  int                           // replicas that must acknowledge an acquisition; 0: none, < 0: all (WithSyncReplicas)
 	syncTimeout   time.Duration
+	fairWait      time.Duration // Redisson's fairLockWaitTimeout (NewRedissonFairMutex)
 	err           error
 }
 
 func defaultConfig() config {
-	return config{watchdog: DefaultWatchdogTimeout, heartbeat: DefaultHeartbeatTimeout, logger: slog.Default()}
+	return config{watchdog: DefaultWatchdogTimeout, heartbeat: DefaultHeartbeatTimeout, fairWait: DefaultFairLockWaitTimeout,
+		logger: slog.Default()}
 }
 
 func (cfg config) with(opts []Option) config {
@@ -151,5 +153,26 @@ func WithSyncReplicas(n int, timeout time.Duration) Option {
 			return
 		}
 		cfg.syncReplicas, cfg.syncTimeout = n, timeout
+	}
+}
+
+// DefaultFairLockWaitTimeout is Redisson's default fairLockWaitTimeout, which
+// a FairMutex made by [Client.NewRedissonFairMutex] assumes the Java side
+// uses. Change it with [WithFairLockWaitTimeout].
+const DefaultFairLockWaitTimeout = 5 * time.Minute
+
+// WithFairLockWaitTimeout tells a FairMutex made by
+// [Client.NewRedissonFairMutex] the fairLockWaitTimeout d of the Java side's
+// Redisson configuration (see [DefaultFairLockWaitTimeout]): each Java
+// acquisition moves every waiter's eviction time d sooner, so the Go
+// waiters keep a wait per waiter ahead of them in hand. d is rounded up to a
+// whole millisecond and must be positive. Other handles ignore it.
+func WithFairLockWaitTimeout(d time.Duration) Option {
+	return func(cfg *config) {
+		if d <= 0 {
+			cfg.err = fmt.Errorf("redisync: fair lock wait timeout %v is not positive", d)
+			return
+		}
+		cfg.fairWait = ceilMS(d)
 	}
 }

@@ -106,6 +106,11 @@ const (
 	wakeEvery
 	// The waiters the release names by their tickets (notify.Tagged).
 	wakeNamed
+	// The waiters the release names, each on a channel of its own (the
+	// lock's channel + ":" + its ticket), where any message wakes it
+	// (notify.All): a FairMutex in Redisson's layout, whose Java unlock
+	// publishes "0" on the channel of the waiter at the head.
+	wakeOwn
 )
 
 // The policies of the primitives, one line each. A Mutex hands its holds
@@ -122,6 +127,7 @@ var (
 	writePolicy     = policy{waitInLine, handNowhere, holdCount, wakeEvery} // RWMutex's write lock
 	readPolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
 	fairPolicy      = policy{waitWithTicket, handNowhere, holdCount, wakeNamed}
+	rfairPolicy     = policy{waitWithTicket, handNowhere, holdCount, wakeOwn} // a FairMutex in Redisson's layout
 	semaphorePolicy = policy{waitWithTicket, handNowhere, holdPermits, wakeNamed}
 	oncePolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
 	waitGroupPolicy = policy{waitOnChannel, handNowhere, holdNothing, wakeEvery}
@@ -132,7 +138,7 @@ var (
 // dispatch is how a message on a lock's channel wakes its waiters.
 func (w wakePolicy) dispatch() notify.Policy {
 	switch w {
-	case wakeEvery:
+	case wakeEvery, wakeOwn:
 		return notify.All
 	case wakeNamed:
 		return notify.Tagged

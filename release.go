@@ -179,6 +179,10 @@ func (e *engine) afterRelease(p *protocol, t *term, rep scripts.Released, err er
 // released is set, one (or all, as p.wake says).
 func (e *engine) wake(p *protocol, woken []string, released bool) {
 	switch {
+	case p.wake == wakeOwn:
+		for _, id := range woken {
+			e.wakeEvery(p.channel + ":" + id)
+		}
 	case p.wake == wakeNamed || len(woken) > 0:
 		for _, tag := range woken {
 			if !e.notify.WakeTag(p.channel, tag) && p.hand == handThroughRedis {

@@ -21,20 +21,28 @@ type Heartbeat struct {
 	// tries again, which queues it anew.
 	Lapsed chan error
 
-	s    *Scheduler
-	keys []string // the heartbeats' zset and the queue's
-	args []string // the id and the timeout
-	ttl  time.Duration
-	l    *Lease // renewed while queued, else nil
+	s     *Scheduler
+	renew *scripts.Script
+	keys  []string // the heartbeats' zset and the queue's
+	args  []string // the id and the timeout
+	ttl   time.Duration
+	l     *Lease // renewed while queued, else nil
 }
 
 // NewHeartbeat returns the heartbeat of the waiter id in the queue whose
 // heartbeat and queue keys are alive and queue, renewed by s every third of
 // ttl once the waiter is queued.
 func (s *Scheduler) NewHeartbeat(id, alive, queue string, ttl time.Duration) *Heartbeat {
+	return s.NewHeartbeatBy(scripts.FairHeartbeat, id, alive, queue, ttl)
+}
+
+// NewHeartbeatBy returns a heartbeat as NewHeartbeat does, renewed by the
+// script renew, which is given the keys alive and queue and the arguments
+// id, the timeout in milliseconds and extra for each waiter.
+func (s *Scheduler) NewHeartbeatBy(renew *scripts.Script, id, alive, queue string, ttl time.Duration, extra ...string) *Heartbeat {
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	return &Heartbeat{ID: id, TimeoutMS: ms, Lapsed: make(chan error, 1), s: s,
-		keys: []string{alive, queue}, args: []string{id, ms}, ttl: ttl}
+	return &Heartbeat{ID: id, TimeoutMS: ms, Lapsed: make(chan error, 1), s: s, renew: renew,
+		keys: []string{alive, queue}, args: append([]string{id, ms}, extra...), ttl: ttl}
 }
 
 // Queued records that a request sent at sent placed the waiter in its queue,
@@ -45,7 +53,7 @@ func (h *Heartbeat) Queued(sent time.Time) {
 		h.s.Touch(h.l, sent)
 		return
 	}
-	h.l = &Lease{Key: h.keys[0], Renew: scripts.FairHeartbeat, Keys: h.keys, Args: h.args, TTL: h.ttl,
+	h.l = &Lease{Key: h.keys[0], Renew: h.renew, Keys: h.keys, Args: h.args, TTL: h.ttl,
 		Lost: ReportFunc(func(err error) {
 			select {
 			case h.Lapsed <- err:

@@ -6,6 +6,17 @@ package redistest
 // of the Go side that shares it. The clock is the caller's, as a Java
 // client's is its own.
 const (
+	// javaEvictStale evicts the heads of the queue (KEYS[2]) whose eviction
+	// time (KEYS[3]) is at or before now, as each Java call does first.
+	javaEvictStale = `while true do
+	local first = redis.call('lindex', KEYS[2], 0)
+	if not first then break end
+	local t = redis.call('zscore', KEYS[3], first)
+	if not t or tonumber(t) > now then break end
+	redis.call('zrem', KEYS[3], first)
+	redis.call('lpop', KEYS[2])
+end`
+
 	// JavaFairTryLock is a Java thread's lock attempt. KEYS: the hash, the
 	// queue, the eviction times. ARGV: the lease (ms), the thread's id
 	// ("<uuid>:<threadId>"), the wait (fairLockWaitTimeout, ms), the Java
@@ -16,14 +27,7 @@ const (
 	// plus the wait. Stale heads (time at or before now) are evicted first.
 	JavaFairTryLock = `
 local now = tonumber(ARGV[4])
-while true do
-	local first = redis.call('lindex', KEYS[2], 0)
-	if not first then break end
-	local t = redis.call('zscore', KEYS[3], first)
-	if not t or tonumber(t) > now then break end
-	redis.call('zrem', KEYS[3], first)
-	redis.call('lpop', KEYS[2])
-end
+` + javaEvictStale + `
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
 	redis.call('lpop', KEYS[2])
@@ -67,14 +71,7 @@ return ttl`
 	// re-entry, nil not the holder.
 	JavaFairUnlock = `
 local now = tonumber(ARGV[3])
-while true do
-	local first = redis.call('lindex', KEYS[2], 0)
-	if not first then break end
-	local t = redis.call('zscore', KEYS[3], first)
-	if not t or tonumber(t) > now then break end
-	redis.call('zrem', KEYS[3], first)
-	redis.call('lpop', KEYS[2])
-end
+` + javaEvictStale + `
 local function wake()
 	local next = redis.call('lindex', KEYS[2], 0)
 	if next then redis.call(ARGV[4], KEYS[4] .. ':' .. next, '0') end

@@ -55,17 +55,10 @@ local function take()
 end
 
 -- A re-entry does not queue: the owner already holds the lock.
-if expect > 0 then
-	local cur = redis.call('hget', lock, field)
-	if not cur then
-		return {-3, 0}
-	end
-	if tonumber(cur) == expect then
-		redis.call('hset', lock, field, expect + 1)
-	end
-	return adopt()
-end
-if ARGV[7] == 'own' and redis.call('hexists', lock, field) == 1 then
+local own = ownHold(lock, field, expect, ARGV[7])
+if own == -3 then
+	return {-3, 0}
+elseif own == 1 then
 	return adopt()
 end
 

@@ -54,21 +54,4 @@ local function wakeHead()
 	return head
 end
 
-if redis.call('hexists', lock, field) == 0 then
-	if releasedBefore(latch, ARGV[6], ARGV[5]) then
-		return {1, ''}
-	end
-	if wasHead or id == '' then
-		return {-1, wakeHead()}
-	end
-	return {-1, ''}
-end
-if tonumber(ARGV[3]) > 0 then
-	if redis.call('hget', lock, field) == ARGV[2] then
-		redis.call('hset', lock, field, ARGV[3])
-	end
-	return {0, ''}
-end
-redis.call('del', lock)
-redis.call('set', latch, '1', 'px', ARGV[5])
-return {1, wakeHead()}
+return releaseHold(lock, field, latch, ARGV[2], ARGV[3], ARGV[6], ARGV[5], wakeHead, wasHead or id == '')

@@ -33,3 +33,31 @@ local function takeFree(lock, field, fieldLatch, lease)
 	redis.call('pexpire', lock, lease)
 	return nil
 end
+
+-- releaseHold releases one hold of field in the hash lock, its count going
+-- from "from" to "to" (compare-and-set; 0 deletes the lock and leaves the
+-- field's latch for latchMS), and answers a queued lock's release: {1, woken}
+-- released (or a repeat of the release), {0, ''} still held, {-1, woken} the
+-- hold is not there. wake wakes the next waiter of a free lock and returns
+-- its id; a release that finds its hold gone calls it only when mayWake (the
+-- caller left the head of the queue, or queued nothing).
+local function releaseHold(lock, field, latch, from, to, undo, latchMS, wake, mayWake)
+	if redis.call('hexists', lock, field) == 0 then
+		if releasedBefore(latch, undo, latchMS) then
+			return {1, ''}
+		end
+		if mayWake then
+			return {-1, wake()}
+		end
+		return {-1, ''}
+	end
+	if tonumber(to) > 0 then
+		if redis.call('hget', lock, field) == from then
+			redis.call('hset', lock, field, to)
+		end
+		return {0, ''}
+	end
+	redis.call('del', lock)
+	redis.call('set', latch, '1', 'px', latchMS)
+	return {1, wake()}
+end
