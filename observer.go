@@ -74,10 +74,11 @@ const (
 	// taken and Redis confirmed its place in the queue: nobody queued behind
 	// it is served before it, unless it gives up or its heartbeat lapses.
 	// Given once per call when it first queues, before its first
-	// [EventWakeup], and again, with Cause saying why, each time its
-	// heartbeat lapsed and it queued anew at the end of the queue (its
-	// process or connection stalled past the heartbeat timeout, or its place
-	// was deleted).
+	// [EventWakeup], and again, with Cause saying why, each time it lost its
+	// place and queued anew at the end of the queue: its heartbeat lapsed
+	// (its process or connection stalled past the heartbeat timeout), or its
+	// place was reaped or deleted, which its heartbeat or its next attempt
+	// found.
 	EventQueued
 	// EventCompleted: a waiting call ended without taking a hold because
 	// what it waited for had happened: a Once's function had succeeded, a

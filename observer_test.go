@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -201,26 +202,30 @@ func TestObserverQueued(t *testing.T) {
 	}
 }
 
-// TestObserverQueuedAgain attacks a waiter's place: its heartbeat entry is
-// deleted behind its back (as a reaper that thought it dead would), so its
-// heartbeat lapses. The call queues again at the end and says so: a second
-// EventQueued with a Cause; then it still gets the lock.
+// TestObserverQueuedAgain attacks a waiter's place: it is taken out of the
+// queue behind its back, as a reaper that thought it dead would. Whichever
+// notices first, its heartbeat or its own next attempt, the call queues
+// again at the end and says so: a second EventQueued with a Cause; then it
+// still gets the lock.
 func TestObserverQueuedAgain(t *testing.T) {
 	if standalone.Mini != nil {
-		// Passes alone on miniredis; in the whole package's run there the
-		// waiter was not seen to queue again within 20 s (not understood
-		// yet). It runs against every real server.
-		t.Skip("miniredis: the lapse is not seen within the whole package's run")
+		// On miniredis, in the whole package's run under -race, the
+		// FairMutex waiter was seen (2 runs in 3) neither to wake nor to
+		// lapse for 20 s; alone, or without -race, it passes. Not
+		// understood yet; TestObserverQueuedAgainByAttempt runs there.
+		t.Skip("miniredis: seen stalling in the whole package's run under -race (not understood yet)")
 	}
 	c, rc := newClient(t, standalone)
 	ctx := context.Background()
 	for _, lc := range lockCycles {
-		var alive string
+		var alive, queue, want string
 		switch lc.primitive {
 		case redisync.PrimitiveFairMutex:
-			alive = layout.FairOf(t.Name() + "/" + string(lc.primitive)).Alive
+			l := layout.FairOf(t.Name() + "/" + string(lc.primitive))
+			alive, queue = l.Alive, l.Queue
 		case redisync.PrimitiveSemaphore:
-			alive = layout.SemOf(t.Name() + "/" + string(lc.primitive)).Alive
+			l := layout.SemOf(t.Name() + "/" + string(lc.primitive))
+			alive, queue, want = l.Alive, l.Queue, l.Want
 		default:
 			continue
 		}
@@ -230,7 +235,15 @@ func TestObserverQueuedAgain(t *testing.T) {
 			ids, err := rc.Do(ctx, rc.B().Zrange().Key(alive).Min("0").Max("-1").Build()).AsStrSlice()
 			require.NoError(t, err)
 			require.Len(t, ids, 1, "the waiter's heartbeat is in %s", alive)
-			require.NoError(t, rc.Do(ctx, rc.B().Zrem().Key(alive).Member(ids[0]).Build()).Error())
+			for _, cmd := range []rueidis.Completed{
+				rc.B().Zrem().Key(alive).Member(ids[0]).Build(),
+				rc.B().Zrem().Key(queue).Member(ids[0]).Build(),
+			} {
+				require.NoError(t, rc.Do(ctx, cmd).Error())
+			}
+			if want != "" {
+				require.NoError(t, rc.Do(ctx, rc.B().Hdel().Key(want).Field(ids[0]).Build()).Error())
+			}
 			require.Eventually(t, func() bool { return len(rec.of(name, redisync.EventQueued)) >= 2 }, 20*time.Second, 5*time.Millisecond,
 				"the waiter queued again and said so: %v", rec.kinds(name))
 			again := rec.of(name, redisync.EventQueued)[1]
@@ -240,6 +253,42 @@ func TestObserverQueuedAgain(t *testing.T) {
 			release()
 		})
 	}
+}
+
+// A FairMutex waiter whose place was taken out of the queue, woken before
+// its heartbeat runs (a minute apart here), learns it from its own attempt,
+// which queues it again: it says so too.
+func TestObserverQueuedAgainByAttempt(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	ctx := context.Background()
+	name := t.Name()
+	l := layout.FairOf(name)
+	holder := c.NewFairMutex(name)
+	holder.Lock()
+	rec := &recorder{}
+	fm := c.NewFairMutex(name, redisync.WithObserver(rec), redisync.WithHeartbeatTimeout(time.Minute))
+	locked := make(chan error, 1)
+	lockCtx, cancel := context.WithCancel(ctx)
+	go func() { locked <- fm.LockContext(lockCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if <-locked == nil {
+			fm.Unlock()
+		}
+	})
+	rec.waitFor(t, name, redisync.EventQueued)
+	ids, err := rc.Do(ctx, rc.B().Zrange().Key(l.Alive).Min("0").Max("-1").Build()).AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	require.NoError(t, rc.Do(ctx, rc.B().Zrem().Key(l.Alive).Member(ids[0]).Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Zrem().Key(l.Queue).Member(ids[0]).Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Publish().Channel(l.Channel).Message(ids[0]).Build()).Error()) // its turn, it thinks
+	require.Eventually(t, func() bool { return len(rec.of(name, redisync.EventQueued)) >= 2 }, 5*time.Second, 5*time.Millisecond,
+		"the waiter queued again and said so: %v", rec.kinds(name))
+	cause := rec.of(name, redisync.EventQueued)[1].Cause
+	require.Error(t, cause)
+	assert.Contains(t, cause.Error(), "no longer had the waiter's place")
+	holder.Unlock()
 }
 
 // queueOne makes a call of lc's FairMutex or Semaphore (of 2 permits) wait

@@ -250,8 +250,11 @@ type call struct {
 	// it queues there.
 	place *place
 	tk    *ticket
-	// lapsed is why tk's heartbeat lapsed, until the call queues again.
+	// lapsed is why tk's heartbeat lapsed, until the call queues again;
+	// placed records that tk had a place in the queue (then a fresh one
+	// means the old was lost).
 	lapsed error
+	placed bool
 
 	// The wait loop (wait.go). tried marks a call whose first attempt the
 	// fast path made (tryFirst): the loop starts from its outcome, triedRes
@@ -300,6 +303,9 @@ type attempt struct {
 	// says that the call, busy and not queued yet, may queue.
 	place    int64
 	mayQueue bool
+	// fresh: the call's ticket joined the queue with this attempt, at its
+	// end, rather than kept a place (scripts.Reply).
+	fresh bool
 }
 
 // A ticket is a waiting call's place in a queue in Redis, kept by a heartbeat.

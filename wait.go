@@ -123,6 +123,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		if a.tk != nil {
 			a.tag = cmp.Or(placeTag(res.place), a.tk.ID)
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
+			a.placed = true
 		}
 		if a.w != nil {
 			a.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
@@ -132,11 +133,12 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		f = waitFor{wake: a.w.Ready(), free: res.free}
 		a.sleep(a.bound(res.wait))
 	default:
-		if a.lapsed != nil && a.tk != nil {
-			// The reply placed tk at the end of the queue again.
+		if res.fresh && a.placed {
+			// The reply placed tk at the end of the queue again: its
+			// place was lost (its heartbeat lapsed, or Redis dropped it).
 			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
-			a.lapsed = nil
 		}
+		a.lapsed = nil
 		if tag := placeTag(res.place); tag != "" && tag != a.tag {
 			a.tag = tag
 			a.w.Retag(tag)
@@ -287,10 +289,15 @@ func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
 }
 
 // placeLost is the Cause of the EventQueued of a call that queued again,
-// at the end of the queue, because its heartbeat lapsed for cause.
+// at the end of the queue: its heartbeat lapsed for cause, or, cause nil,
+// its own attempt found its place gone.
 func placeLost(cause error) error {
-	if errors.Is(cause, lease.ErrNotHeld) {
-		return fmt.Errorf("redisync: queued again: Redis no longer had the waiter's place (reaped after its heartbeat deadline, or deleted): %w", cause)
+	const gone = "redisync: queued again: Redis no longer had the waiter's place (reaped after its heartbeat deadline, or deleted)"
+	switch {
+	case cause == nil: // the call's own attempt found it gone
+		return errors.New(gone)
+	case errors.Is(cause, lease.ErrNotHeld):
+		return fmt.Errorf(gone+": %w", cause)
 	}
 	return fmt.Errorf("redisync: queued again: the waiter's heartbeat deadline passed without a confirmed renewal (the process or its connection stalled): %w", cause)
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -132,4 +133,41 @@ func TestInspectRPermitExpirableSemaphore(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, `WaitGroup "rperm:plain": count 5`)
 	require.Contains(t, r.stdout, "a CountingSemaphore, Redisson's RSemaphore, keeps its free permits in the same form")
+}
+
+// A Go FairMutex kept in Redisson's layout (NewRedissonFairMutex) is shown as
+// the RFairLock it shares: its Go holder, its Go waiter in Redisson's queue
+// with its eviction time; unlock --force frees it, keeps the queue and wakes
+// the Go waiter at its head, which then holds it.
+func TestInspectUnlockGoRedissonFairMutex(t *testing.T) {
+	c, _ := newLibClient(t)
+	if target.Mini != nil {
+		t.Skip("miniredis: a script's PUBLISH does not reach subscribers")
+	}
+	const name = "rfair:go"
+	holder := c.NewRedissonFairMutex(name)
+	holder.Lock()
+	waiter := c.NewRedissonFairMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	locked := make(chan error, 1)
+	go func() { locked <- waiter.LockContext(ctx) }()
+	var info lockInfo
+	require.Eventually(t, func() bool {
+		r := runCmd(t, "", nil, "inspect", "--json", "--redis", serverURL(), name)
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &info) == nil && len(info.Waiters) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the Go waiter in Redisson's queue")
+	require.Equal(t, "RFairLock", info.Kind)
+	require.Len(t, info.Holders, 1)
+
+	r := runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
+	require.Equal(t, 0, r.code, r.stderr)
+	select {
+	case err := <-locked:
+		require.NoError(t, err, "the waiter at the head was woken")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Go waiter was not woken by the force unlock")
+	}
+	waiter.Unlock()
+	require.Error(t, holder.UnlockContext(ctx), "the forced holder's release reports its loss")
 }

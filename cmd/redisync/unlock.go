@@ -58,8 +58,8 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	case "Mutex":
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewMutex(name).ForceUnlock(ctx) }
 	case "RFairLock":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewMutex(name).ForceUnlock(ctx) }
-		after = "Redisson's queue is kept; its first waiter listens on a channel of its own and takes the lock at its next attempt, within its wait"
+		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewRedissonFairMutex(name).ForceUnlock(ctx) }
+		after = "Redisson's queue is kept; its first waiter was woken on its own channel, as a Java forceUnlock does"
 	case "FencedMutex":
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewFencedMutex(name).ForceUnlock(ctx) }
 		after = fmt.Sprintf("the token counter %s is kept (latest token %d): tokens never go back, and the next holder's is higher", info.TokenKey, *info.Token)

@@ -9,7 +9,7 @@ type Kind string
 // happened: after the call returned for results, before it began for Invoke.
 const (
 	Invoke        Kind = "inv"      // a waiting acquire call begins (Mode)
-	Queued        Kind = "queued"   // its place in a FIFO queue is confirmed (Err: again, at the end, after its heartbeat lapsed)
+	Queued        Kind = "queued"   // its place in a FIFO queue is confirmed (Err: again, at the end, after it lost its place)
 	Handover      Kind = "handover" // the acquisition to come was handed over locally (by a goroutine of the worker)
 	Part          Kind = "part"     // a waiting MultiMutex call took some of its names (one slot's), not yet all
 	Handed        Kind = "handed"   // the acquisition to come was handed through Redis by a release: its lease, until its first renewal, is its heartbeat deadline

@@ -35,7 +35,7 @@ type wait struct {
 	Mode   string
 	Inv    int64
 	Queued int64 // its latest place's confirmation; 0 when it never queued
-	// Requeued counts the times it lost its place (its heartbeat lapsed)
+	// Requeued counts the times it lost its place (see EventQueued)
 	// and queued again at the end.
 	Requeued int
 	Ret      int64 // never when it did not return

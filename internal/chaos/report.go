@@ -44,9 +44,10 @@ type Report struct {
 	// with no fault within a lease of them: losses nothing explains.
 	QuietLosses int `json:"quiet_losses"`
 	// Requeued counts the times a queued waiter lost its place (its
-	// heartbeat lapsed) and queued again at the end; QuietRequeues those
-	// with no fault on its worker or the server while it waited: a stall of
-	// the machine longer than the heartbeat timeout, or a bug.
+	// heartbeat lapsed, or it was reaped) and queued again at the end;
+	// QuietRequeues those with no fault on its worker or the server while
+	// it waited: a stall of the machine longer than the heartbeat timeout,
+	// or a bug.
 	Requeued      int `json:"requeued"`
 	QuietRequeues int `json:"quiet_requeues"`
 	// Silence is the longest time in which no worker recorded anything: a
@@ -338,7 +339,7 @@ func (r *Report) Table() string {
 	}
 	fmt.Fprintf(&b, "\nhandoff without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handoffs; longest silence %.0f ms\n",
 		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N, r.Silence)
-	fmt.Fprintf(&b, "queued waiters that lost their place (heartbeat lapsed) and queued again: %d, %d of them away from faults\n",
+	fmt.Fprintf(&b, "queued waiters that lost their place and queued again: %d, %d of them away from faults\n",
 		r.Requeued, r.QuietRequeues)
 	for _, v := range r.Unexpected {
 		fmt.Fprintf(&b, "unexpected %s on %q: %s\n", v.Invariant, v.R, v.Detail)

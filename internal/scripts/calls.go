@@ -32,12 +32,15 @@ const (
 // for Mismatch the size Redis has. A Busy Reply's Channel, when set, is
 // where to wait instead of the lock's own channel (a MultiMutex waits on the
 // channel of the name that is taken). A Busy Reply's Place, when set, is
-// the waiting call's place number in a Mutex's queue (see WaitMutex).
+// the waiting call's place number in a Mutex's queue (see WaitMutex). A
+// Busy Reply's Fresh says that the waiter joined its queue with this call,
+// at its end, rather than kept a place (FairMutex, Semaphore).
 type Reply struct {
 	Outcome Outcome
 	Value   int64
 	Channel string
 	Place   int64
+	Fresh   bool
 }
 
 // A Hold is what an acquire script is asked to do for one hold.
@@ -103,35 +106,42 @@ func lockReply(n int64, err error) (Reply, error) {
 	return Reply{Outcome: Busy, Value: n}, nil
 }
 
-// pair runs call, whose reply is {status, value}: status 1 acquired with
-// value, -3 gone, -4 refused, -2 a Semaphore's size mismatch (value is the
-// size recorded), otherwise busy for value milliseconds.
+// pair runs call, whose reply is {status, value} or, from a queued waiter,
+// {0, value, fresh}: status 1 acquired with value, -3 gone, -4 refused, -2 a
+// Semaphore's size mismatch (value is the size recorded), otherwise busy for
+// value milliseconds (fresh 1: the waiter joined the queue now).
 func (r *Runner) pair(ctx context.Context, call Call) (Reply, error) {
-	status, value, err := r.twoInts(ctx, call)
+	v, err := r.ints(ctx, call, 3)
 	switch {
 	case err != nil:
 		return Reply{}, err
-	case status == 1:
-		return Reply{Outcome: Acquired, Value: value}, nil
-	case status == -2:
-		return Reply{Outcome: Mismatch, Value: value}, nil
-	case status < 0:
-		return lockReply(status, nil)
+	case v[0] == 1:
+		return Reply{Outcome: Acquired, Value: v[1]}, nil
+	case v[0] == -2:
+		return Reply{Outcome: Mismatch, Value: v[1]}, nil
+	case v[0] < 0:
+		return lockReply(v[0], nil)
 	}
-	return Reply{Outcome: Busy, Value: value}, nil
+	return Reply{Outcome: Busy, Value: v[1], Fresh: len(v) == 3 && v[2] == 1}, nil
 }
 
 // twoInts runs call, whose reply is two integers.
 func (r *Runner) twoInts(ctx context.Context, call Call) (int64, int64, error) {
-	v, err := r.Exec(ctx, call).AsIntSlice()
-	err = call.explain(err)
-	if err == nil && len(v) != 2 {
-		err = fmt.Errorf("%s replied %v", call.Script.Name, v)
-	}
+	v, err := r.ints(ctx, call, 2)
 	if err != nil {
 		return 0, 0, err
 	}
 	return v[0], v[1], nil
+}
+
+// ints runs call, whose reply is two to most integers.
+func (r *Runner) ints(ctx context.Context, call Call, most int) ([]int64, error) {
+	v, err := r.Exec(ctx, call).AsIntSlice()
+	err = call.explain(err)
+	if err == nil && (len(v) < 2 || len(v) > most) {
+		err = fmt.Errorf("%s replied %v", call.Script.Name, v)
+	}
+	return v, err
 }
 
 // released runs a release call, retryable (a release acts on one hold's

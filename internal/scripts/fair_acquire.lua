@@ -27,7 +27,9 @@
 --                   unless woken: the lock's PTTL for the head of the queue,
 --                   else the time until the heartbeat deadline of the waiter
 --                   just ahead (the one whose death would concern it); -1 or
---                   -2 when unknown.
+--                   -2 when unknown. A waiter's reply has a third element:
+--                   1 when it joined the queue now, at its end (it had no
+--                   place), 0 when it kept its place.
 --
 -- Idempotent: the count is compare-and-set; queueing an id that is queued
 -- keeps its place and refreshes its heartbeat. Time is the server's.
@@ -82,7 +84,9 @@ if id == '' then
 end
 
 local rank = redis.call('zrank', queue, id)
+local fresh = 0
 if not rank then
+	fresh = 1
 	local last = redis.call('zrange', queue, -1, -1, 'withscores')
 	local seq = 1
 	if last[2] then
@@ -96,11 +100,11 @@ redis.call('zadd', alive, now + hb, id)
 extend(queue, hb)
 extend(alive, hb)
 if rank == 0 then
-	return {0, redis.call('pttl', lock)}
+	return {0, redis.call('pttl', lock), fresh}
 end
 local ahead = redis.call('zrange', queue, rank - 1, rank - 1)[1]
 local deadline = redis.call('zscore', alive, ahead)
 if not deadline then
-	return {0, -1}
+	return {0, -1, fresh}
 end
-return {0, tonumber(deadline) - now}
+return {0, tonumber(deadline) - now, fresh}

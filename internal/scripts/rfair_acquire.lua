@@ -27,7 +27,9 @@
 --        {0, wait}  not acquired: how long (ms) the caller may sleep unless
 --                   woken: the lock's PTTL for the head of the queue, else
 --                   the time until the waiter just ahead may be evicted; -1
---                   or -2 when unknown.
+--                   or -2 when unknown; a waiter's reply has a third
+--                   element, 1 when it joined the queue now (at its end), 0
+--                   when it kept its place.
 --
 -- A Go waiter's eviction time is Redisson's prediction, raised to at least
 -- the server time plus its heartbeat timeout plus one wait per waiter ahead
@@ -92,7 +94,9 @@ end
 
 local pos = redis.call('lpos', queue, id)
 local evict = tonumber(redis.call('zscore', timeouts, id))
+local fresh = 0
 if not pos then
+	fresh = 1
 	-- Join at the end, with Redisson's predicted time: the last waiter's
 	-- time, or the lock's expiry, plus a wait.
 	local last = redis.call('lindex', queue, -1)
@@ -105,10 +109,10 @@ if not pos then
 end
 redis.call('zadd', timeouts, math.max(evict or 0, now + hb + pos * wait), id)
 if pos == 0 then
-	return {0, redis.call('pttl', lock)}
+	return {0, redis.call('pttl', lock), fresh}
 end
 local ahead = tonumber(redis.call('zscore', timeouts, redis.call('lindex', queue, pos - 1)))
 if not ahead then
-	return {0, -1}
+	return {0, -1, fresh}
 end
-return {0, ahead - now}
+return {0, ahead - now, fresh}

@@ -37,7 +37,9 @@
 --        {0, wait}  not acquired: wait is how long (ms) the caller may sleep
 --                   unless woken: until the earliest holder's lease ends for
 --                   the head of the queue, else until the heartbeat deadline
---                   of the waiter just ahead; -1 when unknown.
+--                   of the waiter just ahead; -1 when unknown. A queued
+--                   waiter's reply has a third element: 1 when it joined
+--                   the queue now, at its end, 0 when it kept its place.
 --
 -- FIFO as golang.org/x/sync/semaphore: a request is granted only when it fits
 -- together with every request queued ahead of it, so small requests cannot
@@ -102,6 +104,7 @@ local rank = false
 if id ~= '' then
 	rank = redis.call('zrank', queue, id)
 end
+local fresh = 0
 if not rank then
 	if queued == 0 and others + target <= size then
 		return grant()
@@ -117,6 +120,7 @@ if not rank then
 	redis.call('zadd', queue, seq, id)
 	redis.call('hset', want, id, ARGV[3])
 	rank = queued
+	fresh = 1
 else
 	local ahead = 0
 	if rank > 0 then
@@ -142,13 +146,13 @@ end
 if rank == 0 then
 	local earliest = redis.call('zrange', leases, 0, 0, 'withscores')
 	if earliest[2] then
-		return {0, tonumber(earliest[2]) - now}
+		return {0, tonumber(earliest[2]) - now, fresh}
 	end
-	return {0, -1}
+	return {0, -1, fresh}
 end
 local ahead = redis.call('zrange', queue, rank - 1, rank - 1)[1]
 local deadline = redis.call('zscore', alive, ahead)
 if not deadline then
-	return {0, -1}
+	return {0, -1, fresh}
 end
-return {0, tonumber(deadline) - now}
+return {0, tonumber(deadline) - now, fresh}
