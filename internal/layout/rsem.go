@@ -18,3 +18,19 @@ type RSem struct {
 func RSemOf(name string) RSem {
 	return RSem{Key: name, Channel: Aux(RSemChannelPrefix, name), Latch: Aux(RSemLatchPrefix, name)}
 }
+
+// RPermit is where a semaphore in Redisson's RPermitExpirableSemaphore
+// layout lives: Key, the name itself, holds the free permits as a string
+// integer; Leases, Tagged(name) + ":" + RPermitTimeoutSuffix, scores each
+// taken permit's id by the end of its lease (ms; RPermitNoLease for none);
+// Channel is an RSemaphore's. Latch prefixes the latches of redisync's
+// calls, as RSem's.
+type RPermit struct {
+	Key, Leases, Channel, Latch string
+}
+
+// RPermitOf returns the RPermitExpirableSemaphore layout of the name.
+func RPermitOf(name string) RPermit {
+	return RPermit{Key: name, Leases: Tagged(name) + ":" + RPermitTimeoutSuffix, Channel: Aux(RSemChannelPrefix, name),
+		Latch: Aux(RSemLatchPrefix, name)}
+}

@@ -1,0 +1,60 @@
+-- rperm_acquire: take permits, each with an id and a lease, from a
+-- semaphore in Redisson's RPermitExpirableSemaphore layout.
+--
+-- KEYS[1]  the free permits (absent until the first use sets them)
+-- KEYS[2]  the taken permits' leases: id -> end of lease (ms)
+-- KEYS[3]  the channel (redisson_sc:{name})
+-- KEYS[4]  this call's latch: "1" once it took its permits, "0" once it gave
+--          up (rperm_undo); the same key for every attempt of one call
+-- ARGV[1]  the free permits to start from when KEYS[1] is absent (the
+--          handle's size: Redisson's trySetPermits)
+-- ARGV[2]  the lease in milliseconds
+-- ARGV[3]  how long the latch lasts, in milliseconds
+-- ARGV[4]  the publish command: "publish", or "spublish" on Redis Cluster
+-- ARGV[5...] the ids of the permits to take, one per permit
+--
+-- Reply: {1, free after} taken (now, or by an earlier attempt of this call);
+--        {0, wait} not enough free: wait is how long (ms) until the
+--                  earliest lease ends, -1 when none will;
+--        {-4, 0} the call gave up: a late copy of one of its attempts takes
+--                nothing.
+--
+-- Leases end by the server's clock here and by the Java client's in Java's
+-- calls; a permit whose lease ended is given back by whichever call comes
+-- first, as Redisson's are.
+local free, leases, channel, latchKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local latch = redis.call('get', latchKey)
+if latch == '0' then
+	return {-4, 0}
+end
+if latch == '1' then
+	return {1, tonumber(redis.call('get', free)) or 0}
+end
+local now = serverMS()
+local n = reclaim(free, leases, channel, now, ARGV[4])
+if not n then
+	n = tonumber(ARGV[1])
+	redis.call('set', free, n)
+	if n > 0 then
+		redis.call(ARGV[4], channel, n) -- Java waiters on an unset count
+	end
+end
+local want = #ARGV - 4
+if n < want then
+	local first = redis.call('zrange', leases, 0, 0, 'withscores')
+	if first[2] and tonumber(first[2]) < 922337203685477 then
+		return {0, tonumber(first[2]) - now}
+	end
+	return {0, -1}
+end
+local left = redis.call('decrby', free, want)
+local ends = now + tonumber(ARGV[2])
+for i = 5, #ARGV do
+	redis.call('zadd', leases, ends, ARGV[i])
+end
+local ttl = redis.call('pttl', free)
+if ttl > 0 then
+	redis.call('pexpire', leases, ttl)
+end
+redis.call('set', latchKey, '1', 'px', ARGV[3])
+return {1, left}

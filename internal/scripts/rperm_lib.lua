@@ -1,0 +1,34 @@
+-- rperm_lib: Redisson's RPermitExpirableSemaphore as redisync's scripts see
+-- it: the free permits, a string integer at the name, and each taken
+-- permit's id scored by the end of its lease (ms) in a sorted set beside it.
+
+-- reclaim gives back the permits whose lease ended at or before now, as
+-- every Redisson call does first (a permit without a lease has a score far
+-- in the future), publishing the new count; it returns the free permits, or
+-- false when the count is absent.
+local function reclaim(free, leases, channel, now, publish)
+	local ended = redis.call('zrangebyscore', leases, 0, now)
+	if #ended > 0 then
+		redis.call('zrem', leases, unpack(ended))
+		local n = redis.call('incrby', free, #ended)
+		if n > 0 then
+			redis.call(publish, channel, n)
+		end
+	end
+	local n = redis.call('get', free)
+	return n and tonumber(n)
+end
+
+-- giveBack takes the permits ids out of the leases and adds those that were
+-- there to the free count, publishing it as a Java release does; it
+-- returns how many were there.
+local function giveBack(free, leases, channel, publish, ids)
+	if #ids == 0 then
+		return 0
+	end
+	local removed = redis.call('zrem', leases, unpack(ids))
+	if removed > 0 then
+		redis.call(publish, channel, redis.call('incrby', free, removed))
+	end
+	return removed
+end
