@@ -10,8 +10,9 @@
 --
 -- Reply: an array with one integer per waiter: 1 its deadline is now the
 -- server time plus the timeout; 0 it is no longer queued (it was reaped, or it
--- left), or its deadline has passed, so that others may already count it dead.
--- The caller then joins the queue again, at its end.
+-- left, or its place alone was deleted), or its deadline has passed, so that
+-- others may already count it dead. The caller then joins the queue again, at
+-- its end.
 local now = serverMS()
 
 local renewed = {}
@@ -19,7 +20,7 @@ for i = 1, #KEYS / 2 do
 	local alive, queue = KEYS[2 * i - 1], KEYS[2 * i]
 	local id, ms = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
 	local deadline = redis.call('zscore', alive, id)
-	if deadline and tonumber(deadline) > now then
+	if deadline and tonumber(deadline) > now and redis.call('zscore', queue, id) then
 		redis.call('zadd', alive, now + ms, id)
 		extend(alive, ms)
 		extend(queue, ms)
