@@ -176,3 +176,26 @@ func TestRedissonFairMutexJavaHolderDies(t *testing.T) {
 		fm.Unlock()
 	})
 }
+
+// A Go waiter that gives up (its ctx ends) leaves Redisson's line: the Java
+// waiter behind it is the head when the holder unlocks, and no Go entry is
+// left behind.
+func TestRedissonFairMutexWaiterGivesUp(t *testing.T) {
+	tg := standalone
+	name := "rfair:" + t.Name()
+	c, rc := newClient(t, tg)
+	java := newJavaFair(t, rc, name)
+	const j1, j2 = "java-uuid:1", "java-uuid:2"
+	require.True(t, java.tryLock(j1, 30*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- c.NewRedissonFairMutex(name).LockContext(ctx) }()
+	java.waitQueued(1)
+	require.False(t, java.tryLock(j2, 30*time.Second))
+	assert.ErrorIs(t, <-gaveUp, context.DeadlineExceeded)
+	assert.Equal(t, []string{j2}, java.queue(), "the Go waiter left the line")
+	java.unlock(j1)
+	assert.True(t, java.tryLock(j2, 30*time.Second), "the Java waiter behind it is served next")
+	java.unlock(j2)
+}
