@@ -56,7 +56,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		return attempt{}, nil, 0, ctx.Err()
 	}
 	defer h.op.Unlock()
-	acq := acquisition{h: h, n: a.n, tk: tk}
+	acq := acquisition{h: h, n: a.n, tk: tk, permitLease: a.permitLease}
 	var free <-chan struct{}
 	if h.count > 0 {
 		res, stop, err := e.owned(h, a, tk, &acq)

@@ -121,21 +121,31 @@ func (s *CountingSemaphore) TryAcquire(n int64) bool {
 	if n == 0 {
 		return true
 	}
-	if s.h.c.isClosed() {
-		return false
+	_, ok := s.h.tryCount(s.p, int(n), "")
+	return ok
+}
+
+// tryCount makes the single attempt of a Try call of a semaphore whose
+// acquisitions hold nothing the Client tracks (p's), for n permits with the
+// lease argument permitLease, and returns the call's field and whether it
+// took them. A Redis failure counts as a failure and is logged (an attempt
+// of unknown outcome is undone first).
+func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool) {
+	if h.c.isClosed() {
+		return "", false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
 	defer cancel()
-	a := &call{p: s.p, mode: share, n: int(n)}
-	a.field, a.sent = s.h.c.newField(s.h.owner, ""), true
-	r, err := s.p.acquire(ctx, acquisition{field: a.field, n: a.n})
+	a := &call{p: p, mode: share, n: n, permitLease: permitLease}
+	a.field, a.sent = h.c.newField(h.owner, ""), true
+	r, err := p.acquire(ctx, acquisition{field: a.field, n: a.n, permitLease: permitLease})
 	if err != nil {
 		a.firstUnknown = ambiguous(err)
-		s.h.c.giveUp(ctx, a)
-		s.h.cfg.logger.Warn("redisync: TryAcquire failed", "name", s.h.name, "error", err)
-		return false
+		h.c.giveUp(ctx, a)
+		h.cfg.logger.Warn("redisync: TryAcquire failed", "name", h.name, "error", err)
+		return "", false
 	}
-	return r.Outcome == scripts.Complete
+	return a.field, r.Outcome == scripts.Complete
 }
 
 // Release gives n permits back and publishes the count, which wakes the

@@ -13,6 +13,8 @@
 //   - [Semaphore], weighted and leased permits, like x/sync's Weighted;
 //   - [CountingSemaphore], a count of free permits in Redisson's RSemaphore
 //     layout, shared with Java services, neither leased nor in order;
+//   - [ExpirableSemaphore], permits with ids and fixed leases in Redisson's
+//     RPermitExpirableSemaphore layout, shared with Java services;
 //   - [Once], a function run once across processes, like [sync.Once];
 //   - [WaitGroup], a counter processes wait on, like [sync.WaitGroup], in
 //     Redisson's RCountDownLatch layout;
@@ -23,11 +25,12 @@
 //
 // One [Client] per process shares a script registry, one renewal scheduler and
 // one multiplexed subscriber across every handle; handles are cheap. Mutex,
-// FencedMutex, RWMutex, CountingSemaphore and WaitGroup use Redisson's data
-// layouts (RLock, RFencedLock, RReadWriteLock, RSemaphore, RCountDownLatch),
-// so Go and Java services
-// exclude, and wait for, each other on the same names. [WithObserver] reports what the locks do (see the redisyncotel
-// module for OpenTelemetry).
+// FencedMutex, RWMutex, CountingSemaphore, ExpirableSemaphore and WaitGroup
+// use Redisson's data layouts (RLock, RFencedLock, RReadWriteLock,
+// RSemaphore, RPermitExpirableSemaphore, RCountDownLatch), so Go and Java
+// services exclude, and wait for, each other on the same names.
+// [WithObserver] reports what the locks do (see the redisyncotel module for
+// OpenTelemetry).
 //
 // # Safety model
 //

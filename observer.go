@@ -132,8 +132,11 @@ const (
 	// PrimitiveCountingSemaphore's acquisitions take permits from a count
 	// and hold nothing the Client tracks: they end as EventCompleted.
 	PrimitiveCountingSemaphore Primitive = "CountingSemaphore"
-	PrimitiveElection          Primitive = "Election"
-	PrimitiveMultiMutex        Primitive = "MultiMutex"
+	// PrimitiveExpirableSemaphore's acquisitions take leased permits with
+	// ids; like a CountingSemaphore's, they end as EventCompleted.
+	PrimitiveExpirableSemaphore Primitive = "ExpirableSemaphore"
+	PrimitiveElection           Primitive = "Election"
+	PrimitiveMultiMutex         Primitive = "MultiMutex"
 )
 
 // String returns p's name.

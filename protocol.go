@@ -162,6 +162,9 @@ type acquisition struct {
 	// least until its first renewal, when that is shorter than the lease (a
 	// hold handed to a queued waiter).
 	within time.Duration
+	// permitLease is an ExpirableSemaphore call's lease argument (its
+	// permits' lease in milliseconds, "-1" for none).
+	permitLease string
 }
 
 // hold returns what an acquire script is asked for a, under a lease of
@@ -224,6 +227,9 @@ type call struct {
 	single bool  // a Try call: one attempt that waits for nothing
 	value  int64 // what the acquire script passed on at the last success (a fencing token)
 	term   *term // the term of the last success
+	// permitLease is an ExpirableSemaphore call's lease argument, passed
+	// to each of its attempts.
+	permitLease string
 	// complete records that what the call waits for has happened with
 	// nothing to hold: a Once's function succeeded, a WaitGroup reached zero.
 	complete bool

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
@@ -98,7 +102,7 @@ func detectRPermitSemaphore(ctx context.Context, rc rueidis.Client, name, keyTyp
 		return nil, err
 	}
 	for _, l := range leases {
-		h := holderInfo{Client: l.Member, Permits: 1, TTLMillis: int64(l.Score) - now}
+		h := holderInfo{Client: permitID(l.Member), Permits: 1, TTLMillis: int64(l.Score) - now}
 		switch {
 		case int64(l.Score) >= layout.RPermitNoLease:
 			h.TTLMillis = -1
@@ -118,6 +122,16 @@ func detectRPermitSemaphore(ctx context.Context, rc rueidis.Client, name, keyTyp
 	return info, nil
 }
 
+// permitID returns a permit's id as Java and Go callers see it: a member of
+// 16 bytes (recent Redisson's and redisync's form) as its 32 hex digits,
+// any other (older Redisson's text) as it is.
+func permitID(member string) string {
+	if len(member) == 16 && (!utf8.ValidString(member) || strings.ContainsFunc(member, func(r rune) bool { return !unicode.IsPrint(r) })) {
+		return hex.EncodeToString([]byte(member))
+	}
+	return member
+}
+
 // rpermitHeadline is an RPermitExpirableSemaphore's state after its kind
 // and name.
 func rpermitHeadline(info *lockInfo) string {
@@ -125,7 +139,7 @@ func rpermitHeadline(info *lockInfo) string {
 	if p := info.Permits.Available; p != nil {
 		free = fmt.Sprintf("%d %s free", *p, plural(*p, "permit", "permits"))
 	}
-	return fmt.Sprintf("%s, %d taken (Redisson's, a Java service's: a Go Semaphore does not share it)", free, info.Permits.Taken)
+	return fmt.Sprintf("%s, %d taken (Redisson's, which a Go ExpirableSemaphore shares)", free, info.Permits.Taken)
 }
 
 // printRPermits writes an RPermitExpirableSemaphore's permits, each with
@@ -139,7 +153,7 @@ func printRPermits(w io.Writer, info *lockInfo) {
 		case h.TTLMillis < 0 && !h.Lapsed:
 			lease = "no lease: held until released"
 		case h.Lapsed:
-			lease = fmt.Sprintf("ended %s ago: free (the next Java call counts it back)", durationMS(-h.TTLMillis))
+			lease = fmt.Sprintf("ended %s ago: free (the next call of either side counts it back)", durationMS(-h.TTLMillis))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\n", h.Client, lease)
 	}

@@ -201,10 +201,12 @@ var lockChannels = []lockChannel{
 		}
 		return fmt.Sprintf("message %q", msg), "Election"
 	}},
-	// A CountingSemaphore's (RSemaphore's) count after a release, from Go
-	// or Java, or after its first use set it: its free permits.
+	// A CountingSemaphore's (RSemaphore's) or an ExpirableSemaphore's
+	// (RPermitExpirableSemaphore's) count after a release, from Go or Java,
+	// after leases that ended were counted back, or after its first use set
+	// it: its free permits. The two share the channel's name.
 	{prefix: layout.RSemChannelPrefix, group: "name", kind: "CountingSemaphore", describe: func(msg string) (string, string) {
-		return "permits", "CountingSemaphore (Redisson's RSemaphore): free permits now " + msg + ", after a release or the count's setting"
+		return "permits", "CountingSemaphore or ExpirableSemaphore (Redisson's RSemaphore or RPermitExpirableSemaphore): free permits now " + msg + ", after a release, ended leases or the count's setting"
 	}},
 	// A WaitGroup's (RCountDownLatch's) counter reached zero.
 	{prefix: layout.LatchChannelPrefix, group: "name", kind: "WaitGroup", braced: true, describe: func(msg string) (string, string) {

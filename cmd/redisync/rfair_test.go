@@ -103,7 +103,7 @@ func TestInspectWatchUnlockRFairLock(t *testing.T) {
 // which an RSemaphore's free permits look like, is shown as a WaitGroup with
 // that said.
 func TestInspectRPermitExpirableSemaphore(t *testing.T) {
-	_, rc := newLibClient(t)
+	c, rc := newLibClient(t)
 	ctx := context.Background()
 	const name = "rperm:quota"
 	permits := "{" + name + "}:timeout"
@@ -127,7 +127,18 @@ func TestInspectRPermitExpirableSemaphore(t *testing.T) {
 	require.Regexp(t, `(?m)^  e5f6  +no lease: held until released$`, r.stdout)
 	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "force unlock of an RPermitExpirableSemaphore is not supported: a Java service releases its permits by id")
+	require.Contains(t, r.stderr, "force unlock of an RPermitExpirableSemaphore is not supported: its permits are released by id")
+
+	// A Go ExpirableSemaphore's permit, recorded as its id's 16 bytes, is
+	// shown by the id Go and Java callers use.
+	x := c.NewExpirableSemaphore("rperm:go", 2)
+	id, err := x.Acquire(ctx, time.Minute)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = x.Release(ctx, id) })
+	r = runCmd(t, "", nil, "inspect", "--redis", serverURL(), "rperm:go")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `RPermitExpirableSemaphore "rperm:go": 1 permit free, 1 taken (Redisson's, which a Go ExpirableSemaphore shares)`)
+	require.Regexp(t, `(?m)^  `+id+`  +(59|60)(\.\d+)?s left$`, r.stdout)
 
 	r = runCmd(t, "", nil, "inspect", "--redis", serverURL(), "rperm:plain")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -79,7 +79,7 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewElection(name).ForceUnlock(ctx) }
 		after = "the leader lost its leadership (its Done closes, its Err reports the loss); a waiting campaigner is elected"
 	case "RPermitExpirableSemaphore":
-		return errors.New("force unlock of an RPermitExpirableSemaphore is not supported: a Java service releases its permits by id (release(permitId)), and a permit whose lease ended is free already")
+		return errors.New("force unlock of an RPermitExpirableSemaphore is not supported: its permits are released by id (Java's release(permitId), Go's ExpirableSemaphore.Release), and a permit whose lease ended is free already")
 	case "WaitGroup":
 		return fmt.Errorf("a WaitGroup holds no lock to take away: change its counter with Add (count %d)", *info.Count)
 	default:

@@ -8,6 +8,7 @@ import (
 	"context"
 	"math/rand"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,65 @@ var semKinds = []semKind{
 	{"CountingSemaphore", func(c *redisync.Client, name string, size int64) weighted {
 		return c.NewCountingSemaphore(name, size)
 	}, false},
+	{"ExpirableSemaphore", func(c *redisync.Client, name string, size int64) weighted {
+		return &expirable{s: c.NewExpirableSemaphore(name, size)}
+	}, false},
+}
+
+// An expirable is an ExpirableSemaphore seen as a weighted. An
+// ExpirableSemaphore gives each permit an id and releases by id, as
+// Redisson's RPermitExpirableSemaphore does, where x/sync counts; so the
+// ids its acquires return are kept here, and Release(n) gives back n of
+// them. Its Release panics when it keeps fewer than n, or n is negative, as
+// x/sync's does: there the panics are this adapter's, since the
+// semaphore itself answers a release of an id it does not hold with
+// ErrNotHeld (tested in the redisync package). Each permit is leased for a
+// minute, longer than any of these tests, so no lease ends in them; and like
+// a CountingSemaphore's, its waiters are served in no order.
+type expirable struct {
+	s   *redisync.ExpirableSemaphore
+	mu  sync.Mutex
+	ids []string
+}
+
+const expirableLease = time.Minute
+
+func (e *expirable) keep(ids []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ids = append(e.ids, ids...)
+}
+
+func (e *expirable) Acquire(ctx context.Context, n int64) error {
+	ids, err := e.s.AcquireN(ctx, int(n), expirableLease)
+	e.keep(ids)
+	return err
+}
+
+func (e *expirable) TryAcquire(n int64) bool {
+	ids, ok := e.s.TryAcquireN(int(n), expirableLease)
+	e.keep(ids)
+	return ok
+}
+
+func (e *expirable) Release(n int64) {
+	e.mu.Lock()
+	if n < 0 || int64(len(e.ids)) < n {
+		e.mu.Unlock()
+		panic("expirable: released more than held")
+	}
+	ids := slices.Clone(e.ids[len(e.ids)-int(n):])
+	e.ids = e.ids[:len(e.ids)-int(n)]
+	e.mu.Unlock()
+	if err := e.s.Release(context.Background(), ids...); err != nil {
+		panic("expirable: " + err.Error()) // each was taken, in its lease
+	}
+}
+
+func (e *expirable) Held() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return int64(len(e.ids))
 }
 
 // forEachSemaphore runs test for every semaphore kind in every layout on
@@ -82,7 +142,7 @@ func forEachSemaphoreKind(t *testing.T, test func(t *testing.T, e *env, k semKin
 // order, where the test needs them to be.
 func inOrder(t *testing.T, k semKind) {
 	if !k.fifo {
-		t.Skip("a CountingSemaphore (Redisson's RSemaphore) serves its waiters in no order, on purpose: a waiting Acquire does not hold newcomers back")
+		t.Skip("a CountingSemaphore (Redisson's RSemaphore) or an ExpirableSemaphore (its RPermitExpirableSemaphore) serves its waiters in no order, on purpose: a waiting Acquire does not hold newcomers back")
 	}
 }
 

@@ -8,7 +8,8 @@
 --          up (rperm_undo); the same key for every attempt of one call
 -- ARGV[1]  the free permits to start from when KEYS[1] is absent (the
 --          handle's size: Redisson's trySetPermits)
--- ARGV[2]  the lease in milliseconds
+-- ARGV[2]  the lease in milliseconds, or -1 for none (Redisson's permit
+--          without a lease: its end is 922337203685477, it never ends)
 -- ARGV[3]  how long the latch lasts, in milliseconds
 -- ARGV[4]  the publish command: "publish", or "spublish" on Redis Cluster
 -- ARGV[5...] the ids of the permits to take, one per permit
@@ -48,7 +49,11 @@ if n < want then
 	return {0, -1}
 end
 local left = redis.call('decrby', free, want)
-local ends = now + tonumber(ARGV[2])
+local lease = tonumber(ARGV[2])
+local ends = 922337203685477
+if lease >= 0 then
+	ends = now + lease
+end
 for i = 5, #ARGV do
 	redis.call('zadd', leases, ends, ARGV[i])
 end

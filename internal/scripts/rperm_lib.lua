@@ -1,6 +1,8 @@
 -- rperm_lib: Redisson's RPermitExpirableSemaphore as redisync's scripts see
 -- it: the free permits, a string integer at the name, and each taken
 -- permit's id scored by the end of its lease (ms) in a sorted set beside it.
+-- An id is 16 random bytes; the member is those bytes (recent Redisson, and
+-- redisync) or their 32 hex digits (older Redisson 3.x).
 
 -- reclaim gives back the permits whose lease ended at or before now, as
 -- every Redisson call does first (a permit without a lease has a score far
@@ -31,4 +33,16 @@ local function giveBack(free, leases, channel, publish, ids)
 		redis.call(publish, channel, redis.call('incrby', free, removed))
 	end
 	return removed
+end
+
+-- recorded returns which of a permit's two members (its id's bytes, its id
+-- as text) the leases hold, and the end of its lease; nil when neither.
+local function recorded(leases, bytes, text)
+	for _, member in ipairs({bytes, text}) do
+		local ends = redis.call('zscore', leases, member)
+		if ends then
+			return member, tonumber(ends)
+		end
+	end
+	return nil
 end

@@ -67,13 +67,21 @@ func TestRPermScripts(t *testing.T) {
 
 	// Go's release frees its permits and publishes the count; a repeat gives
 	// nothing back twice.
-	n, err := r.ReleaseRPerm(ctx, &l, []string{"go:1", "go:2"})
-	require.NoError(t, err)
-	assert.EqualValues(t, 2, n)
+	// release passes each id as the first of its two members.
+	release := func(call string, ids ...string) [2]int64 {
+		var members []string
+		for _, id := range ids {
+			members = append(members, id, "text:"+id)
+		}
+		held, ended, err := r.ReleaseRPerm(ctx, &l, call, "60000", members)
+		require.NoError(t, err)
+		return [2]int64{held, ended}
+	}
+	assert.Equal(t, [2]int64{2, 0}, release("r1", "go:1", "go:2"))
 	assert.Equal(t, "2", message(t, msgs))
-	n, err = r.ReleaseRPerm(ctx, &l, []string{"go:1", "go:2"})
-	require.NoError(t, err)
-	assert.Zero(t, n)
+	assert.Equal(t, [2]int64{2, 0}, release("r1", "go:1", "go:2"), "a repeat of the release answers the same")
+	assert.EqualValues(t, 2, free(), "and gives nothing back twice")
+	assert.Equal(t, [2]int64{0, 0}, release("r2", "go:1", "go:2"), "another release of the same permits finds them free")
 	assert.EqualValues(t, 2, free())
 
 	// Java's permit, not released, is given back when its lease has ended.
@@ -89,11 +97,9 @@ func TestRPermScripts(t *testing.T) {
 
 	// A Go call that gave up after an attempt of unknown outcome gives back
 	// what it took; its late copy takes nothing.
-	n, err = r.ReleaseRPerm(ctx, &l, []string{"go:4", "go:5", "go:6"})
-	require.NoError(t, err)
-	assert.EqualValues(t, 3, n)
+	assert.Equal(t, [2]int64{3, 0}, release("r3", "go:4", "go:5", "go:6"))
 	assert.Equal(t, scripts.Acquired, acquire("c4", "30000", "go:7").Outcome)
-	n, err = r.UndoRPerm(ctx, &l, "c4", "60000", []string{"go:7"})
+	n, err := r.UndoRPerm(ctx, &l, "c4", "60000", []string{"go:7"})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, n)
 	assert.Equal(t, scripts.Refused, acquire("c4", "30000", "go:7").Outcome, "a late copy of the undone call")
@@ -103,4 +109,41 @@ func TestRPermScripts(t *testing.T) {
 	assert.Zero(t, n, "an undo of a call that took nothing gives nothing")
 	assert.Equal(t, scripts.Refused, acquire("c5", "30000", "go:8").Outcome)
 	assert.EqualValues(t, 3, free())
+
+	// A permit without a lease is scored as Redisson scores one and never
+	// ends; a renewal moves a lease's end, a permit's whose lease ended is
+	// not renewed, and its release says the lease had ended.
+	assert.Equal(t, scripts.Acquired, acquire("c6", "-1", "go:9").Outcome)
+	score, err := rc.Do(ctx, rc.B().Zscore().Key(l.Leases).Member("go:9").Build()).AsFloat64()
+	require.NoError(t, err)
+	assert.EqualValues(t, layout.RPermitNoLease, int64(score))
+	assert.Equal(t, scripts.Acquired, acquire("c7", "200", "go:10").Outcome)
+	ok, err := r.RenewRPerm(ctx, &l, "go:10", "-", "60000")
+	require.NoError(t, err)
+	assert.True(t, ok, "a running lease is renewed")
+	score, err = rc.Do(ctx, rc.B().Zscore().Key(l.Leases).Member("go:10").Build()).AsFloat64()
+	require.NoError(t, err)
+	assert.InDelta(t, now()+60000, int64(score), 1000)
+	assert.Equal(t, scripts.Acquired, acquire("c8", "1", "go:11").Outcome)
+	time.Sleep(20 * time.Millisecond)
+	assert.Equal(t, [2]int64{1, 1}, release("r4", "go:10", "go:11"), "one in its lease, one past it")
+	assert.Equal(t, scripts.Acquired, acquire("c9", "1", "go:12").Outcome)
+	time.Sleep(20 * time.Millisecond)
+	ok, err = r.RenewRPerm(ctx, &l, "go:12", "-", "60000")
+	require.NoError(t, err)
+	assert.False(t, ok, "an ended lease is not renewed")
+	avail, err := r.AvailableRPerm(ctx, &l)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, avail, "size 3, go:9 taken without a lease")
+	assert.EqualValues(t, avail, free())
+	ok, err = r.RenewRPerm(ctx, &l, "-", "go:9", "60000")
+	require.NoError(t, err)
+	assert.True(t, ok, "renewed through its second member")
+	assert.Equal(t, "OK", javaTake(60000, "text:java:4"))
+	assert.Equal(t, [2]int64{1, 0}, release("r5", "java:4"), "a permit recorded as its second member is released")
+
+	unset := layout.RPermitOf(unique(t) + "-unset")
+	avail, err = r.AvailableRPerm(ctx, &unset)
+	require.NoError(t, err)
+	assert.EqualValues(t, -1, avail, "a count never set")
 }
