@@ -23,6 +23,7 @@ var testResources = map[string]Resource{
 	"once": {Name: "once", Primitive: "Once"},
 	"wg":   {Name: "wg", Primitive: "WaitGroup"},
 	"mm":   {Name: "mm", Primitive: "MultiMutex", With: "m"},
+	"xsem": {Name: "xsem", Primitive: "ExpirableSemaphore", Shared: 2, Fixed: true},
 }
 
 // cycle returns the events of one waiting lock cycle of worker w's goroutine
@@ -265,6 +266,23 @@ func TestTold(t *testing.T) {
 	// A fault that takes no lease (latency) asks nothing.
 	lat := []Fault{{Kind: "F6", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 1500 * ms1}}
 	expect(t, history(lat, parked), I5, 0, 0)
+	// Nothing tells the holder of a fixed lease (an ExpirableSemaphore's
+	// permit) of a deletion: it stops at its lease's end, and I5 asks
+	// nothing of it. A Mutex's holder under the same fault is asked.
+	xparked := cycle(1, 0, "xsem", Shared, 0, 10, 1000)
+	xdel := []Fault{{Kind: "F9", Sub: "del", W: 1, G: 0, R: "xsem", Start: 100 * ms1, End: 100 * ms1}}
+	expect(t, history(xdel, xparked), I5, 0, 0)
+}
+
+// A semaphore other than Semaphore (an ExpirableSemaphore) is free for a
+// waiter when fewer than its size hold it (I3), and holds too many when more
+// do (I1).
+func TestExpirableSemaphoreRoom(t *testing.T) {
+	two := slices.Concat(cycle(1, 0, "xsem", Shared, 0, 10, 100), cycle(2, 0, "xsem", Shared, 0, 10, 5000))
+	stuck := []Event{{T: 50 * ms1, W: 3, G: 0, K: Invoke, R: "xsem", Mode: Shared}}
+	expect(t, history(nil, two, stuck), I3, 0, 2) // free at 100 ms (one of two inside), and at 5 s
+	expect(t, history(nil, two, cycle(3, 0, "xsem", Shared, 50, 200, 300)), I3, 0, 0)
+	expect(t, history(nil, two, cycle(3, 0, "xsem", Shared, 50, 60, 300)), I1, 0, 1)
 }
 
 func TestLeaks(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
+	"github.com/go-redisync/redisync/internal/state"
 )
 
 // A run is the coordinator's state: the servers, the workers, the faults and
@@ -292,12 +294,24 @@ func (r *run) leftKeys() {
 		switch {
 		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"),
 			strings.HasPrefix(k, layout.OnceDonePrefix+":"):
-		case strings.HasPrefix(k, waitGroupName+":"):
+		case strings.HasPrefix(k, waitGroupName+":"), k == "chaos-xsem":
 			// A WaitGroup's counter has no lease: a worker killed in a round
-			// leaves it up, by design (as Redisson's RCountDownLatch).
+			// leaves it up, by design (as Redisson's RCountDownLatch). An
+			// ExpirableSemaphore's count is durable, as Redisson's.
+		case k == layout.RPermitOf("chaos-xsem").Leases, k == layout.RFairOf("chaos-rfair").Timeouts:
+			// Killed workers' permits whose lease ended, and killed
+			// waiters' places in Redisson's fair line past their eviction
+			// time: Redisson's protocol gives them back, and evicts them,
+			// at the next call, and nobody calls after the run. Any entry
+			// still due is a leak.
+			if !r.overdue(ctx, k) {
+				left = append(left, k)
+			}
+		case k == layout.RFairOf("chaos-rfair").Queue:
+			// The line itself: its entries are the timeouts' (above).
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
-			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"):
+			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"), strings.HasPrefix(k, layout.RSemLatchPrefix+":"):
 			// -1: no expiry, a leak; -2: it expired after KEYS listed it.
 			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms == -1 {
 				left = append(left, k)
@@ -309,6 +323,24 @@ func (r *run) leftKeys() {
 	r.leak("keys", left)
 }
 
+// overdue reports whether every member of the sorted set k is scored at or
+// before the lock server's time now (a lease ended, an eviction time
+// passed).
+func (r *run) overdue(ctx context.Context, k string) bool {
+	admin := r.tp.admin
+	now, err := state.ServerMillis(ctx, admin)
+	if err != nil {
+		r.t.Errorf("TIME: %v", err)
+		return false
+	}
+	n, err := admin.Do(ctx, admin.B().Zcount().Key(k).Min("("+strconv.FormatInt(now, 10)).Max("+inf").Build()).AsInt64()
+	if err != nil {
+		r.t.Errorf("ZCOUNT %s: %v", k, err)
+		return false
+	}
+	return n == 0
+}
+
 func (r *run) leak(what string, left []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -318,4 +350,4 @@ func (r *run) leak(what string, left []string) {
 // acquireScripts are the scripts whose replies F7 drops.
 var acquireScripts = []*scripts.Script{scripts.MutexAcquire, scripts.FencedAcquire, scripts.RWReadLock,
 	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire, scripts.ElectionCampaign,
-	scripts.MultiAcquire}
+	scripts.MultiAcquire, scripts.RFairAcquire, scripts.RPermAcquire}

@@ -142,6 +142,11 @@ type Resource struct {
 	FIFO bool `json:"fifo,omitempty"`
 	// Fenced marks a FencedMutex, whose holders write to a Fence.
 	Fenced bool `json:"fenced,omitempty"`
+	// Fixed marks a lock whose holds have a fixed lease and no watchdog (an
+	// ExpirableSemaphore's permits): a holder ends its critical section when
+	// its lease ends, by its own clock, and is told of nothing else, so I5
+	// does not apply to it.
+	Fixed bool `json:"fixed,omitempty"`
 	// With names the lock that every waiter of this one needs too (a
 	// MultiMutex's other name): I3 checks the two as one, since such a
 	// waiter cannot be served while the other is held, and a holder of

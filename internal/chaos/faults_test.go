@@ -316,6 +316,8 @@ func lockKeys(res string) []string {
 		return []string{l.Claim, l.Done}
 	case "Election":
 		return []string{layout.ElectionOf(res).Key}
+	case "ExpirableSemaphore":
+		return []string{res, layout.RPermitOf(res).Leases}
 	}
 	return []string{res}
 }

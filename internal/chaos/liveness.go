@@ -171,10 +171,7 @@ func (m *model) freeings(res Resource, hs []*hold) []freeing {
 		}
 	}
 	sort.Slice(pts, func(i, j int) bool { return pts[i].t < pts[j].t })
-	room := 1
-	if res.Primitive == "Semaphore" {
-		room = res.Shared
-	}
+	room := max(1, res.Shared) // a semaphore's size, else one
 	var out []freeing
 	n := 0
 	for _, p := range pts {
@@ -330,7 +327,9 @@ func (m *model) losses() []loss {
 			continue
 		}
 		c.f, c.bound = f, c.bound+int64(m.Params.RoundTrip)
-		if c.hd = m.holdAt(f.W, f.G, f.Start); c.hd != nil && c.hd.Killed == 0 {
+		// Nothing tells the holder of a fixed lease of a loss before the
+		// lease's end, at which it stops (Resource.Fixed): not a loss here.
+		if c.hd = m.holdAt(f.W, f.G, f.Start); c.hd != nil && c.hd.Killed == 0 && !m.Resources[c.hd.R].Fixed {
 			out = append(out, c)
 		}
 	}

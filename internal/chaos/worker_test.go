@@ -63,6 +63,7 @@ var slots = []struct {
 	// Two MultiMutexes on both names, given in opposite orders, and a Mutex
 	// on the second (see multiNames).
 	{"chaos-multi-a", Exclusive}, {"chaos-multi-a", Exclusive}, {"chaos-multi-b", Exclusive},
+	{"chaos-xsem", Shared}, {"chaos-rfair", Exclusive},
 }
 
 // On replicated lock servers the chaos-mutex slot syncSlot acquires
@@ -107,7 +108,22 @@ var resources = map[string]Resource{
 	"chaos-multi-a":  {Name: "chaos-multi-a", Primitive: string(redisync.PrimitiveMultiMutex), With: "chaos-multi-b"},
 	"chaos-multi-b":  {Name: "chaos-multi-b", Primitive: string(redisync.PrimitiveMutex)},
 	waitGroupName:    {Name: waitGroupName, Primitive: string(redisync.PrimitiveWaitGroup)},
+	// A FairMutex in Redisson's RFairLock layout: its own Primitive name, so
+	// that I9 leaves it alone (a dead waiter holds its line until the
+	// eviction time Redisson's protocol predicts, past a heartbeat timeout:
+	// see rfairWait) and the report counts it apart.
+	"chaos-rfair": {Name: "chaos-rfair", Primitive: rfairPrimitive, FIFO: true},
+	// An ExpirableSemaphore's permit is held for its fixed lease at most.
+	"chaos-xsem": {Name: "chaos-xsem", Primitive: string(redisync.PrimitiveExpirableSemaphore), Shared: semSize, Fixed: true},
 }
+
+// rfairPrimitive is chaos-rfair's Primitive in the history.
+const rfairPrimitive = "RedissonFairMutex"
+
+// rfairWait is chaos-rfair's WithFairLockWaitTimeout: a dead waiter keeps its
+// place until about the lock's lease plus this per waiter ahead of it after
+// it queued, within the run's Recovery (I3) for the handful of workers.
+const rfairWait = 50 * time.Millisecond
 
 const (
 	semSize   = 2
@@ -164,6 +180,9 @@ type slot struct {
 	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
 	once   *redisync.Once                                // a Once's slot runs its function instead
 	also   string                                        // a MultiMutex's second name, whose events emit repeats
+	// fixed marks a slot whose hold ends with its lease (Resource.Fixed):
+	// parked, it leaves its critical section when done closes.
+	fixed bool
 	// brief marks a Mutex slot that holds briefly in half its cycles, so
 	// that its hold is handed to the worker's other goroutine on the lock
 	// without Redis (a local handover) under the faults too.
@@ -372,8 +391,11 @@ func (w *worker) connect() (func(), error) {
 			rw := c.NewRWMutex(sl.res)
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, rw.LockContext(ctx) }
 			s.unlock, s.done = rw.UnlockContext, rw.Done
-		case sl.res == "chaos-fair":
+		case sl.res == "chaos-fair" || sl.res == "chaos-rfair":
 			fm := c.NewFairMutex(sl.res)
+			if sl.res == "chaos-rfair" {
+				fm = c.NewRedissonFairMutex(sl.res, redisync.WithFairLockWaitTimeout(rfairWait))
+			}
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, fm.LockContext(ctx) }
 			s.unlock, s.done = fm.UnlockContext, fm.Done
 		case sl.res == "chaos-fenced":
@@ -391,6 +413,8 @@ func (w *worker) connect() (func(), error) {
 		case sl.res == "chaos-once":
 			s.once = c.NewOnce(sl.res)
 			s.done = s.once.Done
+		case sl.res == "chaos-xsem":
+			w.expirable(s, c.NewExpirableSemaphore(sl.res, semSize))
 		case sl.res == "chaos-sem":
 			sem := c.NewSemaphore(sl.res, semSize)
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, 1) }
@@ -406,6 +430,28 @@ func (w *worker) connect() (func(), error) {
 		lockRC.Close()
 		resRC.Close()
 	}, nil
+}
+
+// expirable makes s a slot of the ExpirableSemaphore x: each acquire takes
+// one permit leased for the run's lease, and its done closes when that lease
+// ends by the worker's clock, counted from before the acquire was sent (the
+// server's count starts later, so the worker stops first).
+func (w *worker) expirable(s *slot, x *redisync.ExpirableSemaphore) {
+	var id string
+	var end time.Time
+	s.fixed = true
+	s.lock = func(ctx context.Context) (uint64, error) {
+		begun := time.Now()
+		got, err := x.Acquire(ctx, w.cfg.Lease)
+		id, end = got, begun.Add(w.cfg.Lease)
+		return 0, err
+	}
+	s.unlock = func(ctx context.Context) error { return x.Release(ctx, id) }
+	s.done = func() <-chan struct{} {
+		ch := make(chan struct{})
+		time.AfterFunc(time.Until(end), func() { close(ch) })
+		return ch
+	}
 }
 
 // heartbeat returns the workers' heartbeat timeout for a lease: a third, so
@@ -540,6 +586,9 @@ func (w *worker) parked(s *slot) {
 		select {
 		case <-done:
 			w.emit(Event{G: s.g, K: Lost, R: s.res})
+			if s.fixed {
+				return // its lease is over: so is its critical section
+			}
 			done = nil
 		case <-s.unpark:
 			return

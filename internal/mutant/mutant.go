@@ -34,4 +34,8 @@
 //	                publishes only its place number, not the "0" after it,
 //	                so the waiters outside the queue sleep on the lease they
 //	                read while a dead queued waiter's hold lapses (I9)
+//	xsem-overdraw   an ExpirableSemaphore takes a permit when the count is
+//	                one short (I1)
+//	rfair-barge     any waiter of a FairMutex in Redisson's layout may take a
+//	                free lock, not only the head of the line (I4)
 package mutant
