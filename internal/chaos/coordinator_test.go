@@ -294,10 +294,10 @@ func (r *run) leftKeys() {
 		switch {
 		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"),
 			strings.HasPrefix(k, layout.OnceDonePrefix+":"):
-		case strings.HasPrefix(k, waitGroupName+":"), k == "chaos-xsem":
+		case strings.HasPrefix(k, waitGroupName+":"), k == "chaos-xsem", strings.HasPrefix(k, "chaos-csem:"):
 			// A WaitGroup's counter has no lease: a worker killed in a round
-			// leaves it up, by design (as Redisson's RCountDownLatch). An
-			// ExpirableSemaphore's count is durable, as Redisson's.
+			// leaves it up, by design (as Redisson's RCountDownLatch). The
+			// semaphores' counts are durable, as Redisson's.
 		case k == layout.RPermitOf("chaos-xsem").Leases, k == layout.RFairOf("chaos-rfair").Timeouts:
 			// Killed workers' permits whose lease ended, and killed
 			// waiters' places in Redisson's fair line past their eviction

@@ -1,6 +1,9 @@
 package chaos
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // A Kind says what an [Event] records.
 type Kind string
@@ -147,6 +150,13 @@ type Resource struct {
 	// its lease ends, by its own clock, and is told of nothing else, so I5
 	// does not apply to it.
 	Fixed bool `json:"fixed,omitempty"`
+	// Unleased marks a lock whose holds no lease ends (a CountingSemaphore's
+	// permits, as Redisson's RSemaphore's): a killed holder keeps its
+	// permits for good, and nothing tells a holder of a loss, so I3, I5 and
+	// I9 leave it alone. Its workers take a new name every epoch (Name +
+	// ":" + the epoch's number), so that a count drained by killed holders
+	// starves one epoch only; I1 checks each name with this Resource.
+	Unleased bool `json:"unleased,omitempty"`
 	// With names the lock that every waiter of this one needs too (a
 	// MultiMutex's other name): I3 checks the two as one, since such a
 	// waiter cannot be served while the other is held, and a holder of
@@ -171,4 +181,18 @@ type Params struct {
 	// Heartbeat is the queued waiters' heartbeat timeout, shorter than the
 	// lease; 0 (a history from before I9) leaves I9 unchecked.
 	Heartbeat time.Duration `json:",omitempty"`
+}
+
+// resourceOf returns the Resource of the lock name: rs's entry for it, or,
+// for a name of an Unleased lock's epoch (Name + ":<n>"), that lock's.
+func resourceOf(rs map[string]Resource, name string) Resource {
+	if r, ok := rs[name]; ok {
+		return r
+	}
+	if i := strings.LastIndexByte(name, ':'); i > 0 {
+		if r, ok := rs[name[:i]]; ok && r.Unleased {
+			return r
+		}
+	}
+	return Resource{}
 }

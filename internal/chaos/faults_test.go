@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -316,6 +317,8 @@ func lockKeys(res string) []string {
 		return []string{l.Claim, l.Done}
 	case "Election":
 		return []string{layout.ElectionOf(res).Key}
+	case "CountingSemaphore":
+		return []string{res + ":" + strconv.FormatInt(Now()/int64(csemEpoch), 10)} // the epoch's count
 	case "ExpirableSemaphore":
 		return []string{res, layout.RPermitOf(res).Leases}
 	}

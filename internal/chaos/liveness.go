@@ -92,7 +92,10 @@ func (m *model) contentions() []contention {
 	waits := byResource(m.waits, func(w *wait) string { return w.R })
 	var out []contention
 	for name, ws := range waits {
-		c := contention{name: name, res: m.Resources[name], hs: holds[name], ws: ws}
+		c := contention{name: name, res: resourceOf(m.Resources, name), hs: holds[name], ws: ws}
+		if c.res.Unleased {
+			continue // a dead holder keeps its permits for good: no bound to check
+		}
 		if c.res.With != "" { // checked as one with the lock its waiters need too
 			c.hs = slices.Concat(c.hs, holds[c.res.With])
 			c.ws = slices.Concat(c.ws, waits[c.res.With])
@@ -328,8 +331,9 @@ func (m *model) losses() []loss {
 		}
 		c.f, c.bound = f, c.bound+int64(m.Params.RoundTrip)
 		// Nothing tells the holder of a fixed lease of a loss before the
-		// lease's end, at which it stops (Resource.Fixed): not a loss here.
-		if c.hd = m.holdAt(f.W, f.G, f.Start); c.hd != nil && c.hd.Killed == 0 && !m.Resources[c.hd.R].Fixed {
+		// lease's end, at which it stops (Resource.Fixed), nor the holder of
+		// permits that have none (Resource.Unleased): not a loss here.
+		if c.hd = m.holdAt(f.W, f.G, f.Start); c.hd != nil && c.hd.Killed == 0 && !resourceOf(m.Resources, c.hd.R).Fixed && !resourceOf(m.Resources, c.hd.R).Unleased {
 			out = append(out, c)
 		}
 	}
@@ -341,7 +345,7 @@ func (m *model) losses() []loss {
 func (m *model) overlapped(hd *hold) bool {
 	for _, o := range m.holds {
 		if o != hd && o.R == hd.R && o.Enter > hd.Enter && o.Enter < hd.Exit &&
-			!admissible(m.Resources[hd.R], map[*hold]bool{hd: true, o: true}) {
+			!admissible(resourceOf(m.Resources, hd.R), map[*hold]bool{hd: true, o: true}) {
 			return true
 		}
 	}

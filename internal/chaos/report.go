@@ -106,7 +106,7 @@ func Summarize(h *History, vs []Violation) *Report {
 		}
 	}
 	count := func(res, op string) {
-		p := h.Resources[res].Primitive
+		p := resourceOf(h.Resources, res).Primitive
 		if r.Ops[p] == nil {
 			r.Ops[p] = map[string]int{}
 		}

@@ -63,7 +63,7 @@ var slots = []struct {
 	// Two MultiMutexes on both names, given in opposite orders, and a Mutex
 	// on the second (see multiNames).
 	{"chaos-multi-a", Exclusive}, {"chaos-multi-a", Exclusive}, {"chaos-multi-b", Exclusive},
-	{"chaos-xsem", Shared}, {"chaos-rfair", Exclusive},
+	{"chaos-xsem", Shared}, {"chaos-rfair", Exclusive}, {"chaos-csem", Shared},
 }
 
 // On replicated lock servers the chaos-mutex slot syncSlot acquires
@@ -113,9 +113,18 @@ var resources = map[string]Resource{
 	// eviction time Redisson's protocol predicts, past a heartbeat timeout:
 	// see rfairWait) and the report counts it apart.
 	"chaos-rfair": {Name: "chaos-rfair", Primitive: rfairPrimitive, FIFO: true},
+	// A CountingSemaphore's permits have no lease: a new name every epoch
+	// (see csemEpoch).
+	"chaos-csem": {Name: "chaos-csem", Primitive: string(redisync.PrimitiveCountingSemaphore), Shared: semSize, Unleased: true},
 	// An ExpirableSemaphore's permit is held for its fixed lease at most.
 	"chaos-xsem": {Name: "chaos-xsem", Primitive: string(redisync.PrimitiveExpirableSemaphore), Shared: semSize, Fixed: true},
 }
+
+// csemEpoch is how long the chaos-csem slots use one name ("chaos-csem:<n>",
+// n the epoch's number, the same for all workers since Now is the
+// machine's): a worker killed holding a permit leaves its epoch's count one
+// short for good, by design, as Redisson's RSemaphore does.
+const csemEpoch = 3 * time.Second
 
 // rfairPrimitive is chaos-rfair's Primitive in the history.
 const rfairPrimitive = "RedissonFairMutex"
@@ -180,6 +189,9 @@ type slot struct {
 	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
 	once   *redisync.Once                                // a Once's slot runs its function instead
 	also   string                                        // a MultiMutex's second name, whose events emit repeats
+	// epochs, when set, is the base name of an Unleased lock: each cycle's
+	// name is epochs + ":<epoch>" (see csemEpoch), set in res by drive.
+	epochs string
 	// fixed marks a slot whose hold ends with its lease (Resource.Fixed):
 	// parked, it leaves its critical section when done closes.
 	fixed bool
@@ -413,6 +425,15 @@ func (w *worker) connect() (func(), error) {
 		case sl.res == "chaos-once":
 			s.once = c.NewOnce(sl.res)
 			s.done = s.once.Done
+		case sl.res == "chaos-csem":
+			s.epochs = sl.res
+			var cs *redisync.CountingSemaphore
+			s.lock = func(ctx context.Context) (uint64, error) {
+				cs = c.NewCountingSemaphore(s.res, semSize) // a handle per epoch's name
+				return 0, cs.Acquire(ctx, 1)
+			}
+			s.unlock = func(context.Context) error { cs.Release(1); return nil }
+			s.done = func() <-chan struct{} { return nil } // nothing ends its permit
 		case sl.res == "chaos-xsem":
 			w.expirable(s, c.NewExpirableSemaphore(sl.res, semSize))
 		case sl.res == "chaos-sem":
@@ -495,6 +516,9 @@ func (w *worker) drive(s *slot) {
 			continue
 		}
 		lockLimit, unlockLimit := limits(rng)
+		if s.epochs != "" {
+			s.res = s.epochs + ":" + strconv.FormatInt(Now()/int64(csemEpoch), 10)
+		}
 		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
 		ctx, cancel := context.WithTimeout(base, lockLimit)
 		tok, err := s.lock(ctx)

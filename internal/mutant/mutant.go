@@ -36,6 +36,8 @@
 //	                read while a dead queued waiter's hold lapses (I9)
 //	xsem-overdraw   an ExpirableSemaphore takes a permit when the count is
 //	                one short (I1)
+//	csem-overdraw   a CountingSemaphore takes a permit when the count is one
+//	                short (I1)
 //	rfair-barge     any waiter of a FairMutex in Redisson's layout may take a
 //	                free lock, not only the head of the line (I4)
 package mutant

@@ -35,6 +35,7 @@ var mutants = []struct {
 	{"election-steal", &ElectionCampaign, "if busy then", "if false then"},
 	{"no-echo", &MutexRelease, "redis.call(ARGV[4], KEYS[2], '0')\nreturn", "if not n then redis.call(ARGV[4], KEYS[2], '0') end\nreturn"},
 	{"xsem-overdraw", &RPermAcquire, "if n < want then", "if n < want - 1 then"},
+	{"csem-overdraw", &RSemAcquire, "if free < n then", "if free < n - 1 then"},
 	{"rfair-barge", &RFairAcquire, "if ARGV[7] == 'own' and not held and (not head or head == id) then", "if ARGV[7] == 'own' and not held then"},
 	{"multi-partial", &MultiAcquire, "if redis.call('exists', lock) == 1 then", "if i == 1 and redis.call('exists', lock) == 1 then"},
 }
