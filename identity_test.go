@@ -452,3 +452,46 @@ func TestOwnerCallsHonourContext(t *testing.T) {
 		})
 	}
 }
+
+// An acquire whose reply is read after the lease it set could have run out
+// (its request or its reply held up): meanwhile the lock expired in Redis
+// and another process took it. The late reply must not be returned as a
+// hold: the call goes on waiting, and gets the lock when the other releases
+// it. Seen in the chaos suite under F10 (RELIABILITY.md, Open); without the
+// check in tryHold, LockContext returned nil with the other inside.
+func TestMutexLateAcquireReplyIsNoHold(t *testing.T) {
+	tg := standalone
+	name := t.Name()
+	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second))
+	other, _ := newClient(t, tg)
+	m, rival := c.NewMutex(name), other.NewMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	require.NoError(t, m.LockContext(ctx)) // loads the scripts: the held-up reply is no NOSCRIPT
+	require.NoError(t, m.UnlockContext(ctx))
+	lc.DelayReply(scripts.MutexAcquire, 1)
+	got := make(chan error, 1)
+	go func() { got <- m.LockContext(ctx) }()
+	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(1300 * time.Millisecond) // past the 1 s lease: the lock expires in Redis
+	require.NoError(t, rival.LockContext(ctx), "the expired lock is free")
+	late := lc.Deliver(t) // the late reply: "acquired" (nil), 1.3 s ago
+	require.True(t, rueidis.IsRedisNil(late.Error()), "the held-up attempt took the lock: %v", late.Error())
+	select {
+	case err := <-got:
+		t.Fatalf("LockContext returned %v on a reply that came after its lease, with another process inside", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, rival.UnlockContext(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call did not get the lock after the other released it")
+	}
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "held in Redis")
+	require.NoError(t, m.UnlockContext(ctx))
+}
