@@ -102,16 +102,6 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	case sync != nil:
 		acq.synced = sync.N
 	}
-	if ttl := p.cfg.leaseTTL(); acq.count == 0 && time.Since(sent) > ttl-ttl/3 {
-		// The reply came when less than a renewal interval of the lease it
-		// set could be left, or none (a request or a reply held up, a
-		// pause): the lock may have gone to another meanwhile, or may
-		// before its first renewal lands. Its outcome counts as unknown: a
-		// retry adopts the hold if Redis still has it, with a new lease,
-		// and a call that gives up undoes it.
-		a.firstUnknown = true
-		return attempt{}, nil, 0, lockError(p.name, errLateReply)
-	}
 	return e.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
 }
 

@@ -49,10 +49,6 @@ var (
 // errSizeMismatch: a Semaphore handle's size differs from the one in Redis.
 var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
-// errLateReply: an acquire's reply was read when less than a renewal
-// interval of the lease it set could be left.
-var errLateReply = errors.New("the acquire's reply came too late in the lease it set")
-
 // errRefused: an acquire found its own call's latch (a late copy of an attempt).
 var errRefused = errors.New("the acquire was refused: its call had been undone")
 
