@@ -21,7 +21,10 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 	}
 	res, err := e.try(ctx, a)
 	if err == nil && res.acquired {
-		return true
+		if e.current(a) {
+			return true
+		}
+		res, err = attempt{}, lockError(a.p.name, errStaleHold)
 	}
 	a.tried, a.triedRes, a.triedErr = true, res, err
 	return false
@@ -103,6 +106,53 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		acq.synced = sync.N
 	}
 	return e.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
+}
+
+// current reports whether the hold that the call a has just got may be
+// returned: its term has not ended, and its lease's deadline (as this
+// process reckons it, from when the acquire was sent) has not passed. A
+// reply read after the lease it set could have run out (the request or the
+// reply held up, the process paused), or a hold whose lease ran out before
+// the call could return it, is no hold: another may have the lock by now.
+// Such a hold is dropped (see drop) and current reports false: the call
+// then counts the attempt as one of unknown outcome.
+func (e *engine) current(a *call) bool {
+	t := a.term
+	if t == nil || t.lease == nil || a.p.hold != holdCount {
+		return true
+	}
+	if ended, _ := t.result(); !ended && e.leases.Current(t.lease) {
+		return true
+	}
+	e.drop(a, t)
+	return false
+}
+
+// drop ends term t, which the call a got but may not return (see current),
+// as lost, and takes a's holds out of the owner's record, as a release of a
+// lost hold does. What is left of the hold in Redis expires with its lease;
+// when its field is the call's own, the call's next attempt adopts it if
+// Redis still has it, and a call that gives up releases it (the attempt
+// counts as of unknown outcome).
+func (e *engine) drop(a *call, t *term) {
+	p := a.p
+	e.lose(t, ErrLeaseExpired)
+	if t.field == a.field {
+		a.firstUnknown = true
+	}
+	a.term = nil
+	h := e.holds.ref(p.key, false)
+	if h == nil {
+		return
+	}
+	defer e.holds.unref(h)
+	_ = h.op.Lock(context.Background()) // another call of the owner holds it only for a round trip
+	defer h.op.Unlock()
+	if h.term.Load() == t && h.count >= a.n {
+		if h.setCount(h.count - a.n); h.count == 0 {
+			e.holds.finish(h)
+		}
+	}
 }
 
 // callField returns the identity the first acquire of call a asks for: a
@@ -232,6 +282,9 @@ func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 	}
 	a.single = true
 	res, err := e.try(ctx, a)
+	if res.acquired && !e.current(a) {
+		res, err = attempt{}, lockError(a.p.name, errStaleHold)
+	}
 	if res.acquired {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
 	}

@@ -49,6 +49,10 @@ var (
 // errSizeMismatch: a Semaphore handle's size differs from the one in Redis.
 var errSizeMismatch = errors.New("size differs from the size recorded in Redis")
 
+// errStaleHold: an acquire's hold could not be returned: its lease may have
+// run out before the call could return it (see engine.current).
+var errStaleHold = errors.New("the hold came when its lease could have run out: its outcome is unknown")
+
 // errRefused: an acquire found its own call's latch (a late copy of an attempt).
 var errRefused = errors.New("the acquire was refused: its call had been undone")
 

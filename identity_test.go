@@ -452,3 +452,112 @@ func TestOwnerCallsHonourContext(t *testing.T) {
 		})
 	}
 }
+
+// An acquire whose reply is read after the lease it set could have run out
+// (its request or its reply held up): meanwhile the lock expired in Redis
+// and another process took it. The late reply must not be returned as a
+// hold: the call goes on waiting, and gets the lock when the other releases
+// it. Seen in the chaos suite under F10 (RELIABILITY.md, Open); without the
+// check in tryHold, LockContext returned nil with the other inside.
+func TestMutexLateAcquireReplyIsNoHold(t *testing.T) {
+	tg := standalone
+	name := t.Name()
+	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second))
+	other, _ := newClient(t, tg)
+	m, rival := c.NewMutex(name), other.NewMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	require.NoError(t, m.LockContext(ctx)) // loads the scripts: the held-up reply is no NOSCRIPT
+	require.NoError(t, m.UnlockContext(ctx))
+	lc.DelayReply(scripts.MutexAcquire, 1)
+	got := make(chan error, 1)
+	go func() { got <- m.LockContext(ctx) }()
+	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(1300 * time.Millisecond) // past the 1 s lease: the lock expires in Redis
+	require.NoError(t, rival.LockContext(ctx), "the expired lock is free")
+	late := lc.Deliver(t) // the late reply: "acquired" (nil), 1.3 s ago
+	require.True(t, rueidis.IsRedisNil(late.Error()), "the held-up attempt took the lock: %v", late.Error())
+	select {
+	case err := <-got:
+		t.Fatalf("LockContext returned %v on a reply that came after its lease, with another process inside", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, rival.UnlockContext(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call did not get the lock after the other released it")
+	}
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "held in Redis")
+	require.NoError(t, m.UnlockContext(ctx))
+}
+
+// A call queued in Redis whose hold comes by a handover within its Client
+// (from another handle of the Client) takes its place out of Redis' queue
+// after it returns, not before: the chaos suite (F10, Redis Cluster) saw a
+// call stay in LockContext while that cleanup waited on a stalled
+// connection, the hold's renewals waiting on the same connection; the lease
+// ran out, another process took the lock, and LockContext then returned
+// nil: two holders. Here the cleanup and the renewals are held back: the
+// handover must be returned before the lock can expire and go to the
+// rival, and its loss reported when the lease runs out.
+func TestMutexHandoverReturnsBeforeLeavingTheQueue(t *testing.T) {
+	tg := standalone
+	name := t.Name()
+	defer redisync.LongHandoffsForTest()() // n's hold, from Redis a while ago, is handed within the Client
+	// A heartbeat timeout within the lease: holds may be handed in Redis.
+	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second), redisync.WithHeartbeatTimeout(time.Second/3))
+	other, rc := newClient(t, tg)
+	n, m, rival := c.NewMutex(name), c.NewMutex(name), other.NewMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	require.NoError(t, n.LockContext(ctx))
+	type result struct {
+		at  time.Time
+		err error
+	}
+	mGot, rivalGot := make(chan result, 1), make(chan result, 1)
+	go func() {
+		err := m.LockContext(ctx)
+		mGot <- result{time.Now(), err}
+	}()
+	queue := layout.MutexOf(name).Queue
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(ctx, rc.B().Zcard().Key(queue).Build()).AsInt64()
+		return err == nil && n == 1
+	}, 10*time.Second, 5*time.Millisecond, "m's call queues in Redis behind n's hold")
+	lc.Hold(scripts.MutexRelease, 1) // the queue's leave
+	lc.Hold(scripts.MutexRenew, 1000)
+	require.NoError(t, n.UnlockContext(ctx)) // handed to m's call within the Client
+	go func() {
+		err := rival.LockContext(ctx)
+		rivalGot <- result{time.Now(), err}
+	}()
+	var mRes, rivalRes result
+	for range 2 {
+		select {
+		case mRes = <-mGot:
+		case rivalRes = <-rivalGot:
+		case <-ctx.Done():
+			t.Fatal("a LockContext did not return")
+		}
+	}
+	require.NoError(t, mRes.err)
+	require.NoError(t, rivalRes.err, "the rival gets the lock once its lease ran out")
+	assert.True(t, mRes.at.Before(rivalRes.at),
+		"m's LockContext returned %v after the rival got the lock", mRes.at.Sub(rivalRes.at))
+	select {
+	case <-m.Done():
+		require.ErrorIs(t, m.Err(), redisync.ErrLockLost)
+	case <-ctx.Done():
+		t.Fatal("the hold whose renewals were held back was not reported lost")
+	}
+	lc.DeliverAll()
+	require.ErrorIs(t, m.UnlockContext(ctx), redisync.ErrLockLost)
+	require.NoError(t, rival.UnlockContext(ctx))
+}

@@ -42,9 +42,13 @@ type lateRule struct {
 type lateCall struct {
 	cmd  []string // the call's words, EVALSHA first
 	rule *lateRule
-	done chan struct{} // closed when res is set
+	done chan struct{} // closed when res (or multi) is set
 	res  rueidis.RedisResult
 	let  chan struct{} // closed by Deliver
+	// batch is set for a call caught in a DoMulti (the renewals' batches):
+	// the whole batch is held, its words here and its results in multi.
+	batch [][]string
+	multi []rueidis.RedisResult
 }
 
 // newLateClient returns a redisync Client on a lateClient for tg, and the
@@ -155,6 +159,50 @@ func (l *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 		return call.res
 	case <-ctx.Done():
 		return rueidis.NewErrorResult(ctx.Err())
+	}
+}
+
+// DoMulti runs cmds, or catches them all when one of them is caught: a
+// batch of renewals is held, or its replies delayed, as one call.
+func (l *lateClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	var call *lateCall
+	for _, cmd := range cmds {
+		if call = l.catch(cmd); call != nil {
+			break
+		}
+	}
+	if call == nil {
+		return l.Client.DoMulti(ctx, cmds...)
+	}
+	for _, cmd := range cmds {
+		call.batch = append(call.batch, append([]string(nil), cmd.Commands()...))
+	}
+	run := func() {
+		again := make([]rueidis.Completed, len(call.batch))
+		for i, words := range call.batch {
+			again[i] = l.rebuild(words)
+		}
+		call.multi = l.Client.DoMulti(context.Background(), again...)
+	}
+	go func() {
+		if call.rule.reply {
+			run()
+			<-call.let
+		} else {
+			<-call.let
+			run()
+		}
+		close(call.done)
+	}()
+	select {
+	case <-call.done:
+		return call.multi
+	case <-ctx.Done():
+		out := make([]rueidis.RedisResult, len(cmds))
+		for i := range out {
+			out[i] = rueidis.NewErrorResult(ctx.Err())
+		}
+		return out
 	}
 }
 

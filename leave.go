@@ -49,6 +49,29 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 	if r.Field == "" && r.Waiter == "" {
 		return
 	}
+	e.takeBack(ctx, p, r)
+}
+
+// leaveQueue takes the Mutex call a, queued in Redis, whose hold came
+// another way (a handover within the Client), out of the lock's queue in
+// Redis, with the field a release there may have handed the lock to, as
+// giveUp does for a call that failed. It does so in the background: the
+// call returns its hold at once, whose lease runs meanwhile (a stalled
+// connection must not keep the call from returning until the lease could
+// have run out).
+func (e *engine) leaveQueue(ctx context.Context, a *call) {
+	if !a.sent {
+		return // nothing reached Redis
+	}
+	p := a.p
+	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: true,
+		Waiter: a.tk.ID}}
+	e.background.Go(func() { e.takeBack(ctx, p, r) })
+}
+
+// takeBack runs r, the release of what a call left in Redis, within
+// cleanupBudget even when ctx has ended, and wakes whom it names.
+func (e *engine) takeBack(ctx context.Context, p *protocol, r release) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 	defer cancel()
 	rep, err := p.release(ctx, r)

@@ -88,6 +88,9 @@ func (a *call) sleep(d time.Duration) {
 // the call's result, or what to wait for before the next attempt.
 func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (f waitFor, done bool, err error) {
 	p := a.p
+	if tryErr == nil && res.acquired && !e.current(a) {
+		res, tryErr = attempt{}, lockError(p.name, errStaleHold)
+	}
 	if tryErr == nil {
 		a.failures = 0
 	} else if a.failures == 0 {
@@ -178,7 +181,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		a.w.Leave(err != nil && (a.tk == nil || p.hand == handThroughRedis))
 	}
 	if err == nil && a.tk != nil && p.hand == handThroughRedis && !a.own {
-		e.giveUp(ctx, a) // the hold came another way: the call's place and field are left
+		e.leaveQueue(ctx, a) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
 		e.giveUp(ctx, a)
@@ -207,7 +210,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 	select {
 	case x := <-transferred:
 		a.place = nil
-		if e.adopt(ctx, a, x) {
+		if e.adopt(ctx, a, x) && e.current(a) {
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandoff: true}))
 			return true, nil
 		}
@@ -215,7 +218,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		if observe {
 			p.observe(ctx, wakeEvent(a.w, f.src, true))
 		}
-		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, a) {
+		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, a) && e.current(a) {
 			a.own = true
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
 			return true, nil
