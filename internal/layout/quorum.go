@@ -1,0 +1,11 @@
+package layout
+
+// QuorumMarker is the key, one per server of a quorum, that tells whether
+// the server kept its data: a hash of "from", the server time (ms) from
+// which the server votes, and "restarted", "1" when the marker was written
+// on a server found without one (it restarted empty, or was flushed) and
+// "0" when a new quorum was set up. It has no expiry and no hash tag: a
+// quorum's servers are standalone deployments, not shards of a cluster.
+//
+// A quorum lock keeps the Mutex layout (MutexOf) on each of its servers.
+const QuorumMarker = "redisync_quorum_server"

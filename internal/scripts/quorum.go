@@ -1,0 +1,97 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/go-redisync/redisync/internal/layout"
+)
+
+// The scripts of a quorum lock, run on each of its servers. Their contracts
+// are in the headers of the .lua files; quorum_lib.lua says how a server
+// that restarted empty is told apart and kept from voting.
+var (
+	QuorumAcquire = loadWith("quorum_acquire", "queue_lib", "quorum_lib")
+	QuorumRenew   = loadWith("quorum_renew", "queue_lib", "quorum_lib")
+	QuorumToken   = loadWith("quorum_token", "queue_lib", "quorum_lib")
+	QuorumInit    = load("quorum_init")
+)
+
+// QuorumKeys are the KEYS of a quorum lock's scripts on one server: the
+// release's [0:3] (mutex_release, as an Election's), the acquire's [3:7],
+// the renewal's [7:10], the token write's [10:12].
+type QuorumKeys [12]string
+
+// QuorumKeysOf returns the KEYS of the quorum lock at l.
+func QuorumKeysOf(l layout.Mutex) QuorumKeys {
+	m := layout.QuorumMarker
+	return QuorumKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Token, m, l.Key, l.Latch, m, l.Token, m}
+}
+
+// A Vote is one server's answer to a quorum acquire: the Reply (Acquired,
+// Busy with the lock's PTTL, Gone, Refused; Abstain with the milliseconds
+// before the server votes), and the lock's token counter there, -1 when the
+// server cannot tell it (it restarted empty, and no token was written since).
+type Vote struct {
+	Reply
+	Abstain bool
+	Counter int64
+}
+
+// AcquireQuorum runs quorum_acquire on one server: hold h takes the lock k
+// there, or re-enters it; a server found without its marker, or marked less
+// than bound ago, abstains.
+func (r *Runner) AcquireQuorum(ctx context.Context, k *QuorumKeys, h Hold, bound string) (Vote, error) {
+	v, err := r.ints(ctx, Call{Script: QuorumAcquire, Keys: k[3:7], Args: []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), bound}}, 3)
+	if err == nil && len(v) != 3 {
+		err = fmt.Errorf("quorum_acquire replied %v", v)
+	}
+	if err != nil {
+		return Vote{}, err
+	}
+	vote := Vote{Counter: v[2]}
+	switch v[0] {
+	case 1:
+		vote.Outcome = Acquired
+	case 0:
+		vote.Outcome, vote.Value = Busy, v[1]
+	case -3:
+		vote.Outcome = Gone
+	case -4:
+		vote.Outcome = Refused
+	case -5:
+		vote.Outcome, vote.Value, vote.Abstain = Busy, v[1], true
+	default:
+		return Vote{}, fmt.Errorf("quorum_acquire replied %v", v)
+	}
+	return vote, nil
+}
+
+// RenewQuorum runs quorum_renew on one server: the hold field (count holds)
+// of the lock k gets a lease of leaseMS there, or is added there when the
+// lock is free and the server votes. It reports whether the hold is there.
+func (r *Runner) RenewQuorum(ctx context.Context, k *QuorumKeys, field string, count int, leaseMS, bound string) (bool, error) {
+	n, err := r.integer(ctx, Call{Script: QuorumRenew, Keys: k[7:10], Args: []string{field, strconv.Itoa(count), leaseMS, bound}})
+	return n == 1, err
+}
+
+// RaiseQuorumToken runs quorum_token on one server: the lock k's token
+// counter there becomes at least value. It returns the counter.
+func (r *Runner) RaiseQuorumToken(ctx context.Context, k *QuorumKeys, value int64, bound string) (int64, error) {
+	return r.integer(ctx, Call{Script: QuorumToken, Keys: k[10:12], Args: []string{strconv.FormatInt(value, 10), bound}, Retryable: true})
+}
+
+// InitQuorum runs quorum_init on one server: the marker of a server of a
+// new quorum, which votes at once. It reports whether it wrote it.
+func (r *Runner) InitQuorum(ctx context.Context) (bool, error) {
+	n, err := r.integer(ctx, Call{Script: QuorumInit, Keys: []string{layout.QuorumMarker}, Retryable: true})
+	return n == 1, err
+}
+
+// ReleaseQuorum runs mutex_release on one server: rel's hold of the quorum
+// lock k ends there, and the waiters there are woken ("0").
+func (r *Runner) ReleaseQuorum(ctx context.Context, k *QuorumKeys, rel *Release) (Released, error) {
+	var argv [7]string
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:3], Args: r.argv(&argv, rel)})
+}

@@ -1,0 +1,56 @@
+-- quorum_acquire: one server's vote for a quorum lock, and its token
+-- counter. (serverMS is queue_lib's; votes and counterOf quorum_lib's.)
+--
+-- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
+--          (the Mutex layout, on each server)
+-- KEYS[2]  the prefix of the lock's latch keys (see mutex_release)
+-- KEYS[3]  the lock's token counter (a FencedMutex's)
+-- KEYS[4]  the server's quorum marker (see quorum_lib)
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  the hold's field: its identity, fresh for each hold
+-- ARGV[3]  the hold count before this acquire: 0 for a first acquire
+-- ARGV[4]  how long (ms) a server found without its marker stays out: the
+--          longest lease any client of the quorum uses, and the drift
+--
+-- Reply: {status, value, counter}: status 1 when the hold has ARGV[3] + 1
+--        holds here now (value 0), or had them (an earlier attempt of this
+--        call took it); 0 when another holds the lock here (value: its
+--        PTTL, -1 without expiry); -3 when a re-entry finds the hold gone;
+--        -4 when a first acquire finds its field's latch (a late copy of an
+--        attempt that was undone); -5 when this server does not vote (value:
+--        ms before it does). counter is the lock's token counter here, -1
+--        when the server cannot tell it (see counterOf).
+--
+-- A vote is the Mutex's acquire on this server: the same hold identity,
+-- the same compare-and-set count, the same latch. The counter rides along so
+-- that a FencedMutex reads a majority's highest in the acquire's round trip.
+local lock, field, expect = KEYS[1], ARGV[2], tonumber(ARGV[3])
+local ok, left = votes(KEYS[4], ARGV[4])
+local counter = counterOf(KEYS[3], KEYS[4])
+if not ok then
+	return {-5, left, counter}
+end
+if expect > 0 then
+	local cur = redis.call('hget', lock, field)
+	if not cur then
+		return {-3, 0, counter}
+	end
+	if tonumber(cur) == expect then
+		redis.call('hset', lock, field, expect + 1)
+	end
+	redis.call('pexpire', lock, ARGV[1])
+	return {1, 0, counter}
+end
+if redis.call('hexists', lock, field) == 1 then
+	redis.call('pexpire', lock, ARGV[1]) -- an earlier attempt of this call took it
+	return {1, 0, counter}
+end
+if redis.call('exists', lock) == 1 then
+	return {0, redis.call('pttl', lock), counter}
+end
+if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
+	return {-4, 0, counter}
+end
+redis.call('hset', lock, field, 1)
+redis.call('pexpire', lock, ARGV[1])
+return {1, 0, counter}

@@ -1,0 +1,105 @@
+package scripts_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// One server's side of a quorum lock: a server found without its marker
+// (it restarted empty) abstains for the bound and cannot tell its token
+// counter until a token is written to it; a new quorum's server votes at
+// once; a vote is the Mutex's acquire (identity, compare-and-set count,
+// latch); the counter only rises; a renewal adds a voting server where the
+// lock is free and the hold was never released.
+func TestQuorumScripts(t *testing.T) {
+	r, rc := newRunner(t)
+	if rc.Mode() == rueidis.ClientModeCluster {
+		t.Skip("a quorum's servers are standalone deployments, not a cluster's shards")
+	}
+	ctx := context.Background()
+	k := scripts.QuorumKeysOf(layout.MutexOf(unique(t)))
+	lock, token := k[0], k[10]
+	const bound = "300" // ms a restarted server stays out
+	del := func(keys ...string) {
+		require.NoError(t, rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error())
+	}
+	vote := func(field string, count int) scripts.Vote {
+		v, err := r.AcquireQuorum(ctx, &k, scripts.Hold{Field: field, Count: count, LeaseMS: "10000"}, bound)
+		require.NoError(t, err)
+		return v
+	}
+	renew := func(field string) bool {
+		ok, err := r.RenewQuorum(ctx, &k, field, 1, "10000", bound)
+		require.NoError(t, err)
+		return ok
+	}
+	raise := func(v int64) int64 {
+		n, err := r.RaiseQuorumToken(ctx, &k, v, bound)
+		require.NoError(t, err)
+		return n
+	}
+	t.Cleanup(func() { del(layout.QuorumMarker) })
+
+	// An empty server: it abstains for the bound, and its counter is unknown.
+	del(layout.QuorumMarker)
+	v := vote("a", 0)
+	require.True(t, v.Abstain, "a server found without its marker restarted: %+v", v)
+	assert.InDelta(t, 300, v.Value, 50, "it votes after the bound")
+	assert.EqualValues(t, -1, v.Counter, "it cannot tell the counter it lost")
+	assert.False(t, renew("a"), "nor is a hold added there")
+	n, err := rc.Do(ctx, rc.B().Exists().Key(lock).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "an abstaining server records no hold")
+	assert.EqualValues(t, 7, raise(7), "a token written to it makes its counter known")
+	assert.EqualValues(t, 7, vote("a", 0).Counter)
+	ok, err := r.InitQuorum(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a restarted server's marker is not a new quorum's")
+	time.Sleep(350 * time.Millisecond)
+	v = vote("a", 0)
+	assert.Equal(t, scripts.Vote{Reply: scripts.Reply{Outcome: scripts.Acquired}, Counter: 7}, v, "it votes once the bound has passed")
+
+	// A new quorum's server votes at once, with a counter of 0.
+	del(layout.QuorumMarker, lock, token)
+	ok, err = r.InitQuorum(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, scripts.Vote{Reply: scripts.Reply{Outcome: scripts.Acquired}}, vote("a", 0))
+	assert.Equal(t, scripts.Acquired, vote("a", 0).Outcome, "a repeat of the call's acquire adopts its hold")
+	v = vote("b", 0)
+	assert.Equal(t, scripts.Busy, v.Outcome)
+	assert.False(t, v.Abstain)
+	assert.InDelta(t, 10000, v.Value, 100, "another's vote waits for the lease")
+	assert.Equal(t, scripts.Acquired, vote("a", 1).Outcome, "a re-entry")
+	count, err := rc.Do(ctx, rc.B().Hget().Key(lock).Field("a").Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, count)
+	assert.Equal(t, scripts.Gone, vote("b", 1).Outcome, "a re-entry of a hold that is not here")
+
+	// The counter only rises.
+	assert.EqualValues(t, 5, raise(5))
+	assert.EqualValues(t, 5, raise(3), "a late write lowers nothing")
+	assert.EqualValues(t, 5, vote("a", 2).Counter, "the acquire reads the counter")
+
+	// The release, as a Mutex's; its latch refuses a late copy of the acquire
+	// and keeps a renewal from adding the hold back.
+	rel, err := r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "a", From: 3, To: 0, Latch: "5000"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, rel.Status)
+	assert.Equal(t, scripts.Refused, vote("a", 0).Outcome, "a late copy of the released hold's acquire")
+	assert.False(t, renew("a"), "a released hold is not added back")
+
+	// A renewal adds a hold where the lock is free and the server votes, and
+	// not where another holds it.
+	assert.True(t, renew("c"), "a hold missing from a free, voting server is added")
+	assert.True(t, renew("c"), "and renewed")
+	assert.False(t, renew("d"), "not where another holds the lock")
+}
