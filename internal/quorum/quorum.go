@@ -1,0 +1,331 @@
+// Package quorum holds a lock on a majority of N independent Redis
+// deployments (the Redlock algorithm), with two additions that make it safe
+// to rely on: a server that restarted empty does not vote until every lease
+// it could have granted has run out, and fencing tokens are read from a
+// majority and written back to one, so that they never repeat or go back
+// (quorum_lib.lua and quorum_acquire.lua say how each server plays its part).
+//
+// This package is the algorithm over the servers' script runners: one
+// acquire, renewal, release or token write at a time, each sent to every
+// server at once and decided by the majority's answers within a validity.
+// Waiting, the watchdog and the API of a lock sit above it.
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// A Server is one deployment of a quorum: a standalone server or a
+// Sentinel-managed primary.
+type Server struct {
+	Name   string // how errors name it (its address)
+	RC     rueidis.Client
+	Runner *scripts.Runner
+}
+
+// Config is a Quorum's timing.
+type Config struct {
+	// Bound is how long a server found without its marker (restarted empty)
+	// stays out of the vote: at least the longest lease any client of the
+	// quorum uses, plus the drift allowance.
+	Bound time.Duration
+	// DriftFactor and DriftMin make the clock-drift allowance of a lease:
+	// lease*DriftFactor + DriftMin (redsync's 1% and 2 ms by default).
+	DriftFactor float64
+	DriftMin    time.Duration
+	// TimeoutFactor bounds each server's share of an acquire or a renewal:
+	// lease*TimeoutFactor, at least MinTimeout, so that a dead or slow
+	// server does not eat the validity.
+	TimeoutFactor float64
+	MinTimeout    time.Duration
+}
+
+// DefaultConfig returns the defaults for the longest lease maxLease.
+func DefaultConfig(maxLease time.Duration) Config {
+	c := Config{DriftFactor: 0.01, DriftMin: 2 * time.Millisecond, TimeoutFactor: 0.1, MinTimeout: 50 * time.Millisecond}
+	c.Bound = maxLease + c.drift(maxLease)
+	return c
+}
+
+// drift is the clock-drift allowance of a lease.
+func (c Config) drift(lease time.Duration) time.Duration {
+	return time.Duration(float64(lease)*c.DriftFactor) + c.DriftMin
+}
+
+// timeout is each server's share of a call with lease.
+func (c Config) timeout(lease time.Duration) time.Duration {
+	return max(time.Duration(float64(lease)*c.TimeoutFactor), c.MinTimeout)
+}
+
+// A Quorum is N independent servers, N odd and at least 3.
+type Quorum struct {
+	servers []Server
+	cfg     Config
+	bound   string // cfg.Bound in ms, for the scripts
+}
+
+// ErrNoQuorum reports that fewer than a majority of the servers answered.
+var ErrNoQuorum = errors.New("redisync: fewer than a majority of the quorum's servers answered")
+
+// New returns the quorum of servers.
+func New(servers []Server, cfg Config) (*Quorum, error) {
+	if n := len(servers); n < 3 || n%2 == 0 {
+		return nil, fmt.Errorf("redisync: a quorum needs an odd number of servers, at least 3; got %d", n)
+	}
+	if cfg.Bound <= 0 {
+		return nil, errors.New("redisync: a quorum needs a positive restart bound")
+	}
+	return &Quorum{servers: servers, cfg: cfg, bound: strconv.FormatInt(cfg.Bound.Milliseconds(), 10)}, nil
+}
+
+// Majority is how many servers make a majority.
+func (q *Quorum) Majority() int { return len(q.servers)/2 + 1 }
+
+// Bound is how long a server that restarted empty stays out of the vote.
+func (q *Quorum) Bound() time.Duration { return q.cfg.Bound }
+
+// Len is the number of servers.
+func (q *Quorum) Len() int { return len(q.servers) }
+
+// each runs f on every server at once, each with its own context bounded by
+// d (none when d is 0), and returns the errors by server.
+func (q *Quorum) each(ctx context.Context, d time.Duration, f func(ctx context.Context, i int, s Server) error) []error {
+	errs := make([]error, len(q.servers))
+	var wg sync.WaitGroup
+	for i, s := range q.servers {
+		wg.Go(func() {
+			sctx, cancel := ctx, context.CancelFunc(func() {})
+			if d > 0 {
+				sctx, cancel = context.WithTimeout(ctx, d)
+			}
+			defer cancel()
+			errs[i] = f(sctx, i, s)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// unreachable is the error for the servers whose calls failed with errs,
+// when fewer than a majority answered, else nil.
+func (q *Quorum) unreachable(errs []error) error {
+	var names []string
+	var first error
+	for i, err := range errs {
+		if err != nil {
+			names = append(names, q.servers[i].Name)
+			first = cmpOr(first, err)
+		}
+	}
+	if len(q.servers)-len(names) >= q.Majority() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d unreachable (%s): %w", ErrNoQuorum, len(names), len(q.servers), strings.Join(names, ", "), first)
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Init sets up a new quorum: when a majority of the servers has no marker
+// (no server has voted since they were set up, under the assumption that a
+// majority keeps its data), those without one are marked to vote at once.
+// Otherwise a server without a marker is one that restarted empty, and the
+// scripts keep it out of the vote for the bound. Init is idempotent.
+func (q *Quorum) Init(ctx context.Context) error {
+	missing := make([]bool, len(q.servers))
+	errs := q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
+		n, err := s.RC.Do(ctx, s.RC.B().Exists().Key(layout.QuorumMarker).Build()).AsInt64()
+		missing[i] = err == nil && n == 0
+		return err
+	})
+	if err := q.unreachable(errs); err != nil {
+		return err
+	}
+	count := 0
+	for _, m := range missing {
+		if m {
+			count++
+		}
+	}
+	if count < q.Majority() {
+		return nil
+	}
+	errs = q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
+		if !missing[i] {
+			return nil
+		}
+		_, err := s.Runner.InitQuorum(ctx)
+		return err
+	})
+	return q.unreachable(errs)
+}
+
+// A Result is the outcome of an acquire on the quorum.
+type Result struct {
+	// Held reports that a majority granted the hold within its validity:
+	// it is held until Sent plus Validity at least.
+	Held     bool
+	Sent     time.Time
+	Validity time.Duration
+	// Wait, when not held, is how long the lock stays taken on the servers
+	// that refused it (the shortest remaining lease among them), -1 when
+	// unknown.
+	Wait time.Duration
+	// Counter is the highest token counter that a majority of the servers
+	// could tell, -1 when fewer than a majority could.
+	Counter int64
+	// Gone reports that a re-entry found its hold gone on a majority.
+	Gone bool
+	// Votes are the servers' answers, by server; Errs their failures.
+	Votes []scripts.Vote
+	Errs  []error
+}
+
+// Granted returns how many servers granted the hold.
+func (r *Result) Granted() int {
+	n := 0
+	for i, v := range r.Votes {
+		if r.Errs[i] == nil && v.Outcome == scripts.Acquired {
+			n++
+		}
+	}
+	return n
+}
+
+// Acquire asks every server for hold h of the lock k with lease (h.LeaseMS
+// is set from it). A hold that a majority did not grant within its validity
+// is undone on every server at once (with a latch, so that a late copy of
+// the acquire takes nothing: the next attempt must use a new field). It
+// returns an error wrapping ErrNoQuorum, naming the servers, when fewer than
+// a majority answered.
+func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration) (Result, error) {
+	h.LeaseMS = strconv.FormatInt(lease.Milliseconds(), 10)
+	res := Result{Sent: time.Now(), Votes: make([]scripts.Vote, len(q.servers)), Wait: -1, Counter: -1}
+	res.Errs = q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) (err error) {
+		res.Votes[i], err = s.Runner.AcquireQuorum(ctx, k, h, q.bound)
+		return err
+	})
+	res.Validity = lease - time.Since(res.Sent) - q.cfg.drift(lease)
+	var counters []int64
+	gone := 0
+	for i, v := range res.Votes {
+		if res.Errs[i] != nil {
+			continue
+		}
+		if v.Counter >= 0 {
+			counters = append(counters, v.Counter)
+		}
+		switch {
+		case v.Outcome == scripts.Gone:
+			gone++
+		case v.Outcome == scripts.Busy && !v.Abstain && v.Value >= 0 && (res.Wait < 0 || time.Duration(v.Value)*time.Millisecond < res.Wait):
+			res.Wait = time.Duration(v.Value) * time.Millisecond
+		}
+	}
+	if len(counters) >= q.Majority() {
+		res.Counter = slices.Max(counters)
+	}
+	res.Gone = gone >= q.Majority()
+	res.Held = res.Granted() >= q.Majority() && res.Validity > 0
+	if !res.Held {
+		q.undo(ctx, k, h, lease)
+	}
+	return res, q.unreachable(res.Errs)
+}
+
+// undo takes back, on every server, what the acquire of h may have granted:
+// a first acquire's hold (and its latch), a re-entry's count.
+func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration) {
+	rel := scripts.Release{Field: h.Field, From: h.Count + 1, To: h.Count, Undo: true,
+		Latch: strconv.FormatInt((2 * lease).Milliseconds(), 10)}
+	if h.Count > 0 {
+		rel.Undo, rel.Latch = false, ""
+	}
+	ctx = context.WithoutCancel(ctx)
+	q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, _ int, s Server) error {
+		_, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
+		return err
+	})
+}
+
+// Renew extends hold field (count holds) of the lock k to lease on every
+// server, adding it where the lock is free and the server votes. It reports
+// the validity from when it was sent, and whether a majority holds it
+// within it.
+func (q *Quorum) Renew(ctx context.Context, k *scripts.QuorumKeys, field string, count int, lease time.Duration) (sent time.Time, validity time.Duration, held bool, err error) {
+	ms := strconv.FormatInt(lease.Milliseconds(), 10)
+	renewed := make([]bool, len(q.servers))
+	sent = time.Now()
+	errs := q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) (err error) {
+		renewed[i], err = s.Runner.RenewQuorum(ctx, k, field, count, ms, q.bound)
+		return err
+	})
+	validity = lease - time.Since(sent) - q.cfg.drift(lease)
+	n := 0
+	for i, ok := range renewed {
+		if ok && errs[i] == nil {
+			n++
+		}
+	}
+	return sent, validity, n >= q.Majority() && validity > 0, q.unreachable(errs)
+}
+
+// Release releases hold field of the lock k on every server (from holds
+// from to to; to 0 ends it, leaving its latch for latch ms). It reports on
+// how many servers the hold was there (or had been released: a repeat).
+func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, field string, from, to int, latch string) (int, error) {
+	rel := scripts.Release{Field: field, From: from, To: to, Latch: latch}
+	statuses := make([]int64, len(q.servers))
+	errs := q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
+		r, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
+		statuses[i] = r.Status
+		return err
+	})
+	n := 0
+	for i, st := range statuses {
+		if errs[i] == nil && st >= 0 {
+			n++
+		}
+	}
+	return n, q.unreachable(errs)
+}
+
+// ErrTokenNotWritten reports that a token could not be written to a
+// majority: it must not be used.
+var ErrTokenNotWritten = errors.New("redisync: the fencing token was not written to a majority")
+
+// Token makes the fencing token that follows counter (the highest a
+// majority could tell, as an acquire read it) and writes it to every
+// server, which raises each counter to it (a server that could not tell
+// its counter can from then on). The token may be used only once a
+// majority has it: else Token returns an error wrapping ErrTokenNotWritten.
+func (q *Quorum) Token(ctx context.Context, k *scripts.QuorumKeys, counter int64, lease time.Duration) (int64, error) {
+	if counter < 0 {
+		return 0, fmt.Errorf("%w: fewer than a majority could tell their counter", ErrTokenNotWritten)
+	}
+	token := counter + 1
+	errs := q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, _ int, s Server) error {
+		_, err := s.Runner.RaiseQuorumToken(ctx, k, token, q.bound) // the counter is at least token now
+		return err
+	})
+	if err := q.unreachable(errs); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrTokenNotWritten, err)
+	}
+	return token, nil
+}

@@ -1,0 +1,271 @@
+package quorum_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/quorum"
+	"github.com/go-redisync/redisync/internal/redisserver"
+	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m, func() error { return nil }, func() {})) }
+
+// startServers starts n redis-servers without persistence (a restart loses
+// everything), or skips the test on a machine without redis-server.
+func startServers(t *testing.T, n int) []*redisserver.Server {
+	t.Helper()
+	if _, err := redisserver.ServerBinary(); err != nil && !redisserver.RequireServer() {
+		t.Skipf("a quorum needs several real servers: %v; %s", err, redisserver.InstallHint)
+	}
+	servers := make([]*redisserver.Server, n)
+	for i := range servers {
+		s, err := redisserver.StartServer()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Stop() })
+		servers[i] = s
+	}
+	return servers
+}
+
+// A process is one process's connections to the servers.
+type process []rueidis.Client
+
+// reconnect makes each connection whose server restarted connect again, as
+// its next call would (that call fails: the server dropped it).
+func (p process) reconnect() {
+	for _, rc := range p {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if rc.Do(context.Background(), rc.B().Ping().Build()).Error() == nil {
+				break
+			}
+		}
+	}
+}
+
+var processes sync.Map // *quorum.Quorum -> process
+
+// restart restarts server i empty, and has the quorums' connections to it
+// connect again.
+func restart(t *testing.T, s *redisserver.Server, qs ...*quorum.Quorum) {
+	t.Helper()
+	require.NoError(t, s.Restart())
+	for _, q := range qs {
+		p, _ := processes.Load(q)
+		p.(process).reconnect()
+	}
+}
+
+// newQuorum returns a quorum over servers with its own connections (one
+// process's), set up with Init.
+func newQuorum(t *testing.T, servers []*redisserver.Server, cfg quorum.Config) *quorum.Quorum {
+	t.Helper()
+	var list []quorum.Server
+	var p process
+	for _, s := range servers {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true,
+			DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		p = append(p, rc)
+		list = append(list, quorum.Server{Name: s.Addr, RC: rc, Runner: scripts.NewRunner(rc, false)})
+	}
+	q, err := quorum.New(list, cfg)
+	require.NoError(t, err)
+	processes.Store(q, p)
+	require.NoError(t, q.Init(context.Background()))
+	return q
+}
+
+var fields atomic.Int64
+
+// field returns a hold identity no other attempt has had.
+func field() string { return "test:" + strconv.FormatInt(fields.Add(1), 10) }
+
+// Four processes' quorums contend for one lock on 3 and on 5 servers: never
+// two holders at once, and the lock changes hands.
+func TestQuorumExclusion(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			servers := startServers(t, n)
+			k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
+			lease := 2 * time.Second
+			var inside, most, grants atomic.Int64
+			var wg sync.WaitGroup
+			stop := time.Now().Add(2 * time.Second)
+			for range 4 {
+				q := newQuorum(t, servers, quorum.DefaultConfig(lease))
+				for range 2 {
+					wg.Go(func() {
+						for time.Now().Before(stop) {
+							f := field()
+							res, err := q.Acquire(context.Background(), &k, scripts.Hold{Field: f}, lease)
+							if err != nil || !res.Held {
+								time.Sleep(time.Duration(1+fields.Load()%3) * time.Millisecond) // a split vote: back off
+								continue
+							}
+							in := inside.Add(1)
+							for m := most.Load(); in > m && !most.CompareAndSwap(m, in); m = most.Load() {
+							}
+							grants.Add(1)
+							time.Sleep(300 * time.Microsecond)
+							inside.Add(-1)
+							_, err = q.Release(context.Background(), &k, f, 1, 0, "5000")
+							assert.NoError(t, err)
+						}
+					})
+				}
+			}
+			wg.Wait()
+			assert.EqualValues(t, 1, most.Load(), "holders inside at once")
+			assert.Positive(t, grants.Load(), "the lock changed hands")
+			t.Logf("%d grants in 2 s among 8 contenders", grants.Load())
+		})
+	}
+}
+
+// A holder's majority is two of three servers (the third was taken by a
+// stale hold); one of its two restarts empty. Without the restart rule the
+// empty server and the third would give a rival a majority while the
+// holder's validity runs: the rule keeps the empty server out for the bound.
+func TestQuorumRestartedServerDoesNotVote(t *testing.T) {
+	servers := startServers(t, 3)
+	lease := 2 * time.Second
+	holder, rival := newQuorum(t, servers, quorum.DefaultConfig(lease)), newQuorum(t, servers, quorum.DefaultConfig(lease))
+	name := t.Name()
+	k := scripts.QuorumKeysOf(layout.MutexOf(name))
+	ctx := context.Background()
+
+	third := rawClient(t, servers[2])
+	require.NoError(t, third.Do(ctx, third.B().Hset().Key(name).FieldValue().FieldValue("stale:1", "1").Build()).Error())
+	require.NoError(t, third.Do(ctx, third.B().Pexpire().Key(name).Milliseconds(400).Build()).Error())
+	res, err := holder.Acquire(ctx, &k, scripts.Hold{Field: field()}, lease)
+	require.NoError(t, err)
+	require.True(t, res.Held, "two of three grant it: %+v", res.Votes)
+	require.Equal(t, 2, res.Granted())
+
+	restart(t, servers[1], holder, rival) // empty: the holder's vote there is gone
+	time.Sleep(500 * time.Millisecond)    // the stale hold on the third has expired
+	res, err = rival.Acquire(ctx, &k, scripts.Hold{Field: field()}, lease)
+	require.NoError(t, err)
+	assert.False(t, res.Held, "a rival got a majority from the empty server and the third: %+v", res.Votes)
+	require.NoError(t, res.Errs[1])
+	assert.True(t, res.Votes[1].Abstain, "the empty server abstains: %+v", res.Votes[1])
+
+	// The attack the rule stops: the same server brought back as if it had
+	// kept its data (a new quorum's marker) gives the rival its majority.
+	r1 := rawClient(t, servers[1])
+	require.NoError(t, r1.Do(ctx, r1.B().Del().Key(layout.QuorumMarker).Build()).Error())
+	_, err = scripts.NewRunner(r1, false).InitQuorum(ctx)
+	require.NoError(t, err)
+	res, err = rival.Acquire(ctx, &k, scripts.Hold{Field: field()}, lease)
+	require.NoError(t, err)
+	assert.True(t, res.Held, "without the rule, the rival holds too: the test shows what the rule prevents")
+}
+
+// rawClient returns a client of one server.
+func rawClient(t *testing.T, s *redisserver.Server) rueidis.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// A hold survives the restart of one of its servers: its renewals keep a
+// majority, a rival gets none, and once the restarted server votes again
+// the holder's renewal adds it back.
+func TestQuorumHoldSurvivesRestart(t *testing.T) {
+	servers := startServers(t, 3)
+	lease := time.Second
+	cfg := quorum.DefaultConfig(lease)
+	holder, rival := newQuorum(t, servers, cfg), newQuorum(t, servers, cfg)
+	k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
+	ctx := context.Background()
+	f := field()
+	res, err := holder.Acquire(ctx, &k, scripts.Hold{Field: f}, lease)
+	require.NoError(t, err)
+	require.True(t, res.Held)
+	restart(t, servers[0], holder, rival)
+	deadline := time.Now().Add(cfg.Bound + 2*lease)
+	for time.Now().Before(deadline) {
+		_, _, held, err := holder.Renew(ctx, &k, f, 1, lease)
+		require.NoError(t, err)
+		require.True(t, held, "the hold keeps a majority")
+		r, err := rival.Acquire(ctx, &k, scripts.Hold{Field: field()}, lease)
+		require.NoError(t, err)
+		require.False(t, r.Held, "a rival got the lock: %+v", r.Votes)
+		time.Sleep(lease / 4)
+	}
+	r0 := rawClient(t, servers[0])
+	n, err := r0.Do(ctx, r0.B().Hexists().Key(t.Name()).Field(f).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "the renewal added the hold on the server once it voted again")
+}
+
+// Tokens from a quorum strictly increase across grants, while one server at
+// a time restarts empty between them (the next one once the last is back in
+// the vote: two out at once are a majority lost); a server that lost its
+// counter counts in no read until a token is written to it.
+func TestQuorumTokensMonotonic(t *testing.T) {
+	servers := startServers(t, 3)
+	lease := time.Second
+	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
+	k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
+	ctx := context.Background()
+	last := int64(0)
+	for i := range 12 {
+		if i%3 == 2 {
+			if i > 2 {
+				time.Sleep(q.Bound()) // the server restarted last votes again
+			}
+			restart(t, servers[(i/3)%3], q)
+		}
+		f := field()
+		res, err := q.Acquire(ctx, &k, scripts.Hold{Field: f}, lease)
+		require.NoError(t, err)
+		require.Greater(t, res.Granted(), 0, "grant %d: %+v", i, res)
+		// A restarted server abstains (its marker is new), so the grant
+		// may lack a majority: the read of the counters still stands.
+		require.GreaterOrEqual(t, res.Counter, last, "grant %d read a counter below the last token", i)
+		token, err := q.Token(ctx, &k, res.Counter, lease)
+		require.NoError(t, err)
+		require.Greater(t, token, last, "grant %d: tokens must increase", i)
+		last = token
+		if res.Held {
+			_, err = q.Release(ctx, &k, f, 1, 0, "5000")
+			require.NoError(t, err)
+		}
+	}
+}
+
+// Two of three servers down: an acquire fails at once with an error that
+// names them.
+func TestQuorumMajorityDown(t *testing.T) {
+	servers := startServers(t, 3)
+	lease := time.Second
+	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
+	k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
+	require.NoError(t, servers[0].Kill())
+	require.NoError(t, servers[2].Kill())
+	start := time.Now()
+	res, err := q.Acquire(context.Background(), &k, scripts.Hold{Field: field()}, lease)
+	require.ErrorIs(t, err, quorum.ErrNoQuorum)
+	assert.False(t, res.Held)
+	for _, i := range []int{0, 2} {
+		assert.Contains(t, err.Error(), servers[i].Addr)
+	}
+	assert.NotContains(t, err.Error(), servers[1].Addr)
+	assert.Less(t, time.Since(start), 10*time.Second, "no hang")
+}
