@@ -10,6 +10,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -44,6 +45,9 @@ type Lease struct {
 	// 1 renewed, 0 no longer held, 2 renewed but the hold's state in Redis
 	// differs from what Args say it should be (see Changing).
 	Renew *scripts.Script
+	// Renewer, set instead of Renew, renews the lease by itself: a hold that
+	// no batch script renews (a quorum's, held on several servers).
+	Renewer Renewer
 	// Keys are this lease's KEYS in a renewal call (for a Mutex, its key).
 	Keys []string
 	// Args are this lease's ARGV in a renewal call (for a Mutex, the hold's
@@ -74,6 +78,21 @@ type Lease struct {
 	sent     []string
 	sentGen  uint64
 }
+
+// A Renewer renews one lease by itself (see Lease.Renewer). The scheduler
+// calls it from a goroutine of its own for each renewal, with a context
+// that ends in time for the lease's deadline.
+type Renewer interface {
+	// RenewLease renews the hold once. It returns when the renewal was
+	// sent and, when it renewed, how long from then the hold lasts at least
+	// (its validity). With err nil and renewed false the hold is gone (a
+	// loss); an error is a failure, retried until the deadline.
+	RenewLease(ctx context.Context) (sent time.Time, validity time.Duration, renewed bool, err error)
+}
+
+// renewed reports whether l is renewed, by a script or by itself, rather
+// than fixed.
+func (l *Lease) renewed() bool { return l.Renew != nil || l.Renewer != nil }
 
 // A Reporter is told of the loss of a lease. Holders implement it on the
 // record they already have, so that watching a lease allocates no closure.
@@ -170,7 +189,7 @@ func (s *Scheduler) AddWithin(l *Lease, sent time.Time, ttl time.Duration) {
 	s.mu.Lock()
 	l.deadline = sent.Add(ttl)
 	l.at = l.deadline
-	if l.Renew != nil {
+	if l.renewed() {
 		l.at = minTime(sent.Add(min(l.interval(), ttl/2)), l.deadline)
 	}
 	l.state = waiting
@@ -192,7 +211,7 @@ func (s *Scheduler) Touch(l *Lease, sent time.Time) {
 	}
 	if d := sent.Add(l.TTL); d.After(l.deadline) {
 		l.deadline = d
-		if l.Renew == nil && l.state == waiting {
+		if !l.renewed() && l.state == waiting {
 			l.at = d
 			s.heap.fix(l)
 		}
@@ -353,7 +372,7 @@ func (s *Scheduler) round() {
 	s.mu.Lock()
 	for len(s.heap) > 0 {
 		l := s.heap[0]
-		if l.at.After(now) && (l.Renew == nil || l.at.Sub(now) > l.interval()/2) {
+		if l.at.After(now) && (!l.renewed() || l.at.Sub(now) > l.interval()/2) {
 			break
 		}
 		s.heap.pop()

@@ -314,3 +314,66 @@ func TestFixedLeaseRenewedEvery(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, rounds.Load(), int32(5), "renewed every 100 ms, not every 300 ms")
 }
+
+// A renewer that answers as told: renewed with a validity, gone, or failing.
+type fakeRenewer struct {
+	mode     atomic.Int32 // 0 renewed, 1 gone, 2 failing
+	validity time.Duration
+	calls    atomic.Int64
+}
+
+func (r *fakeRenewer) RenewLease(ctx context.Context) (time.Time, time.Duration, bool, error) {
+	r.calls.Add(1)
+	sent := time.Now()
+	switch r.mode.Load() {
+	case 1:
+		return sent, 0, false, nil
+	case 2:
+		<-ctx.Done() // a server that does not answer
+		return sent, 0, false, ctx.Err()
+	}
+	return sent, r.validity, true, nil
+}
+
+// A lease that renews itself (a quorum's hold): kept alive while its renewer
+// renews it, for the validity each renewal reports; lost when the renewer
+// says the hold is gone; and, when the renewals fail, lost by the deadline
+// of the last validity.
+func TestLeaseRenewer(t *testing.T) {
+	f := newFixture(t)
+	r := &fakeRenewer{validity: 250 * time.Millisecond}
+	lost := make(chan error, 1)
+	l := &lease.Lease{Key: t.Name(), Renewer: r, TTL: 300 * time.Millisecond,
+		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+	f.sched.AddWithin(l, time.Now(), r.validity)
+	select {
+	case err := <-lost:
+		t.Fatalf("lost while renewed: %v", err)
+	case <-time.After(time.Second):
+	}
+	assert.GreaterOrEqual(t, r.calls.Load(), int64(3), "renewed every third of the lease")
+	assert.True(t, f.sched.Current(l))
+
+	r.mode.Store(2)
+	failing := time.Now()
+	select {
+	case err := <-lost:
+		require.ErrorIs(t, err, lease.ErrExpired)
+		assert.Less(t, time.Since(failing), 5*time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lease whose renewals fail was not lost at its deadline")
+	}
+	assert.False(t, f.sched.Current(l))
+
+	r2 := &fakeRenewer{validity: 250 * time.Millisecond}
+	r2.mode.Store(1)
+	l2 := &lease.Lease{Key: t.Name() + "2", Renewer: r2, TTL: 300 * time.Millisecond,
+		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+	f.sched.AddWithin(l2, time.Now(), r2.validity)
+	select {
+	case err := <-lost:
+		require.ErrorIs(t, err, lease.ErrNotHeld, "the renewer said the hold is gone")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lease whose renewer found the hold gone was not lost")
+	}
+}

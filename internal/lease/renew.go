@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
@@ -12,6 +14,14 @@ import (
 
 // renew sends the renewals of due (all in flight) and files the results.
 func (s *Scheduler) renew(due []*Lease) {
+	if slices.ContainsFunc(due, func(l *Lease) bool { return l.Renewer != nil }) {
+		own := slices.DeleteFunc(slices.Clone(due), func(l *Lease) bool { return l.Renewer == nil })
+		due = slices.DeleteFunc(due, func(l *Lease) bool { return l.Renewer != nil })
+		s.renewOwn(own)
+		if len(due) == 0 {
+			return
+		}
+	}
 	groups := s.group(due)
 	calls := make([]scripts.Call, len(groups))
 	for i, g := range groups {
@@ -42,25 +52,95 @@ func (s *Scheduler) renew(due []*Lease) {
 			if l.state != inflight {
 				continue // removed while in flight
 			}
-			switch {
-			case err != nil:
-				l.at = minTime(time.Now().Add(backoff(l)), l.deadline)
-			case renewed[j] == 1, renewed[j] == 2 && (l.changing || l.gen != l.sentGen):
-				// A different state is the holder's own doing when it
-				// was changing it, or changed it since this was sent.
-				if !l.Fixed {
-					l.deadline = sent.Add(l.TTL)
-				}
-				l.at = minTime(sent.Add(l.interval()), l.deadline)
-			default:
-				l.state = ended
-				lost = append(lost, l)
-				continue
+			// A different state (2) is the holder's own doing when it was
+			// changing it, or changed it since this was sent.
+			ok := err == nil && (renewed[j] == 1 || renewed[j] == 2 && (l.changing || l.gen != l.sentGen))
+			var until time.Time
+			if !l.Fixed {
+				until = sent.Add(l.TTL)
 			}
-			l.state = waiting
-			s.heap.push(l)
+			if s.settle(l, err != nil, ok, sent, until) {
+				lost = append(lost, l)
+			}
 		}
 	}
+	s.mu.Unlock()
+	s.filed(batch, failure, lost)
+}
+
+// renewOwn renews the leases of due that renew themselves (all in flight),
+// each from a goroutine of its own, and files the results: a renewal
+// counts from when it was sent, for the validity it reports.
+func (s *Scheduler) renewOwn(due []*Lease) {
+	type result struct {
+		sent     time.Time
+		validity time.Duration
+		renewed  bool
+		err      error
+	}
+	results := make([]result, len(due))
+	s.mu.Lock()
+	timeout := renewTimeout(due, time.Now())
+	s.mu.Unlock()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	var wg sync.WaitGroup
+	for i, l := range due {
+		wg.Go(func() {
+			r := &results[i]
+			r.sent, r.validity, r.renewed, r.err = l.Renewer.RenewLease(ctx)
+		})
+	}
+	wg.Wait()
+	cancel()
+	batch := Batch{Size: len(due), Duration: time.Since(start)}
+	var lost []*Lease
+	var failure error
+	s.mu.Lock()
+	for i, l := range due {
+		if l.state != inflight {
+			continue // removed while in flight
+		}
+		r := results[i]
+		if r.err != nil {
+			failure = r.err
+			batch.Failures++
+		}
+		if s.settle(l, r.err != nil, r.renewed, r.sent, r.sent.Add(min(r.validity, l.TTL))) {
+			lost = append(lost, l)
+		}
+	}
+	s.mu.Unlock()
+	s.filed(batch, failure, lost)
+}
+
+// settle files the outcome of lease l's renewal (s.mu held): failed, it is
+// tried again after a backoff; renewed, by a call sent at sent that made it
+// last until until at least (the zero time: no longer than before), it is
+// renewed again an interval after sent; else it is lost, and settle reports
+// true.
+func (s *Scheduler) settle(l *Lease, failed, renewed bool, sent, until time.Time) (lost bool) {
+	switch {
+	case failed:
+		l.at = minTime(time.Now().Add(backoff(l)), l.deadline)
+	case renewed:
+		if until.After(l.deadline) {
+			l.deadline = until
+		}
+		l.at = minTime(sent.Add(l.interval()), l.deadline)
+	default:
+		l.state = ended
+		return true
+	}
+	l.state = waiting
+	s.heap.push(l)
+	return false
+}
+
+// filed reports a round of renewals: its failure (logged at most every 5
+// s), the batch to OnBatch, and the leases lost.
+func (s *Scheduler) filed(batch Batch, failure error, lost []*Lease) {
+	s.mu.Lock()
 	logFailure := failure != nil && time.Since(s.lastLog) > 5*time.Second
 	if logFailure {
 		s.lastLog = time.Now()
@@ -68,7 +148,7 @@ func (s *Scheduler) renew(due []*Lease) {
 	s.mu.Unlock()
 	if logFailure {
 		s.log.Warn("redisync: lease renewal failed; retrying until the leases run out",
-			"leases", len(due), "error", failure)
+			"leases", batch.Size, "error", failure)
 	}
 	if s.onBatch != nil {
 		batch.Err = failure

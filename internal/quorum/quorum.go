@@ -264,26 +264,60 @@ func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold
 	})
 }
 
+// ErrRenewShort reports a renewal that fewer than a majority confirmed,
+// while a majority may still hold: a failure to retry, not a loss.
+var ErrRenewShort = errors.New("redisync: fewer than a majority confirmed the renewal")
+
 // Renew extends hold field (count holds) of the lock k to lease on every
-// server, adding it where the lock is free and the server votes. It reports
-// the validity from when it was sent, and whether a majority holds it
-// within it.
-func (q *Quorum) Renew(ctx context.Context, k *scripts.QuorumKeys, field string, count int, lease time.Duration) (sent time.Time, validity time.Duration, held bool, err error) {
+// server, adding it where the lock is free and the server votes. It
+// returns when it was sent and, renewed, the validity from then: a majority
+// renewed it within it. Not renewed, with a nil error, the hold is lost: so
+// many servers said it is not there that no majority can hold it. Else the
+// error says what fell short (ErrNoQuorum, ErrRenewShort).
+func (q *Quorum) Renew(ctx context.Context, k *scripts.QuorumKeys, field string, count int, lease time.Duration) (sent time.Time, validity time.Duration, renewed bool, err error) {
 	ms := strconv.FormatInt(lease.Milliseconds(), 10)
-	renewed := make([]bool, len(q.servers))
+	ok := make([]bool, len(q.servers))
 	sent = time.Now()
 	errs := q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) (err error) {
-		renewed[i], err = s.Runner.RenewQuorum(ctx, k, field, count, ms, q.bound)
+		ok[i], err = s.Runner.RenewQuorum(ctx, k, field, count, ms, q.bound)
 		return err
 	})
 	validity = lease - time.Since(sent) - q.cfg.drift(lease)
-	n := 0
-	for i, ok := range renewed {
-		if ok && errs[i] == nil {
-			n++
+	yes, no := 0, 0
+	for i, err := range errs {
+		switch {
+		case err != nil:
+		case ok[i]:
+			yes++
+		default:
+			no++
 		}
 	}
-	return sent, validity, n >= q.Majority() && validity > 0, q.unreachable(errs)
+	switch {
+	case no > len(q.servers)-q.Majority():
+		return sent, 0, false, nil
+	case yes >= q.Majority() && validity > 0:
+		return sent, validity, true, nil
+	}
+	if err := q.unreachable(errs); err != nil {
+		return sent, 0, false, err
+	}
+	return sent, 0, false, fmt.Errorf("%w: %d of %d renewed, %d refused, within %v", ErrRenewShort, yes, len(q.servers), no, time.Since(sent))
+}
+
+// A Hold is one hold of a quorum lock, which the lease scheduler renews
+// (it is a lease.Renewer).
+type Hold struct {
+	Q     *Quorum
+	Keys  *scripts.QuorumKeys
+	Field string
+	Count int
+	Lease time.Duration
+}
+
+// RenewLease renews h once (see Quorum.Renew).
+func (h *Hold) RenewLease(ctx context.Context) (time.Time, time.Duration, bool, error) {
+	return h.Q.Renew(ctx, h.Keys, h.Field, h.Count, h.Lease)
 }
 
 // Release releases hold field of the lock k on every server (from holds

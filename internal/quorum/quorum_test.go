@@ -2,6 +2,7 @@ package quorum_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/quorum"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
@@ -200,9 +202,9 @@ func TestQuorumHoldSurvivesRestart(t *testing.T) {
 	restart(t, servers[0], holder, rival)
 	deadline := time.Now().Add(cfg.Bound + 2*lease)
 	for time.Now().Before(deadline) {
-		_, _, held, err := holder.Renew(ctx, &k, f, 1, lease)
+		_, _, renewed, err := holder.Renew(ctx, &k, f, 1, lease)
 		require.NoError(t, err)
-		require.True(t, held, "the hold keeps a majority")
+		require.True(t, renewed, "the hold keeps a majority")
 		r, err := rival.Acquire(ctx, &k, scripts.Hold{Field: field()}, lease)
 		require.NoError(t, err)
 		require.False(t, r.Held, "a rival got the lock: %+v", r.Votes)
@@ -268,4 +270,45 @@ func TestQuorumMajorityDown(t *testing.T) {
 	}
 	assert.NotContains(t, err.Error(), servers[1].Addr)
 	assert.Less(t, time.Since(start), 10*time.Second, "no hang")
+}
+
+// The lease scheduler keeps a quorum hold alive (a lease.Renewer): through
+// one server's death, and reports its loss when two of three servers are
+// taken by another hold.
+func TestQuorumWatchdog(t *testing.T) {
+	servers := startServers(t, 3)
+	ttl := 600 * time.Millisecond
+	q := newQuorum(t, servers, quorum.DefaultConfig(ttl))
+	name := t.Name()
+	k := scripts.QuorumKeysOf(layout.MutexOf(name))
+	ctx := context.Background()
+	f := field()
+	res, err := q.Acquire(ctx, &k, scripts.Hold{Field: f}, ttl)
+	require.NoError(t, err)
+	require.True(t, res.Held)
+	rc := rawClient(t, servers[0])
+	sched := lease.New(scripts.NewRunner(rc, false), false, slog.New(slog.DiscardHandler))
+	defer sched.Close()
+	lost := make(chan error, 1)
+	l := &lease.Lease{Key: name, TTL: ttl, Renewer: &quorum.Hold{Q: q, Keys: &k, Field: f, Count: 1, Lease: ttl},
+		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+	sched.AddWithin(l, res.Sent, res.Validity)
+
+	require.NoError(t, servers[2].Kill())
+	select {
+	case err := <-lost:
+		t.Fatalf("lost with two of three servers renewing it: %v", err)
+	case <-time.After(5 * ttl):
+	}
+	r1 := rawClient(t, servers[1])
+	for _, c := range []rueidis.Client{rc, r1} {
+		require.NoError(t, c.Do(ctx, c.B().Del().Key(name).Build()).Error())
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(name).FieldValue().FieldValue("other:1", "1").Build()).Error())
+	}
+	select {
+	case err := <-lost:
+		require.ErrorIs(t, err, lease.ErrNotHeld)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loss of the majority was not reported")
+	}
 }
