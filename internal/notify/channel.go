@@ -15,14 +15,19 @@ type channel struct {
 	policy Policy
 	ctx    context.Context
 	cancel context.CancelFunc
-	ready  chan struct{} // closed at the first confirmation
-	exited chan struct{} // closed when the subscription is over
+	ready  chan struct{} // closed at the first confirmation (on any server)
+	exited chan struct{} // closed when the subscription is over (on every server)
+	// running counts the servers whose subscription goroutine has not
+	// exited; guarded by Registry.mu.
+	running int
 	after  chan struct{} // exited of the name's previous subscription, or nil
 	linger *time.Timer   // set while the channel has no waiter; guarded by Registry.mu
 
 	mu           sync.Mutex
-	head, tail   *Waiter
-	confirmCount int
+	head, tail *Waiter
+	// confirms counts the confirmations of the subscription, by server:
+	// a server's second one on is a resubscription.
+	confirms []int
 	// unclaimed keeps the latest tags that wake-ups named while no waiter
 	// had them: a waiter learns its tag from a reply that can arrive after
 	// the message naming it (they come on different connections), so Join
@@ -116,18 +121,26 @@ func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 // sets passOn, so that a wake-up it may have swallowed goes to another waiter.
 func (w *Waiter) Leave(passOn bool) { w.ch.reg.leave(w, passOn) }
 
-// confirmed is the subscription hook. It runs on the connection's reading
-// goroutine, so it only takes the channel's short lock.
-func (ch *channel) confirmed(s rueidis.PubSubSubscription) {
+// confirmed is the subscription hook of server i. It runs on the
+// connection's reading goroutine, so it only takes the channel's short lock.
+func (ch *channel) confirmed(i int, s rueidis.PubSubSubscription) {
 	if s.Channel != ch.name || (s.Kind != "subscribe" && s.Kind != "ssubscribe") {
 		return
 	}
 	ch.mu.Lock()
-	ch.confirmCount++
-	again := ch.confirmCount > 1
-	if !again {
+	first := true
+	for _, n := range ch.confirms {
+		first = first && n == 0
+	}
+	ch.confirms[i]++
+	again := ch.confirms[i] > 1
+	switch {
+	case first:
 		close(ch.ready)
-	} else {
+	case !again:
+		// Another server's first confirmation: nothing was missed there
+		// that a waiter could have counted on.
+	default:
 		// A resubscription: whatever was published in between is lost.
 		ch.echo = false
 		ch.wakeLocked(WakeAll, FromResubscribe, false)

@@ -85,7 +85,9 @@ func Tagged(message string) Wake { return Wake{Tag: message} }
 
 // Registry holds the subscriptions of one Client.
 type Registry struct {
-	rc      rueidis.Client
+	// rcs are the servers a channel is subscribed on: one, or each server
+	// of a quorum, any of whose messages wakes the channel's waiters.
+	rcs     []rueidis.Client
 	sharded bool
 	log     *slog.Logger
 	// onSubscribe, if set, is told of every confirmed (re)subscription.
@@ -126,9 +128,17 @@ func OnMessage(f func(channel, message string)) Option {
 // New returns a Registry that subscribes through rc, with SSUBSCRIBE when
 // sharded is set and SUBSCRIBE otherwise.
 func New(rc rueidis.Client, sharded bool, log *slog.Logger, opts ...Option) *Registry {
+	return NewOver([]rueidis.Client{rc}, sharded, log, opts...)
+}
+
+// NewOver returns a Registry that subscribes each channel on every client
+// of rcs (the servers of a quorum, each a deployment of its own): a
+// message on any of them wakes the channel's waiters, and a channel is
+// ready once one of them confirmed it.
+func NewOver(rcs []rueidis.Client, sharded bool, log *slog.Logger, opts ...Option) *Registry {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{
-		rc:      rc,
+		rcs:     rcs,
 		sharded: sharded,
 		log:     log,
 		ctx:     ctx,
@@ -154,11 +164,15 @@ func (r *Registry) Join(name string, policy Policy, tag string) *Waiter {
 	if ch == nil {
 		ctx, cancel := context.WithCancel(r.ctx)
 		ch = &channel{name: name, reg: r, policy: policy, ctx: ctx, cancel: cancel,
-			ready: make(chan struct{}), exited: make(chan struct{}), after: r.closing[name]}
+			ready: make(chan struct{}), exited: make(chan struct{}), after: r.closing[name],
+			confirms: make([]int, len(r.rcs))}
 		r.chans[name] = ch
 		if r.ctx.Err() == nil {
-			r.wg.Add(1)
-			go r.run(ch)
+			r.wg.Add(len(r.rcs))
+			ch.running = len(r.rcs)
+			for i, rc := range r.rcs {
+				go r.run(ch, rc, i)
+			}
 		} else {
 			close(ch.ready) // closed Registry: nothing to wait for
 			close(ch.exited)
@@ -277,8 +291,9 @@ func (r *Registry) expire(ch *channel) {
 	ch.cancel()
 }
 
-// run keeps channel subscribed until its context ends.
-func (r *Registry) run(ch *channel) {
+// run keeps channel subscribed on rc, the registry's server i, until its
+// context ends.
+func (r *Registry) run(ch *channel, rc rueidis.Client, i int) {
 	defer r.wg.Done()
 	defer r.exit(ch)
 	if ch.after != nil {
@@ -294,13 +309,13 @@ func (r *Registry) run(ch *channel) {
 	// this Receive's buffer, which nobody reads any more, and a full buffer
 	// stalls the connection's reader.
 	var wire rueidis.CommandClient
-	ctx := rueidis.WithOnSubscriptionHook(ch.ctx, ch.confirmed)
+	ctx := rueidis.WithOnSubscriptionHook(ch.ctx, func(s rueidis.PubSubSubscription) { ch.confirmed(i, s) })
 	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, cc rueidis.CommandClient) error {
 		wire = cc
 		return err
 	})
 	for failures := 0; ; {
-		err := r.rc.Receive(ctx, r.subscribe(ch.name), ch.message)
+		err := rc.Receive(ctx, r.subscribe(rc, ch.name), ch.message)
 		if ch.ctx.Err() != nil {
 			if wire != nil {
 				r.unsubscribe(wire, ch.name)
@@ -334,21 +349,25 @@ func (r *Registry) run(ch *channel) {
 	}
 }
 
-// exit records that ch's subscription is over.
+// exit records that ch's subscription on one server is over, and when it
+// is over on every server, that ch's is.
 func (r *Registry) exit(ch *channel) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ch.running--; ch.running > 0 {
+		return
+	}
 	close(ch.exited)
 	if r.closing[ch.name] == ch.exited {
 		delete(r.closing, ch.name)
 	}
 }
 
-func (r *Registry) subscribe(name string) rueidis.Completed {
+func (r *Registry) subscribe(rc rueidis.Client, name string) rueidis.Completed {
 	if r.sharded {
-		return r.rc.B().Ssubscribe().Channel(name).Build()
+		return rc.B().Ssubscribe().Channel(name).Build()
 	}
-	return r.rc.B().Subscribe().Channel(name).Build()
+	return rc.B().Subscribe().Channel(name).Build()
 }
 
 // unsubscribe ends the subscription on the connection that carries it; a

@@ -296,3 +296,73 @@ func TestOnMessage(t *testing.T) {
 	assert.Equal(t, ch+"=0", seen.Load(), "told before the waiter woke")
 	w.Leave(false)
 }
+
+// A Registry over several servers (a quorum's): a channel is subscribed on
+// each, a message on any of them wakes its waiters, and a resubscription on
+// one wakes them all; the subscriptions end on every server with the last
+// waiter.
+func TestRegistryOverServers(t *testing.T) {
+	if _, err := redisserver.ServerBinary(); err != nil && !redisserver.RequireServer() {
+		t.Skipf("needs several real servers: %v; %s", err, redisserver.InstallHint)
+	}
+	var rcs, others []rueidis.Client // the registry's clients, and others of the same servers
+	for range 3 {
+		s, err := redisserver.StartServer()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Stop() })
+		for _, list := range []*[]rueidis.Client{&rcs, &others} {
+			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
+			require.NoError(t, err)
+			t.Cleanup(rc.Close)
+			*list = append(*list, rc)
+		}
+	}
+	var again atomic.Int32
+	r := notify.NewOver(rcs, false, slog.Default(), notify.OnSubscribe(func(_ string, resub bool) {
+		if resub {
+			again.Add(1)
+		}
+	}))
+	defer r.Close()
+	ctx := context.Background()
+	name := t.Name()
+	subscribers := func(rc rueidis.Client) int64 {
+		v, err := rc.Do(ctx, rc.B().PubsubNumsub().Channel(name).Build()).AsMap()
+		require.NoError(t, err)
+		m := v[name]
+		n, _ := m.AsInt64()
+		return n
+	}
+	w := r.Join(name, notify.All, "")
+	ready(t, w)
+	require.Eventually(t, func() bool {
+		for _, rc := range others {
+			if subscribers(rc) != 1 {
+				return false
+			}
+		}
+		return true
+	}, wait, 5*time.Millisecond, "subscribed on every server")
+	for i, rc := range others {
+		require.NoError(t, rc.Do(ctx, rc.B().Publish().Channel(name).Message("0").Build()).Error())
+		assert.True(t, woken(w, wait), "a message on server %d wakes the waiter", i)
+		assert.Equal(t, notify.FromMessage, w.Source())
+	}
+	assert.Zero(t, again.Load(), "a server's first confirmation is no resubscription")
+
+	killed, err := others[1].Do(ctx, others[1].B().ClientKill().TypePubsub().Build()).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, killed, "the subscriber connection to server 1")
+	assert.True(t, woken(w, wait), "a resubscription on one server wakes the waiters")
+	assert.Equal(t, notify.FromResubscribe, w.Source())
+
+	w.Leave(false)
+	require.Eventually(t, func() bool {
+		for _, rc := range others {
+			if subscribers(rc) != 0 {
+				return false
+			}
+		}
+		return true
+	}, wait+notify.Linger, 10*time.Millisecond, "unsubscribed on every server after the linger")
+}
