@@ -20,10 +20,10 @@ type channel struct {
 	// running counts the servers whose subscription goroutine has not
 	// exited; guarded by Registry.mu.
 	running int
-	after  chan struct{} // exited of the name's previous subscription, or nil
-	linger *time.Timer   // set while the channel has no waiter; guarded by Registry.mu
+	after   chan struct{} // exited of the name's previous subscription, or nil
+	linger  *time.Timer   // set while the channel has no waiter; guarded by Registry.mu
 
-	mu           sync.Mutex
+	mu         sync.Mutex
 	head, tail *Waiter
 	// confirms counts the confirmations of the subscription, by server:
 	// a server's second one on is a resubscription.
