@@ -203,6 +203,17 @@ func TestPrompt(t *testing.T) {
 	expect(t, history(waiterKilled, mmHolder, deadMM, mmLate), I9, 0, 1)
 	gaveBack := append(slices.Clone(deadPart), Event{T: 40 * ms1, W: 3, G: 0, K: AcquireFailed, R: "mm"})
 	expect(t, history(waiterKilled, mmHolder, gaveBack, mmLate), I9, 0, 1)
+	// An attempt that took the lock and gave it back because its replicas
+	// did not acknowledge it (a WithSyncReplicas call, while its replica
+	// lags) held the lock meanwhile: it was not free until then. One that
+	// ended before the release excuses nothing.
+	notAcked := `redisync: lock "m": redisync: acquisition not acknowledged by enough replicas: 0 of 1 acknowledged within 500ms`
+	unreplicated := []Event{{T: 90 * ms1, W: 4, G: 1, K: Invoke, R: "m", Mode: Exclusive},
+		{T: 700 * ms1, W: 4, G: 1, K: AcquireFailed, R: "m", Err: notAcked}}
+	expect(t, history(nil, holder, unreplicated, late), I9, 0, 0)
+	before := []Event{{T: 10 * ms1, W: 4, G: 1, K: Invoke, R: "m", Mode: Exclusive},
+		{T: 60 * ms1, W: 4, G: 1, K: AcquireFailed, R: "m", Err: notAcked}}
+	expect(t, history(nil, holder, before, late), I9, 0, 1)
 	// Any other fault near: I3's.
 	paused := []Fault{{Kind: "F2", W: 2, G: 0, R: "m", Start: 200 * ms1, End: 500 * ms1}}
 	expect(t, history(paused, holder, late), I9, 0, 0)

@@ -3,8 +3,10 @@ package chaos
 import (
 	"iter"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
+	"time"
 )
 
 // never stands for a return that did not happen.
@@ -107,6 +109,12 @@ type model struct {
 	byStart []Fault
 	longest int64
 	slots   map[[2]int][]*hold // (worker, goroutine) -> its holds in order
+	// unreplicated are the attempts that took a lock in Redis and gave it
+	// back when its replicas did not acknowledge them in time (a call that
+	// returned ErrNotReplicated), as holds from the attempt's start at the
+	// latest to the call's return: the lock was taken meanwhile, by nobody
+	// the history shows.
+	unreplicated []*hold
 }
 
 // start returns when the run's first event happened, which reports count
@@ -199,6 +207,10 @@ func build(h *History) *model {
 			}
 			delete(waiting, s)
 			w.Ret, w.OK = e.T, e.K == Acquired
+			if d, ok := unreplicatedFor(e.Err); ok {
+				m.unreplicated = append(m.unreplicated, &hold{W: e.W, G: e.G, R: e.R, Mode: e.Mode, Inv: w.Inv,
+					Acq: max(w.Inv, e.T-int64(d)), Rel: e.T})
+			}
 			if w.OK {
 				hd := &hold{W: e.W, G: e.G, R: e.R, Mode: e.Mode, Tok: e.Tok, Inv: w.Inv, Acq: e.T, Rel: never, Handed: inRedis}
 				if handover {
@@ -311,4 +323,24 @@ func percentile(xs []int64, p float64) int64 {
 	slices.Sort(xs)
 	i := int(math.Ceil(p/100*float64(len(xs)))) - 1
 	return xs[max(i, 0)]
+}
+
+// notReplicated matches the error of a call whose acquisition its replicas
+// did not acknowledge within the time it names (ErrNotReplicated's text).
+var notReplicated = regexp.MustCompile(`not acknowledged by enough replicas: \d+ of \d+ acknowledged within (\S+)$`)
+
+// unreplicatedFor reports whether err is the error of a call whose last
+// attempt took the lock and gave it back unacknowledged, and how long that
+// attempt may have held it: the acknowledgement's timeout, plus a round
+// trip for the acquire and one for the undo.
+func unreplicatedFor(err string) (time.Duration, bool) {
+	m := notReplicated.FindStringSubmatch(err)
+	if m == nil {
+		return 0, false
+	}
+	d, perr := time.ParseDuration(m[1])
+	if perr != nil {
+		return 0, false
+	}
+	return d + 200*time.Millisecond, true
 }

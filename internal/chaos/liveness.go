@@ -61,7 +61,12 @@ func (m *model) checkPrompt() []Violation {
 				diedHolding[w.W] = true // a MultiMutex call that died with some of its names
 			}
 		}
-		for _, fr := range m.freeings(c.res, c.hs) {
+		// An attempt that took the lock and gave it back because its
+		// replicas did not acknowledge it held the lock meanwhile: while a
+		// replica lags, each WithSyncReplicas attempt keeps the lock from
+		// the others for up to its timeout (docs/guarantees.md).
+		hs := slices.Concat(c.hs, m.unreplicatedOf(c))
+		for _, fr := range m.freeings(c.res, hs) {
 			deadline := fr.t + int64(m.Params.Heartbeat+m.Params.WakeSlack)
 			if deadline >= m.End || c.served(fr.t, deadline) || m.promptExcused(fr, deadline, diedHolding) {
 				continue
@@ -70,6 +75,17 @@ func (m *model) checkPrompt() []Violation {
 				out = append(out, Violation{Invariant: I9, T: fr.t, R: c.name,
 					Detail: fmt.Sprintf("free at %s; w%d/g%d (waiting since %s) not served by %s, a heartbeat timeout later", m.at(fr.t), w.W, w.G, m.at(w.Inv), m.at(deadline))})
 			}
+		}
+	}
+	return out
+}
+
+// unreplicatedOf returns the unreplicated attempts on c's locks, as holds.
+func (m *model) unreplicatedOf(c contention) []*hold {
+	var out []*hold
+	for _, hd := range m.unreplicated {
+		if hd.R == c.name || c.res.With != "" && hd.R == c.res.With {
+			out = append(out, hd)
 		}
 	}
 	return out
