@@ -41,9 +41,12 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 // there is no such hold through this Client.
 func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 	owner, _ := ownerOf(ctx, h.owner)
-	_, field := h.c.holds.current(holdKey{kind: kind, name: h.key, owner: owner})
+	count, field := h.c.holds.current(holdKey{kind: kind, name: h.key, owner: owner})
 	if field == "" {
 		return 0, nil
+	}
+	if h.c.quorum != nil {
+		return int(count), nil // recorded on every server: the count this Client keeps
 	}
 	n, err := h.c.rc.Do(ctx, h.c.rc.B().Hget().Key(h.key).Field(field).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {

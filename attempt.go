@@ -105,6 +105,9 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	case sync != nil:
 		acq.synced = sync.N
 	}
+	if r.Within > 0 {
+		acq.within = r.Within // a quorum's validity
+	}
 	return e.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/quorum"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -42,14 +43,22 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	}
 	cluster := rc.Mode() == rueidis.ClientModeCluster
 	sharded := cluster && !cfg.classicPubSub
+	return newClient(cfg, []rueidis.Client{rc}, scripts.NewRunner(rc, sharded), cluster, sharded, nil), nil
+}
+
+// newClient starts a Client with cfg over rcs (one deployment, or a
+// quorum's, q), whose scripts run through runner (a quorum's first
+// deployment's: its handles ask every one through q).
+func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster, sharded bool, q *quorum.Quorum) *Client {
 	c := &Client{engine: engine{
-		rc:        rc,
+		rc:        rcs[0],
 		id:        newUUID(),
 		cfg:       cfg,
-		scripts:   scripts.NewRunner(rc, sharded),
+		scripts:   runner,
 		closed:    make(chan struct{}),
 		holds:     newHoldTable(),
 		handovers: newHandovers(),
+		quorum:    q,
 	}}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option
@@ -61,8 +70,8 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		notifyOpts = append(notifyOpts, notify.OnMessage(cfg.onMessage))
 	}
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
-	c.notify = notify.New(rc, sharded, cfg.logger, notifyOpts...)
-	return c, nil
+	c.notify = notify.NewOver(rcs, sharded, cfg.logger, notifyOpts...)
+	return c
 }
 
 // Close stops the Client's renewal and subscriptions and waits until its
@@ -102,4 +111,12 @@ func (c *Client) observeBatch(b lease.Batch) {
 // observeSubscribed is the subscriber's confirmation callback.
 func (c *Client) observeSubscribed(channel string, again bool) {
 	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
+}
+
+// single panics on a quorum Client, whose handles are Mutex and FencedMutex
+// only; constructor names the call.
+func (c *Client) single(constructor string) {
+	if c.quorum != nil {
+		panic("redisync: " + constructor + " is not available on a quorum Client (NewQuorum): only NewMutex and NewFencedMutex are")
+	}
 }

@@ -56,6 +56,7 @@ type CountingSemaphore struct {
 // are as for [Client.NewMutex]; it also panics if size is negative. Lease
 // options have no effect: its permits are not leased.
 func (c *Client) NewCountingSemaphore(name string, size int64, opts ...Option) *CountingSemaphore {
+	c.single("NewCountingSemaphore")
 	if size < 0 {
 		panic("redisync: counting semaphore size < 0")
 	}

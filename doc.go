@@ -30,7 +30,10 @@
 // RSemaphore, RPermitExpirableSemaphore, RCountDownLatch), so Go and Java
 // services exclude, and wait for, each other on the same names.
 // [WithObserver] reports what the locks do (see the redisyncotel module for
-// OpenTelemetry).
+// OpenTelemetry). [NewQuorum] makes a Client whose Mutex and FencedMutex are
+// held on a majority of independent deployments (the Redlock algorithm),
+// with a server that restarted empty kept out of the vote and fencing tokens
+// read from and written to a majority.
 //
 // # Safety model
 //

@@ -48,6 +48,7 @@ type Election struct {
 // NewElection returns a handle on the Election called name. Names, options
 // and panics are as for [Client.NewMutex].
 func (c *Client) NewElection(name string, opts ...Option) *Election {
+	c.single("NewElection")
 	e := &Election{l: layout.ElectionOf(name)}
 	c.initHandle(&e.h, name, opts)
 	e.h.key = e.l.Key

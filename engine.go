@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
+	"github.com/go-redisync/redisync/internal/quorum"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -87,6 +88,10 @@ type engine struct {
 
 	holds     holdTable
 	handovers handovers
+
+	// quorum, on a Client from NewQuorum, asks every deployment of the
+	// quorum for the holds of its Mutex handles; nil otherwise.
+	quorum *quorum.Quorum
 }
 
 // isClosed reports whether the Client was closed.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/quorum"
 )
 
 // Errors returned by the primitives. Errors about one lock wrap these with the
@@ -31,6 +33,10 @@ var (
 	// ErrNotReplicated is returned by an acquisition that fewer replicas
 	// acknowledged in time than [WithSyncReplicas] asks; it was undone.
 	ErrNotReplicated = errors.New("redisync: acquisition not acknowledged by enough replicas")
+	// ErrNoQuorum is returned when fewer than a majority of a quorum's
+	// deployments (see [NewQuorum]) answered; the error names those that
+	// did not.
+	ErrNoQuorum = quorum.ErrNoQuorum
 )
 
 // The causes of a loss. An error wrapping [ErrLockLost] also wraps one of

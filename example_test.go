@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -135,4 +136,31 @@ func ExampleWithShardedPubSub() {
 	}
 	defer c.Close()
 	_ = c.NewMutex("order:42") // shares the lock, and its wake-ups, with Java's getLock("order:42")
+}
+
+// NewQuorum holds each lock on a majority of independent deployments: here
+// three standalone servers (the addresses are examples). A FencedMutex's
+// tokens come from the same majority.
+func ExampleNewQuorum() {
+	var rcs []rueidis.Client
+	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer rc.Close()
+		rcs = append(rcs, rc)
+	}
+	c, err := redisync.NewQuorum(rcs, redisync.WithWatchdogTimeout(10*time.Second))
+	if err != nil {
+		log.Fatal(err) // fewer than a majority answered (ErrNoQuorum), or a bad list
+	}
+	defer c.Close()
+
+	m := c.NewMutex("payments:7")
+	if err := m.LockContext(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock()
+	// The lock holds while a majority renews it; m.Done() says when it does not.
 }

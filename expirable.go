@@ -57,6 +57,7 @@ type ExpirableSemaphore struct {
 // [Client.NewMutex]; it also panics if size is negative. Lease options have
 // no effect: each Acquire gives its permits' lease.
 func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) *ExpirableSemaphore {
+	c.single("NewExpirableSemaphore")
 	if size < 0 {
 		panic("redisync: expirable semaphore size < 0")
 	}

@@ -41,6 +41,7 @@ type FairMutex struct {
 // NewFairMutex returns a handle on the fair mutex called name. Names, options
 // and panics are as for [Client.NewMutex].
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
+	c.single("NewFairMutex")
 	fm := &FairMutex{l: layout.FairOf(name)}
 	c.initHandle(&fm.handle, name, opts)
 	fm.key = fm.l.Key
@@ -69,6 +70,7 @@ func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 // thread does. Scores are the Java clients' clocks on their side and the
 // server's on ours: keep them in step.
 func (c *Client) NewRedissonFairMutex(name string, opts ...Option) *FairMutex {
+	c.single("NewRedissonFairMutex")
 	rf := layout.RFairOf(name)
 	fm := &FairMutex{rf: &rf}
 	c.initHandle(&fm.handle, name, opts)

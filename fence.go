@@ -26,6 +26,7 @@ type Fence struct {
 // hash redisync_fence:{name} (the name's hash tag rule as for locks), so a
 // fence named like its lock shares the lock's cluster slot.
 func (c *Client) NewFence(name string) *Fence {
+	c.single("NewFence")
 	if err := layout.Check(name); err != nil {
 		panic("redisync: invalid fence name " + strconv.Quote(name) + ": " + err.Error())
 	}

@@ -49,6 +49,7 @@ type multiGroup struct {
 // Redis. It panics if names is empty or has a duplicate, if a name is
 // invalid (see [Client.NewMutex]), or if an option is invalid.
 func (c *Client) NewMultiMutex(names []string, opts ...Option) *MultiMutex {
+	c.single("NewMultiMutex")
 	if len(names) == 0 {
 		panic("redisync: NewMultiMutex without names")
 	}

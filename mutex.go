@@ -2,9 +2,12 @@ package redisync
 
 import (
 	"context"
+	"math/rand/v2"
+	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/quorum"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -130,6 +133,13 @@ func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx
 // Client, ends as lost; a hold taken after it (by a waiter its wake-up
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if m.c.quorum != nil {
+		ok, err := m.forceUnlocked(m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0"))
+		if ok {
+			m.c.wakeEvery(m.keys.Channel())
+		}
+		return ok, err
+	}
 	return m.forceUnlockHash(ctx, m.keys.Channel(), "0")
 }
 
@@ -148,9 +158,15 @@ func (m *Mutex) proto(owner uint64) *protocol {
 
 func (m *Mutex) newProto(owner uint64) *protocol {
 	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), mutexPolicy)
-	switch {
-	case m.fenced:
+	if m.fenced {
 		p.primitive, p.policy = PrimitiveFencedMutex, fencedPolicy
+	}
+	if m.c.quorum != nil {
+		m.quorumProto(p)
+		return p
+	}
+	switch {
+	case m.fenced: // every acquisition asks Redis: no handover
 	case p.cfg.lease != 0 || p.cfg.syncReplicas != 0 || p.cfg.heartbeat > p.cfg.watchdog:
 		// A hold handed through Redis lasts until the waiter's heartbeat
 		// deadline, then its lease: not for a fixed lease, nor when
@@ -187,4 +203,72 @@ func (m *Mutex) runRelease(ctx context.Context, r release) (scripts.Released, er
 // call a, whose field is its id there.
 func (m *Mutex) mutexTicket(a *call) *ticket {
 	return m.c.leases.NewHeartbeat(a.field, m.keys[4], m.keys[3], a.p.cfg.heartbeat)
+}
+
+// quorumProto makes p, the protocol of a Mutex handle on a quorum Client,
+// take, release and renew its holds on every server: no queue in Redis (a
+// release hands a hold on only within the Client), no replicas to wait for.
+func (m *Mutex) quorumProto(p *protocol) {
+	if m.lease > m.c.cfg.leaseTTL() {
+		panic("redisync: a handle of a quorum Client may not have a longer lease than its Client: a restarted server stays out of the vote for the Client's")
+	}
+	k := scripts.QuorumKeysOf(layout.MutexOf(m.name))
+	q := m.c.quorum
+	if !m.fenced {
+		p.hand = handInClient
+	}
+	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) { return m.quorumAcquire(ctx, q, &k, a) }
+	p.release = func(ctx context.Context, r release) (scripts.Released, error) {
+		n, err := q.Release(ctx, &k, r.Release)
+		switch {
+		case err != nil:
+			return scripts.Released{}, err
+		case n < q.Majority():
+			return scripts.Released{Status: -1}, nil // not on a majority: lost
+		case r.To > 0:
+			return scripts.Released{}, nil
+		}
+		return scripts.Released{Status: 1}, nil
+	}
+	p.newLease = func(t *term) *lease.Lease {
+		l := &t.own
+		*l = lease.Lease{Key: m.key, TTL: m.lease, Lost: t}
+		if m.cfg.lease == 0 {
+			l.Renewer = &quorum.Hold{Q: q, Keys: &k, Field: t.field, Count: 1, Lease: m.lease}
+		}
+		return l
+	}
+}
+
+// quorumAcquire asks every server of q for acquisition a. Held, the reply
+// carries the hold's validity and, for a FencedMutex's first acquire, the
+// token written to a majority; not held, how long the lock stays taken,
+// after a random pause when the votes were split (each contender held
+// some), so that contenders do not keep splitting them.
+func (m *Mutex) quorumAcquire(ctx context.Context, q *quorum.Quorum, k *scripts.QuorumKeys, a acquisition) (scripts.Reply, error) {
+	res, err := q.Acquire(ctx, k, a.hold(m.leaseMS), m.lease)
+	switch {
+	case err != nil:
+		return scripts.Reply{}, err
+	case res.Gone:
+		return scripts.Reply{Outcome: scripts.Gone}, nil
+	case !res.Held:
+		if res.Granted() > 0 {
+			select {
+			case <-time.After(time.Millisecond + rand.N(max(m.lease/50, 20*time.Millisecond))):
+			case <-ctx.Done():
+			}
+		}
+		return scripts.Reply{Outcome: scripts.Busy, Value: max(res.Wait.Milliseconds(), -1)}, nil
+	}
+	r := scripts.Reply{Outcome: scripts.Acquired, Within: res.Validity}
+	if m.fenced && a.count == 0 {
+		token, err := q.Token(ctx, k, res.Counter, m.lease)
+		if err != nil {
+			_, _ = q.Release(context.WithoutCancel(ctx), k, scripts.Release{Field: a.field, From: 1}) // the call asks again
+			return scripts.Reply{}, err
+		}
+		r.Value = token
+	}
+	return r, nil
 }

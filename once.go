@@ -38,6 +38,7 @@ type Once struct {
 // NewOnce returns a handle on the Once called name. Names, options and panics
 // are as for [Client.NewMutex].
 func (c *Client) NewOnce(name string, opts ...Option) *Once {
+	c.single("NewOnce")
 	o := &Once{l: layout.OnceOf(name)}
 	c.initHandle(&o.handle, name, opts)
 	o.key = o.l.Claim

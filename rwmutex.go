@@ -38,6 +38,7 @@ type RWMutex struct {
 // NewRWMutex returns a handle on the reader/writer mutex called name. Names,
 // options and panics are as for [Client.NewMutex].
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
+	c.single("NewRWMutex")
 	rw := &RWMutex{l: layout.RWOf(name)}
 	c.initHandle(&rw.handle, name, opts)
 	return rw

@@ -50,6 +50,7 @@ type Semaphore struct {
 // maximum combined weight for concurrent access. Names, options and panics
 // are as for [Client.NewMutex]; it also panics if size is negative.
 func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphore {
+	c.single("NewSemaphore")
 	if size < 0 {
 		panic("redisync: semaphore size < 0")
 	}

@@ -37,6 +37,7 @@ type WaitGroup struct {
 // handle touches neither Redis nor the network. It panics if the name is
 // invalid (see [WaitGroup]) or if an option is invalid.
 func (c *Client) NewWaitGroup(name string, opts ...Option) *WaitGroup {
+	c.single("NewWaitGroup")
 	if err := layout.CheckLatch(name); err != nil {
 		panic("redisync: invalid WaitGroup name " + strconv.Quote(name) + ": " + err.Error())
 	}

@@ -302,16 +302,10 @@ func TestOnMessage(t *testing.T) {
 // one wakes them all; the subscriptions end on every server with the last
 // waiter.
 func TestRegistryOverServers(t *testing.T) {
-	if _, err := redisserver.ServerBinary(); err != nil && !redisserver.RequireServer() {
-		t.Skipf("needs several real servers: %v; %s", err, redisserver.InstallHint)
-	}
 	var rcs, others []rueidis.Client // the registry's clients, and others of the same servers
-	for range 3 {
-		s, err := redisserver.StartServer()
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Stop() })
+	for _, s := range redistest.Servers(t, 3) {
 		for _, list := range []*[]rueidis.Client{&rcs, &others} {
-			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
+			rc, err := rueidis.NewClient(redistest.Option(s.Addr))
 			require.NoError(t, err)
 			t.Cleanup(rc.Close)
 			*list = append(*list, rc)

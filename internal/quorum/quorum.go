@@ -210,8 +210,9 @@ func (r *Result) Granted() int {
 
 // Acquire asks every server for hold h of the lock k with lease (h.LeaseMS
 // is set from it). A hold that a majority did not grant within its validity
-// is undone on every server at once (with a latch, so that a late copy of
-// the acquire takes nothing: the next attempt must use a new field). It
+// is undone on every server at once, without a latch: the call's next
+// attempt asks with the same field (and adopts what a late copy of this
+// one took), and a call that gives up releases it with a latch. It
 // returns an error wrapping ErrNoQuorum, naming the servers, when fewer than
 // a majority answered.
 func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration) (Result, error) {
@@ -252,11 +253,7 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 // undo takes back, on every server, what the acquire of h may have granted:
 // a first acquire's hold (and its latch), a re-entry's count.
 func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration) {
-	rel := scripts.Release{Field: h.Field, From: h.Count + 1, To: h.Count, Undo: true,
-		Latch: strconv.FormatInt((2 * lease).Milliseconds(), 10)}
-	if h.Count > 0 {
-		rel.Undo, rel.Latch = false, ""
-	}
+	rel := scripts.Release{Field: h.Field, From: h.Count + 1, To: h.Count} // no latch: a retry takes the field again
 	ctx = context.WithoutCancel(ctx)
 	q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, _ int, s Server) error {
 		_, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
@@ -320,11 +317,10 @@ func (h *Hold) RenewLease(ctx context.Context) (time.Time, time.Duration, bool, 
 	return h.Q.Renew(ctx, h.Keys, h.Field, h.Count, h.Lease)
 }
 
-// Release releases hold field of the lock k on every server (from holds
-// from to to; to 0 ends it, leaving its latch for latch ms). It reports on
-// how many servers the hold was there (or had been released: a repeat).
-func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, field string, from, to int, latch string) (int, error) {
-	rel := scripts.Release{Field: field, From: from, To: to, Latch: latch}
+// Release runs rel, a release of a hold of the lock k, on every server. It
+// reports on how many servers the hold was there (or had been released: a
+// repeat).
+func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, rel scripts.Release) (int, error) {
 	statuses := make([]int64, len(q.servers))
 	errs := q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
 		r, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
@@ -338,6 +334,25 @@ func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, field strin
 		}
 	}
 	return n, q.unreachable(errs)
+}
+
+// ForceUnlock deletes the lock key on every server, whoever holds it, and
+// publishes message on channel there; it returns the hold fields it deleted.
+func (q *Quorum) ForceUnlock(ctx context.Context, key, channel, message string) ([]string, error) {
+	var mu sync.Mutex
+	var fields []string
+	errs := q.each(ctx, 0, func(ctx context.Context, _ int, s Server) error {
+		f, err := s.Runner.ForceUnlockMutex(ctx, key, channel, message)
+		mu.Lock()
+		for _, x := range f {
+			if !slices.Contains(fields, x) {
+				fields = append(fields, x)
+			}
+		}
+		mu.Unlock()
+		return err
+	})
+	return fields, q.unreachable(errs)
 }
 
 // ErrTokenNotWritten reports that a token could not be written to a

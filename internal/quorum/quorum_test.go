@@ -24,37 +24,11 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.Run(m, func() error { return nil }, func() {})) }
 
-// startServers starts n redis-servers without persistence (a restart loses
-// everything), or skips the test on a machine without redis-server.
-func startServers(t *testing.T, n int) []*redisserver.Server {
-	t.Helper()
-	if _, err := redisserver.ServerBinary(); err != nil && !redisserver.RequireServer() {
-		t.Skipf("a quorum needs several real servers: %v; %s", err, redisserver.InstallHint)
-	}
-	servers := make([]*redisserver.Server, n)
-	for i := range servers {
-		s, err := redisserver.StartServer()
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Stop() })
-		servers[i] = s
-	}
-	return servers
-}
-
 // A process is one process's connections to the servers.
 type process []rueidis.Client
 
-// reconnect makes each connection whose server restarted connect again, as
-// its next call would (that call fails: the server dropped it).
-func (p process) reconnect() {
-	for _, rc := range p {
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if rc.Do(context.Background(), rc.B().Ping().Build()).Error() == nil {
-				break
-			}
-		}
-	}
-}
+// reconnect makes each connection whose server restarted connect again.
+func (p process) reconnect() { redistest.Reconnect(p...) }
 
 var processes sync.Map // *quorum.Quorum -> process
 
@@ -76,8 +50,7 @@ func newQuorum(t *testing.T, servers []*redisserver.Server, cfg quorum.Config) *
 	var list []quorum.Server
 	var p process
 	for _, s := range servers {
-		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true,
-			DisableRetry: true})
+		rc, err := rueidis.NewClient(redistest.Option(s.Addr))
 		require.NoError(t, err)
 		t.Cleanup(rc.Close)
 		p = append(p, rc)
@@ -100,7 +73,7 @@ func field() string { return "test:" + strconv.FormatInt(fields.Add(1), 10) }
 func TestQuorumExclusion(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			servers := startServers(t, n)
+			servers := redistest.Servers(t, n)
 			k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
 			lease := 2 * time.Second
 			var inside, most, grants atomic.Int64
@@ -123,7 +96,7 @@ func TestQuorumExclusion(t *testing.T) {
 							grants.Add(1)
 							time.Sleep(300 * time.Microsecond)
 							inside.Add(-1)
-							_, err = q.Release(context.Background(), &k, f, 1, 0, "5000")
+							_, err = q.Release(context.Background(), &k, scripts.Release{Field: f, From: 1, Latch: "5000"})
 							assert.NoError(t, err)
 						}
 					})
@@ -142,7 +115,7 @@ func TestQuorumExclusion(t *testing.T) {
 // empty server and the third would give a rival a majority while the
 // holder's validity runs: the rule keeps the empty server out for the bound.
 func TestQuorumRestartedServerDoesNotVote(t *testing.T) {
-	servers := startServers(t, 3)
+	servers := redistest.Servers(t, 3)
 	lease := 2 * time.Second
 	holder, rival := newQuorum(t, servers, quorum.DefaultConfig(lease)), newQuorum(t, servers, quorum.DefaultConfig(lease))
 	name := t.Name()
@@ -179,7 +152,7 @@ func TestQuorumRestartedServerDoesNotVote(t *testing.T) {
 // rawClient returns a client of one server.
 func rawClient(t *testing.T, s *redisserver.Server) rueidis.Client {
 	t.Helper()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
+	rc, err := rueidis.NewClient(redistest.Option(s.Addr))
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
 	return rc
@@ -189,7 +162,7 @@ func rawClient(t *testing.T, s *redisserver.Server) rueidis.Client {
 // majority, a rival gets none, and once the restarted server votes again
 // the holder's renewal adds it back.
 func TestQuorumHoldSurvivesRestart(t *testing.T) {
-	servers := startServers(t, 3)
+	servers := redistest.Servers(t, 3)
 	lease := time.Second
 	cfg := quorum.DefaultConfig(lease)
 	holder, rival := newQuorum(t, servers, cfg), newQuorum(t, servers, cfg)
@@ -221,7 +194,7 @@ func TestQuorumHoldSurvivesRestart(t *testing.T) {
 // the vote: two out at once are a majority lost); a server that lost its
 // counter counts in no read until a token is written to it.
 func TestQuorumTokensMonotonic(t *testing.T) {
-	servers := startServers(t, 3)
+	servers := redistest.Servers(t, 3)
 	lease := time.Second
 	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
 	k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
@@ -246,7 +219,7 @@ func TestQuorumTokensMonotonic(t *testing.T) {
 		require.Greater(t, token, last, "grant %d: tokens must increase", i)
 		last = token
 		if res.Held {
-			_, err = q.Release(ctx, &k, f, 1, 0, "5000")
+			_, err = q.Release(ctx, &k, scripts.Release{Field: f, From: 1, Latch: "5000"})
 			require.NoError(t, err)
 		}
 	}
@@ -255,7 +228,7 @@ func TestQuorumTokensMonotonic(t *testing.T) {
 // Two of three servers down: an acquire fails at once with an error that
 // names them.
 func TestQuorumMajorityDown(t *testing.T) {
-	servers := startServers(t, 3)
+	servers := redistest.Servers(t, 3)
 	lease := time.Second
 	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
 	k := scripts.QuorumKeysOf(layout.MutexOf(t.Name()))
@@ -276,7 +249,7 @@ func TestQuorumMajorityDown(t *testing.T) {
 // one server's death, and reports its loss when two of three servers are
 // taken by another hold.
 func TestQuorumWatchdog(t *testing.T) {
-	servers := startServers(t, 3)
+	servers := redistest.Servers(t, 3)
 	ttl := 600 * time.Millisecond
 	q := newQuorum(t, servers, quorum.DefaultConfig(ttl))
 	name := t.Name()

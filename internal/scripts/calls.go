@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -38,6 +39,10 @@ const (
 type Reply struct {
 	Outcome Outcome
 	Value   int64
+	// Within, for Acquired, is how long from when the acquire was sent the
+	// hold lasts at least, when that is less than its lease (a quorum's
+	// validity); 0 for the lease.
+	Within  time.Duration
 	Channel string
 	Place   int64
 	Fresh   bool

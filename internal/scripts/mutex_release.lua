@@ -15,7 +15,8 @@
 -- ARGV[2]  the hold count before this release
 -- ARGV[3]  the hold count after it: 0 releases the lock
 -- ARGV[4]  the publish command: "publish", or "spublish" on Redis Cluster
--- ARGV[5]  the latch's lifetime in milliseconds
+-- ARGV[5]  the latch's lifetime in milliseconds; "0" for none (a quorum's
+--          undo of an attempt that fell short: its retry takes the field)
 -- ARGV[6]  "1" to leave the latch even when the hold is not there: the undo
 --          of an acquire of unknown outcome, whose late copy the latch refuses
 -- ARGV[7]  a waiting call's field to take out of the queue first (a call
@@ -147,7 +148,9 @@ end
 if not removeHold() then
 	return notThere()
 end
-redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
+if ARGV[5] ~= '0' then
+	redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
+end
 local n = handOver()
 if n then
 	redis.call(ARGV[4], KEYS[2], n)

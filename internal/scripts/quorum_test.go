@@ -97,6 +97,16 @@ func TestQuorumScripts(t *testing.T) {
 	assert.Equal(t, scripts.Refused, vote("a", 0).Outcome, "a late copy of the released hold's acquire")
 	assert.False(t, renew("a"), "a released hold is not added back")
 
+	// A quorum's undo of an attempt that fell short leaves no latch: the
+	// call's next attempt takes the field again.
+	assert.Equal(t, scripts.Acquired, vote("e", 0).Outcome)
+	rel, err = r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "e", From: 1})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, rel.Status)
+	assert.Equal(t, scripts.Acquired, vote("e", 0).Outcome, "no latch refuses the retry")
+	_, err = r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "e", From: 1, Latch: "5000"})
+	require.NoError(t, err)
+
 	// A renewal adds a hold where the lock is free and the server votes, and
 	// not where another holds it.
 	assert.True(t, renew("c"), "a hold missing from a free, voting server is added")

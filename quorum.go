@@ -1,0 +1,84 @@
+package redisync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redisync/redisync/internal/quorum"
+	"github.com/go-redisync/redisync/internal/scripts"
+)
+
+// NewQuorum returns a Client whose Mutex and FencedMutex handles are held on
+// a majority of the independent deployments rcs (an odd number, at least 3;
+// each a standalone server or a Sentinel-managed primary, not shards of one
+// cluster), as the Redlock algorithm describes, so that losing one of them,
+// or its data, loses no lock. Its other constructors panic.
+//
+// An acquire asks every server at once and holds when a majority granted
+// it within its validity (the lease, less the round trip and a clock-drift
+// allowance of 1% plus 2 ms); otherwise what it took is given back and the
+// call waits, on every server's channel, and tries again (after a random
+// pause when the votes were split). The watchdog renews on every server,
+// and the hold is lost, and reported through Done and Err, when a majority
+// can no longer be renewed within its validity. A server that restarted
+// empty does not vote until every lease it could have granted has run out
+// (the Client's lease: no handle may use a longer one), and fencing tokens
+// never repeat or go back while a majority keeps its data
+// (docs/guarantees.md, Quorum locks). When fewer than a majority of the
+// servers answer, LockContext returns an error wrapping [ErrNoQuorum] that
+// names them.
+//
+// NewQuorum marks the servers of a new quorum (a majority without redisync's
+// marker) so that they vote at once; it fails when fewer than a majority
+// answer within 5 s. Close the Client before the rueidis clients.
+func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
+	if n := len(rcs); n < 3 || n%2 == 0 {
+		return nil, fmt.Errorf("redisync: a quorum needs an odd number of deployments, at least 3; got %d", n)
+	}
+	cfg := defaultConfig().with(opts)
+	switch {
+	case cfg.err != nil:
+		return nil, cfg.err
+	case cfg.syncReplicas != 0:
+		return nil, errors.New("redisync: WithSyncReplicas does not apply to a quorum: its majority is of independent deployments")
+	}
+	servers := make([]quorum.Server, len(rcs))
+	for i, rc := range rcs {
+		switch {
+		case rc == nil:
+			return nil, fmt.Errorf("redisync: quorum deployment %d is a nil rueidis client", i)
+		case rc.Mode() == rueidis.ClientModeCluster:
+			return nil, fmt.Errorf("redisync: quorum deployment %d is a Redis Cluster: a quorum's deployments are standalone servers or Sentinel primaries", i)
+		}
+		servers[i] = quorum.Server{Name: serverName(rc, i), RC: rc, Runner: scripts.NewRunner(rc, false)}
+	}
+	q, err := quorum.New(servers, quorum.DefaultConfig(cfg.leaseTTL()))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := q.Init(ctx); err != nil {
+		return nil, err
+	}
+	return newClient(cfg, rcs, servers[0].Runner, false, false, q), nil
+}
+
+// serverName names deployment i of a quorum in errors: its address.
+func serverName(rc rueidis.Client, i int) string {
+	var addrs []string
+	for addr := range rc.Nodes() {
+		addrs = append(addrs, addr)
+	}
+	if len(addrs) == 0 {
+		return "deployment " + strconv.Itoa(i)
+	}
+	slices.Sort(addrs)
+	return addrs[0]
+}

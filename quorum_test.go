@@ -1,0 +1,242 @@
+package redisync_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redisserver"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// A quorumProcess is one process's Client over a quorum, with its
+// connections.
+type quorumProcess struct {
+	*redisync.Client
+	rcs []rueidis.Client
+}
+
+// newQuorumClient returns a process's quorum Client over servers.
+func newQuorumClient(t *testing.T, servers []*redisserver.Server, opts ...redisync.Option) *quorumProcess {
+	t.Helper()
+	p := &quorumProcess{}
+	for _, s := range servers {
+		rc, err := rueidis.NewClient(redistest.Option(s.Addr))
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		p.rcs = append(p.rcs, rc)
+	}
+	c, err := redisync.NewQuorum(p.rcs, append([]redisync.Option{redisync.WithLogger(testLogger(t))}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	p.Client = c
+	return p
+}
+
+// reconnect has p's connections to a restarted server connect again.
+func (p *quorumProcess) reconnect() { redistest.Reconnect(p.rcs...) }
+
+// Four processes' Clients over one quorum (3 and 5 servers), two goroutines
+// each, lock one Mutex: never two inside, and every goroutine gets it.
+func TestQuorumMutexExclusion(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			servers := redistest.Servers(t, n)
+			var inside, most atomic.Int64
+			var wg sync.WaitGroup
+			stop := time.Now().Add(1500 * time.Millisecond)
+			counts := make([]atomic.Int64, 8)
+			for i := range 4 {
+				c := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(2*time.Second))
+				m := c.NewMutex(t.Name())
+				for j := range 2 {
+					wg.Go(func() {
+						for time.Now().Before(stop) {
+							ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+							err := m.LockContext(ctx)
+							cancel()
+							if !assert.NoError(t, err) {
+								return
+							}
+							in := inside.Add(1)
+							for cur := most.Load(); in > cur && !most.CompareAndSwap(cur, in); cur = most.Load() {
+							}
+							time.Sleep(200 * time.Microsecond)
+							inside.Add(-1)
+							counts[2*i+j].Add(1)
+							m.Unlock()
+						}
+					})
+				}
+			}
+			wg.Wait()
+			assert.EqualValues(t, 1, most.Load(), "holders inside at once")
+			for i := range counts {
+				assert.Positive(t, counts[i].Load(), "goroutine %d never got the lock", i)
+			}
+		})
+	}
+}
+
+// One of three servers restarts empty during a hold: the hold survives
+// (its renewals keep a majority, Done stays open), no rival gets the lock
+// until it is released, and the restarted server votes again after the
+// bound (the watchdog adds the hold back there).
+func TestQuorumMutexSurvivesRestart(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	lease := time.Second
+	holder := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	rival := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	name := t.Name()
+	m, other := holder.NewMutex(name), rival.NewMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, m.LockContext(ctx))
+	require.NoError(t, servers[1].Restart())
+	holder.reconnect()
+	rival.reconnect()
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(lease / 5) {
+		ok, err := other.TryLockContext(ctx)
+		require.NoError(t, err)
+		require.False(t, ok, "a rival got the lock while it was held")
+		select {
+		case <-m.Done():
+			t.Fatalf("the hold was lost: %v", m.Err())
+		default:
+		}
+	}
+	require.NoError(t, m.UnlockContext(ctx))
+	require.NoError(t, other.LockContext(ctx), "released, it goes to the rival")
+	require.NoError(t, other.UnlockContext(ctx))
+}
+
+// A FencedMutex on a quorum: tokens strictly increase across holders while
+// one server at a time restarts empty between grants; a holder whose
+// validity ran out (a fixed lease, then a pause) writes with a token the
+// fence refuses once another holder has written.
+func TestQuorumFencedTokens(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	lease := 500 * time.Millisecond
+	a := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	b := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	name := t.Name()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	last := uint64(0)
+	for i := range 9 {
+		if i%3 == 2 {
+			require.NoError(t, servers[(i/3)%3].Restart())
+			a.reconnect()
+			b.reconnect()
+		}
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		fm := c.NewFencedMutex(name)
+		token, err := fm.LockToken(ctx)
+		require.NoError(t, err, "grant %d", i)
+		require.Greater(t, token, last, "grant %d: tokens must increase", i)
+		last = token
+		require.NoError(t, fm.UnlockContext(ctx))
+		if i%3 == 2 {
+			time.Sleep(lease + 100*time.Millisecond) // the restarted server votes again: the next restart leaves a majority
+		}
+	}
+
+	// The paused holder: its fixed lease runs out, another takes the lock
+	// and writes; the first one's write is refused.
+	resource, _ := newClient(t, standalone)
+	fence := resource.NewFence(name)
+	paused := a.NewFencedMutex(name, redisync.WithLease(300*time.Millisecond))
+	t1, err := paused.LockToken(ctx)
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond) // past its validity
+	next := b.NewFencedMutex(name)
+	t2, err := next.LockToken(ctx)
+	require.NoError(t, err)
+	require.Greater(t, t2, t1)
+	require.NoError(t, fence.Set(ctx, t2, "new"))
+	assert.ErrorIs(t, fence.Set(ctx, t1, "stale"), redisync.ErrStaleToken, "the paused holder's write")
+	require.NoError(t, next.UnlockContext(ctx))
+}
+
+// Two of three servers down: LockContext returns, within a bound, an error
+// that wraps ErrNoQuorum and names them.
+func TestQuorumMajorityDown(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	c := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(time.Second))
+	m := c.NewMutex(t.Name())
+	require.NoError(t, servers[0].Kill())
+	require.NoError(t, servers[2].Kill())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := m.LockContext(ctx)
+	require.ErrorIs(t, err, redisync.ErrNoQuorum)
+	assert.Contains(t, err.Error(), servers[0].Addr)
+	assert.Contains(t, err.Error(), servers[2].Addr)
+	assert.Less(t, time.Since(start), 10*time.Second, "no retry loop without end")
+	assert.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded))
+}
+
+// Split votes resolve: two processes start their acquires at the same
+// moment, round after round; one of them holds each time, within a bound
+// (the longest is logged).
+func TestQuorumSplitVotesResolve(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	a := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(2*time.Second))
+	b := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(2*time.Second))
+	name := t.Name()
+	var longest time.Duration
+	for range 30 {
+		ma, mb := a.NewMutex(name), b.NewMutex(name)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var first atomic.Int64
+		for _, m := range []*redisync.Mutex{ma, mb} {
+			wg.Go(func() {
+				<-start
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if !assert.NoError(t, m.LockContext(ctx)) {
+					return
+				}
+				first.CompareAndSwap(0, int64(time.Now().UnixNano()))
+				m.Unlock()
+			})
+		}
+		t0 := time.Now()
+		close(start)
+		wg.Wait()
+		if d := time.Unix(0, first.Load()).Sub(t0); d > longest {
+			longest = d
+		}
+	}
+	t.Logf("the longest time to a first holder of two simultaneous contenders: %v", longest)
+	assert.Less(t, longest, 2*time.Second)
+}
+
+// A quorum Client has Mutex and FencedMutex handles only: the other
+// constructors say so.
+func TestQuorumOtherPrimitivesPanic(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	c := newQuorumClient(t, servers)
+	assert.PanicsWithValue(t, "redisync: NewRWMutex is not available on a quorum Client (NewQuorum): only NewMutex and NewFencedMutex are",
+		func() { c.NewRWMutex("x") })
+	assert.Panics(t, func() { c.NewSemaphore("x", 2) })
+	assert.Panics(t, func() { c.NewFence("x") })
+	_, err := redisync.NewQuorum(nil)
+	assert.ErrorContains(t, err, "odd number")
+	_, err = redisync.NewQuorum(c.rcs[:2])
+	assert.ErrorContains(t, err, "odd number")
+}
