@@ -234,7 +234,7 @@ func (m *Mutex) quorumProto(p *protocol) {
 		l := &t.own
 		*l = lease.Lease{Key: m.key, TTL: m.lease, Lost: t}
 		if m.cfg.lease == 0 {
-			l.Renewer = &quorum.Hold{Q: q, Keys: &k, Field: t.field, Count: 1, Lease: m.lease}
+			l.Renewer = &quorum.Hold{Q: q, Keys: &k, Field: t.field, Lease: m.lease}
 		}
 		return l
 	}

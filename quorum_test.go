@@ -88,9 +88,8 @@ func TestQuorumMutexExclusion(t *testing.T) {
 }
 
 // One of three servers restarts empty during a hold: the hold survives
-// (its renewals keep a majority, Done stays open), no rival gets the lock
-// until it is released, and the restarted server votes again after the
-// bound (the watchdog adds the hold back there).
+// (its renewals keep a majority, Done stays open) and no rival gets the lock
+// until it is released.
 func TestQuorumMutexSurvivesRestart(t *testing.T) {
 	servers := redistest.Servers(t, 3)
 	lease := time.Second

@@ -15,9 +15,11 @@ import (
 
 // runInspect is "redisync inspect [--json] NAME".
 func runInspect(ctx context.Context, std *stdio, args []string) error {
-	fs := newFlagSet(std, "inspect", "inspect [--json] [--kind KIND] [connection flags] NAME")
+	fs := newFlagSet(std, "inspect", "inspect [--json] [--kind KIND] [connection flags | --quorum URL ...] NAME")
 	var cf connFlags
 	cf.register(fs)
+	var quorum quorumURLs
+	registerQuorum(fs, &quorum)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	kind := kindFlag(fs)
 	rest, err := parseFlags(fs, args)
@@ -29,6 +31,9 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 	}
 	if len(rest) != 1 {
 		return usagef("want one lock NAME, got %d arguments", len(rest))
+	}
+	if len(quorum) > 0 {
+		return runInspectQuorum(ctx, std, &cf, quorum, rest[0], *kind, *asJSON)
 	}
 	rc, err := cf.connect(ctx)
 	if err != nil {

@@ -20,9 +20,11 @@ var errDeclined = errors.New("not unlocked: not confirmed")
 // about to delete, asks, and force-unlocks through the library, so that the
 // release message wakes the lock's waiters exactly as the library sends it.
 func runUnlock(ctx context.Context, std *stdio, args []string) error {
-	fs := newFlagSet(std, "unlock", "unlock --force [--yes] [--kind KIND] [connection flags] NAME")
+	fs := newFlagSet(std, "unlock", "unlock --force [--yes] [--kind KIND] [connection flags | --quorum URL ...] NAME")
 	var cf connFlags
 	cf.register(fs)
+	var quorum quorumURLs
+	registerQuorum(fs, &quorum)
 	force := fs.Bool("force", false, "required: delete the lock whoever holds it; its holders lose it")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	kind := kindFlag(fs)
@@ -42,6 +44,9 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	}
 	if err := layout.Check(name); err != nil {
 		return usagef("invalid lock name %q: %v", name, err)
+	}
+	if len(quorum) > 0 {
+		return runUnlockQuorum(ctx, std, &cf, quorum, name, *kind, *yes)
 	}
 	rc, err := cf.connect(ctx)
 	if err != nil {

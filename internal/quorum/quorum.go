@@ -265,18 +265,18 @@ func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold
 // while a majority may still hold: a failure to retry, not a loss.
 var ErrRenewShort = errors.New("redisync: fewer than a majority confirmed the renewal")
 
-// Renew extends hold field (count holds) of the lock k to lease on every
-// server, adding it where the lock is free and the server votes. It
+// Renew extends hold field of the lock k to lease on every server where it
+// is (a server that lost it is not given it back: see quorum_renew.lua). It
 // returns when it was sent and, renewed, the validity from then: a majority
 // renewed it within it. Not renewed, with a nil error, the hold is lost: so
 // many servers said it is not there that no majority can hold it. Else the
 // error says what fell short (ErrNoQuorum, ErrRenewShort).
-func (q *Quorum) Renew(ctx context.Context, k *scripts.QuorumKeys, field string, count int, lease time.Duration) (sent time.Time, validity time.Duration, renewed bool, err error) {
+func (q *Quorum) Renew(ctx context.Context, k *scripts.QuorumKeys, field string, lease time.Duration) (sent time.Time, validity time.Duration, renewed bool, err error) {
 	ms := strconv.FormatInt(lease.Milliseconds(), 10)
 	ok := make([]bool, len(q.servers))
 	sent = time.Now()
 	errs := q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) (err error) {
-		ok[i], err = s.Runner.RenewQuorum(ctx, k, field, count, ms, q.bound)
+		ok[i], err = s.Runner.RenewQuorum(ctx, k, field, ms)
 		return err
 	})
 	validity = lease - time.Since(sent) - q.cfg.drift(lease)
@@ -308,13 +308,12 @@ type Hold struct {
 	Q     *Quorum
 	Keys  *scripts.QuorumKeys
 	Field string
-	Count int
 	Lease time.Duration
 }
 
 // RenewLease renews h once (see Quorum.Renew).
 func (h *Hold) RenewLease(ctx context.Context) (time.Time, time.Duration, bool, error) {
-	return h.Q.Renew(ctx, h.Keys, h.Field, h.Count, h.Lease)
+	return h.Q.Renew(ctx, h.Keys, h.Field, h.Lease)
 }
 
 // Release runs rel, a release of a hold of the lock k, on every server. It

@@ -13,20 +13,20 @@ import (
 // that restarted empty is told apart and kept from voting.
 var (
 	QuorumAcquire = loadWith("quorum_acquire", "queue_lib", "quorum_lib")
-	QuorumRenew   = loadWith("quorum_renew", "queue_lib", "quorum_lib")
+	QuorumRenew   = load("quorum_renew")
 	QuorumToken   = loadWith("quorum_token", "queue_lib", "quorum_lib")
 	QuorumInit    = load("quorum_init")
 )
 
 // QuorumKeys are the KEYS of a quorum lock's scripts on one server: the
 // release's [0:3] (mutex_release, as an Election's), the acquire's [3:7],
-// the renewal's [7:10], the token write's [10:12].
-type QuorumKeys [12]string
+// the renewal's [0:1], the token write's [7:9].
+type QuorumKeys [9]string
 
 // QuorumKeysOf returns the KEYS of the quorum lock at l.
 func QuorumKeysOf(l layout.Mutex) QuorumKeys {
 	m := layout.QuorumMarker
-	return QuorumKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Token, m, l.Key, l.Latch, m, l.Token, m}
+	return QuorumKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Token, m, l.Token, m}
 }
 
 // A Vote is one server's answer to a quorum acquire: the Reply (Acquired,
@@ -68,18 +68,17 @@ func (r *Runner) AcquireQuorum(ctx context.Context, k *QuorumKeys, h Hold, bound
 	return vote, nil
 }
 
-// RenewQuorum runs quorum_renew on one server: the hold field (count holds)
-// of the lock k gets a lease of leaseMS there, or is added there when the
-// lock is free and the server votes. It reports whether the hold is there.
-func (r *Runner) RenewQuorum(ctx context.Context, k *QuorumKeys, field string, count int, leaseMS, bound string) (bool, error) {
-	n, err := r.integer(ctx, Call{Script: QuorumRenew, Keys: k[7:10], Args: []string{field, strconv.Itoa(count), leaseMS, bound}})
+// RenewQuorum runs quorum_renew on one server: the hold field of the lock k
+// gets a lease of leaseMS there if it is there. It reports whether it was.
+func (r *Runner) RenewQuorum(ctx context.Context, k *QuorumKeys, field, leaseMS string) (bool, error) {
+	n, err := r.integer(ctx, Call{Script: QuorumRenew, Keys: k[0:1], Args: []string{field, leaseMS}, Retryable: true})
 	return n == 1, err
 }
 
 // RaiseQuorumToken runs quorum_token on one server: the lock k's token
 // counter there becomes at least value. It returns the counter.
 func (r *Runner) RaiseQuorumToken(ctx context.Context, k *QuorumKeys, value int64, bound string) (int64, error) {
-	return r.integer(ctx, Call{Script: QuorumToken, Keys: k[10:12], Args: []string{strconv.FormatInt(value, 10), bound}, Retryable: true})
+	return r.integer(ctx, Call{Script: QuorumToken, Keys: k[7:9], Args: []string{strconv.FormatInt(value, 10), bound}, Retryable: true})
 }
 
 // InitQuorum runs quorum_init on one server: the marker of a server of a

@@ -26,7 +26,7 @@ func TestQuorumScripts(t *testing.T) {
 	}
 	ctx := context.Background()
 	k := scripts.QuorumKeysOf(layout.MutexOf(unique(t)))
-	lock, token := k[0], k[10]
+	lock, token := k[0], k[7]
 	const bound = "300" // ms a restarted server stays out
 	del := func(keys ...string) {
 		require.NoError(t, rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error())
@@ -37,7 +37,7 @@ func TestQuorumScripts(t *testing.T) {
 		return v
 	}
 	renew := func(field string) bool {
-		ok, err := r.RenewQuorum(ctx, &k, field, 1, "10000", bound)
+		ok, err := r.RenewQuorum(ctx, &k, field, "10000")
 		require.NoError(t, err)
 		return ok
 	}
@@ -54,7 +54,7 @@ func TestQuorumScripts(t *testing.T) {
 	require.True(t, v.Abstain, "a server found without its marker restarted: %+v", v)
 	assert.InDelta(t, 300, v.Value, 50, "it votes after the bound")
 	assert.EqualValues(t, -1, v.Counter, "it cannot tell the counter it lost")
-	assert.False(t, renew("a"), "nor is a hold added there")
+	assert.False(t, renew("a"), "nor renewed there")
 	n, err := rc.Do(ctx, rc.B().Exists().Key(lock).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.Zero(t, n, "an abstaining server records no hold")
@@ -89,13 +89,13 @@ func TestQuorumScripts(t *testing.T) {
 	assert.EqualValues(t, 5, raise(3), "a late write lowers nothing")
 	assert.EqualValues(t, 5, vote("a", 2).Counter, "the acquire reads the counter")
 
-	// The release, as a Mutex's; its latch refuses a late copy of the acquire
-	// and keeps a renewal from adding the hold back.
+	// The release, as a Mutex's; its latch refuses a late copy of the
+	// acquire, and a renewal of the released hold finds nothing.
 	rel, err := r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "a", From: 3, To: 0, Latch: "5000"})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, rel.Status)
 	assert.Equal(t, scripts.Refused, vote("a", 0).Outcome, "a late copy of the released hold's acquire")
-	assert.False(t, renew("a"), "a released hold is not added back")
+	assert.False(t, renew("a"), "a released hold is not renewed back")
 
 	// A quorum's undo of an attempt that fell short leaves no latch: the
 	// call's next attempt takes the field again.
@@ -107,9 +107,13 @@ func TestQuorumScripts(t *testing.T) {
 	_, err = r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "e", From: 1, Latch: "5000"})
 	require.NoError(t, err)
 
-	// A renewal adds a hold where the lock is free and the server votes, and
-	// not where another holds it.
-	assert.True(t, renew("c"), "a hold missing from a free, voting server is added")
-	assert.True(t, renew("c"), "and renewed")
+	// A renewal extends a hold that is there, and adds none where the lock
+	// is free: a holder that lost its hold there must hear of it.
+	assert.Equal(t, scripts.Acquired, vote("c", 0).Outcome)
+	assert.True(t, renew("c"))
 	assert.False(t, renew("d"), "not where another holds the lock")
+	_, err = r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "c", From: 1, Latch: "5000"})
+	require.NoError(t, err)
+	del(k[4] + ":c")
+	assert.False(t, renew("c"), "nor where the lock is free")
 }
