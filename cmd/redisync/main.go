@@ -13,8 +13,9 @@
 //	redisync bench   [--ops N] [--concurrency C]            Mutex throughput and latency
 //
 // Every command that talks to Redis takes --redis URL (default $REDIS_URL,
-// else redis://127.0.0.1:6379), --cluster and --sentinel-master NAME. Run
-// "redisync help" for the details.
+// else redis://127.0.0.1:6379), --cluster and --sentinel-master NAME; inspect
+// and unlock take --quorum URL once for each deployment of a quorum lock
+// (redisync.NewQuorum) instead. Run "redisync help" for the details.
 //
 // The command reads lock data straight from Redis in the documented layouts
 // (see internal/keys); the only write it makes outside demo and bench is
@@ -143,6 +144,8 @@ server when neither --redis nor REDIS_URL is given):
                             (default $REDIS_URL, else redis://127.0.0.1:6379)
   --cluster                 the server is a Redis Cluster (hosts are seed nodes)
   --sentinel-master NAME    the hosts are Sentinels monitoring master NAME
+  --quorum URL              inspect and unlock: one deployment of a quorum lock
+                            (redisync.NewQuorum), given once for each, instead of --redis
 
 Run 'redisync COMMAND -h' for a command's flags.
 Exit status: 0 success, 1 failure (not found, unreachable, declined), 2 usage error.
