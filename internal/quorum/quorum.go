@@ -316,12 +316,13 @@ func (h *Hold) RenewLease(ctx context.Context) (time.Time, time.Duration, bool, 
 	return h.Q.Renew(ctx, h.Keys, h.Field, h.Lease)
 }
 
-// Release runs rel, a release of a hold of the lock k, on every server. It
-// reports on how many servers the hold was there (or had been released: a
-// repeat).
+// Release runs rel, a release of a hold of the lock k, on every server,
+// each bounded as an acquire with the longest lease is (a server that does
+// not answer keeps the hold until its lease runs out). It reports on how
+// many servers the hold was there (or had been released: a repeat).
 func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, rel scripts.Release) (int, error) {
 	statuses := make([]int64, len(q.servers))
-	errs := q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
+	errs := q.each(ctx, q.cfg.timeout(q.cfg.Bound), func(ctx context.Context, i int, s Server) error {
 		r, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
 		statuses[i] = r.Status
 		return err
@@ -340,7 +341,7 @@ func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, rel scripts
 func (q *Quorum) ForceUnlock(ctx context.Context, key, channel, message string) ([]string, error) {
 	var mu sync.Mutex
 	var fields []string
-	errs := q.each(ctx, 0, func(ctx context.Context, _ int, s Server) error {
+	errs := q.each(ctx, q.cfg.timeout(q.cfg.Bound), func(ctx context.Context, _ int, s Server) error {
 		f, err := s.Runner.ForceUnlockMutex(ctx, key, channel, message)
 		mu.Lock()
 		for _, x := range f {
