@@ -5,6 +5,7 @@
 // Usage, from the benchmarks directory:
 //
 //	go run ./cmd/compare [-quick] [-d 2s] [-out RESULTS.md] [-addr host:port]
+//	go run ./cmd/compare -quorum 3 [-d 2s]   # redisync's NewQuorum against redsync
 //
 // A full run takes about five minutes on two cores; -quick shortens every
 // scenario for CI. The server is found on $PATH or in REDIS_SERVER_BIN;
@@ -29,7 +30,18 @@ func main() {
 	poll := flag.Duration("poll", benchmarks.DefaultPoll, "retry delay of the polling libraries (redsync, redislock)")
 	out := flag.String("out", "RESULTS.md", "Markdown file to write (\"\" for none)")
 	addr := flag.String("addr", "", "use this Redis server instead of starting one (its figures then include whatever else it serves)")
+	quorum := flag.Int("quorum", 0, "instead: redisync's NewQuorum Mutex against redsync on this many servers it starts (3 or 5), scenarios 1 to 3; -out defaults to RESULTS-quorum.md")
 	flag.Parse()
+	if *quorum > 0 {
+		if !isFlagSet("out") {
+			*out = "RESULTS-quorum.md"
+		}
+		if err := runQuorum(*quorum, *quick, *d, *poll, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*quick, *d, *poll, *out, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
@@ -62,6 +74,42 @@ func run(quick bool, d, poll time.Duration, out, addr string) error {
 		return err
 	}
 	md := r.Markdown()
+	fmt.Print(md)
+	if out != "" {
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", out)
+	}
+	return nil
+}
+
+// isFlagSet reports whether the flag called name was given.
+func isFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// runQuorum starts n servers and compares the quorum locks on them.
+func runQuorum(n int, quick bool, d, poll time.Duration, out string) error {
+	if d == 0 {
+		d = benchmarks.DefaultConfig().Duration
+		if quick {
+			d = benchmarks.QuickConfig().Duration
+		}
+	}
+	var addrs []string
+	for range n {
+		srv, err := redisserver.StartServer()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = srv.Stop() }()
+		addrs = append(addrs, srv.Addr)
+	}
+	fmt.Fprintf(os.Stderr, "redis-servers on %v\n", addrs)
+	md := benchmarks.RunQuorum(context.Background(), addrs, benchmarks.QuorumPeers(poll), d).Markdown()
 	fmt.Print(md)
 	if out != "" {
 		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
