@@ -155,21 +155,35 @@ func TestMutexQueuedWaiterGivesUp(t *testing.T) {
 
 // A hold handed to a waiter within its Client (no Redis) while that waiter
 // is queued in Redis takes it out of the queue: the Client's next release
-// does not hand the lock to the place it left.
+// does not hand the lock to the place it left. The leave runs in the
+// background (LockContext returns before it lands: see
+// TestMutexHandoverReturnsBeforeLeavingTheQueue), so the test waits for it;
+// a release that overtakes the leave hands the lock to the place, which the
+// leave then releases: the lock is free again once the leave lands.
 func TestMutexLocalHandoverLeavesQueue(t *testing.T) {
 	t.Cleanup(redisync.LongHandoffsForTest())
 	c, rc := newClient(t, standalone)
 	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
-	require.NoError(t, giver.LockContext(context.Background()))
-	got := make(chan error, 1)
-	go func() { got <- taker.LockContext(context.Background()) }()
-	waitMutexQueued(t, rc, t.Name(), 1)
-	giver.Unlock() // hands the hold to the taker within the Client
-	require.NoError(t, <-got)
-	assert.Len(t, fields(t, t.Name()), 1)
-	assert.Empty(t, mutexQueue(t, rc, t.Name()))
-	taker.Unlock()
-	assert.Empty(t, fields(t, t.Name()), "the release handed the lock to the place the taker had left")
+	for _, wait := range []bool{true, false} {
+		require.NoError(t, giver.LockContext(context.Background()))
+		got := make(chan error, 1)
+		go func() { got <- taker.LockContext(context.Background()) }()
+		waitMutexQueued(t, rc, t.Name(), 1)
+		giver.Unlock() // hands the hold to the taker within the Client
+		require.NoError(t, <-got)
+		if wait {
+			require.Eventually(t, func() bool { return len(mutexQueue(t, rc, t.Name())) == 0 },
+				5*time.Second, time.Millisecond, "the taker's place was not left")
+			assert.Len(t, fields(t, t.Name()), 1)
+			taker.Unlock()
+			assert.Empty(t, fields(t, t.Name()), "the release handed the lock to the place the taker had left")
+			continue
+		}
+		taker.Unlock() // may overtake the leave
+		require.Eventually(t, func() bool {
+			return len(fields(t, t.Name())) == 0 && len(mutexQueue(t, rc, t.Name())) == 0
+		}, 5*time.Second, time.Millisecond, "the lock stayed with the place the taker had left")
+	}
 }
 
 func TestMutexCrashedQueuedWaiter(t *testing.T) {
