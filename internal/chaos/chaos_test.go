@@ -19,7 +19,7 @@ var (
 	chaosDuration = flag.Duration("chaos.duration", 60*time.Second, "how long TestChaos injects faults")
 	chaosSeed     = flag.Int64("chaos.seed", 0, "the fault schedule's seed (0: from the clock); a run prints its seed")
 	chaosFaults   = flag.String("chaos.faults", "", "the fault kinds to inject (default: every kind that applies to the topology)")
-	chaosTopology = flag.String("chaos.topology", Standalone, "the lock servers: standalone, cluster (3 masters with a replica each) or sentinel")
+	chaosTopology = flag.String("chaos.topology", Standalone, "the lock servers: standalone, cluster (3 masters with a replica each), sentinel or quorum (3 servers under NewQuorum)")
 	chaosWorkers  = flag.Int("chaos.workers", 4, "worker processes")
 	chaosLease    = flag.Duration("chaos.lease", 1500*time.Millisecond, "every lock's watchdog timeout (a third of it is the heartbeat timeout)")
 	chaosReport   = flag.String("chaos.report", "", "write the JSON report to this file (and the table next to it, .md)")
@@ -70,6 +70,9 @@ func TestChaos(t *testing.T) {
 		if !slices.Contains(FaultKinds, k) || !applies(k, *chaosTopology) {
 			t.Fatalf("-chaos.faults: fault %q is unknown or does not apply to a %s topology", k, *chaosTopology)
 		}
+	}
+	if *chaosTopology == Quorum && *chaosPark != "" && !quorumSlot(*chaosPark) {
+		t.Fatalf("-chaos.park: %s does not run on a quorum", *chaosPark)
 	}
 	t.Logf("seed %d (replay the schedule with -chaos.seed %d)", seed, seed)
 	r := newRun(t, seed, kinds, *chaosLease, *chaosTopology)

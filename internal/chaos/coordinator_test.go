@@ -113,7 +113,7 @@ func (r *run) spawn(s *seat) {
 	init, set := r.tp.entry()
 	cfg, _ := json.Marshal(workerConfig{ID: r.nextID, Init: init, MasterSet: set, Proxies: s.proxy.addrs,
 		Resource: r.res.Addr, Lease: r.lease, Seed: r.rng.Uint64(), Events: events,
-		Replicated: r.tp.kind != Standalone})
+		Replicated: r.tp.kind == Cluster || r.tp.kind == Sentinel, Quorum: r.tp.kind == Quorum})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(cfg))
 	stderr, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", r.nextID)))
@@ -286,14 +286,20 @@ func (r *run) list(addr string, args ...string) []string {
 func (r *run) leftKeys() {
 	time.Sleep(5500 * time.Millisecond) // release latches live 5 s
 	ctx := context.Background()
-	var all, left []string
+	var left []string
+	type key struct{ name, addr string } // on a quorum, a name is on several servers
+	var all []key
 	for _, addr := range r.tp.masters(ctx) {
-		all = append(all, r.list(addr, "KEYS", "*")...)
+		for _, k := range r.list(addr, "KEYS", "*") {
+			all = append(all, key{k, addr})
+		}
 	}
-	for _, k := range all {
+	for _, kk := range all {
+		k, addr := kk.name, kk.addr
 		switch {
 		case strings.HasPrefix(k, layout.TokenPrefix+":"), strings.HasPrefix(k, layout.SemSizePrefix+":"),
-			strings.HasPrefix(k, layout.OnceDonePrefix+":"):
+			strings.HasPrefix(k, layout.OnceDonePrefix+":"), k == layout.QuorumMarker:
+			// A quorum server's marker lives as long as its data.
 		case strings.HasPrefix(k, waitGroupName+":"), k == "chaos-xsem", strings.HasPrefix(k, "chaos-csem:"):
 			// A WaitGroup's counter has no lease: a worker killed in a round
 			// leaves it up, by design (as Redisson's RCountDownLatch). The
@@ -313,7 +319,7 @@ func (r *run) leftKeys() {
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
 			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"), strings.HasPrefix(k, layout.RSemLatchPrefix+":"):
 			// -1: no expiry, a leak; -2: it expired after KEYS listed it.
-			if ms, err := r.tp.admin.Do(ctx, r.tp.admin.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ms == -1 {
+			if ms, err := redisserver.Int(ctx, addr, "PTTL", k); err != nil || ms == -1 {
 				left = append(left, k)
 			}
 		default:

@@ -70,7 +70,7 @@ type Fault struct {
 }
 
 // The fault kinds.
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17"}
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
@@ -89,6 +89,9 @@ var FaultNames = map[string]string{
 	"F15": "SIGKILL of a busy lock's master (unplanned failover; it rejoins as a replica)",
 	"F16": "a replica cut off (SIGSTOP) for two leases",
 	"F17": "SIGKILL of the waiters queued behind a holder, which then releases",
+	"F18": "one quorum server SIGKILLed and restarted empty (no persistence)",
+	"F19": "one quorum server SIGKILLed, down for two leases, restarted from its AOF",
+	"F20": "one quorum server cut off from one worker (blackhole) for two leases",
 }
 
 // kills reports whether f killed its worker: F1, or F17 (one fault per
@@ -126,9 +129,12 @@ func (f Fault) losesData() bool {
 // keepsHold reports whether a holder parked for f keeps its lock through it
 // (or, F15, may): the report then measures recovery on any lock rather than
 // on the parked one, which nobody else can take before the holder goes on.
+// A quorum's holder keeps its lock through the faults of one server
+// (F18-F20): they neither break leases nor lose data that a majority
+// needs, so no violation is excused by them.
 func (f Fault) keepsHold() bool {
 	switch f.Kind {
-	case "F4", "F13", "F14", "F15", "F16":
+	case "F4", "F13", "F14", "F15", "F16", "F18", "F19", "F20":
 		return true
 	}
 	return false

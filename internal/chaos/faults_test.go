@@ -82,7 +82,7 @@ func (r *run) fault(k string) {
 		f.End = Now()
 		r.record(f)
 	case "F7":
-		script := acquireScripts[r.rng.IntN(len(acquireScripts))]
+		script := r.pickScript(acquireScripts, scripts.QuorumAcquire)
 		f := Fault{Kind: k, Sub: script.Name, W: s.p.id, G: -1, Start: Now()}
 		before := s.proxy.dropped()
 		s.proxy.DropNextReply(script.SHA1)
@@ -111,6 +111,67 @@ func (r *run) fault(k string) {
 		r.cutReplica()
 	case "F17":
 		r.killQueued(s)
+	case "F18", "F19":
+		r.restartOne(s, k)
+	case "F20":
+		r.cutOne(s)
+	}
+}
+
+// restartOne injects F18 or F19 on a quorum: one server, at random, is
+// SIGKILLed while a goroutine of s's worker holds a lock (on it, or on the
+// two others), and restarted: at once and empty (F18: a holder's majority
+// shrinks to the other two, and the restarted server must not vote until
+// every lease it could have granted has run out), or from its AOF two
+// leases later (F19: the lock works on the two left meanwhile). Neither
+// may let a second holder in.
+func (r *run) restartOne(s *seat, k string) {
+	g, ok := r.park(s)
+	srv := r.tp.quorum[r.rng.IntN(len(r.tp.quorum))]
+	f := Fault{Kind: k, Sub: srv.Addr, Global: true, W: s.p.id, G: -1, Start: Now()}
+	if ok {
+		f.G, f.R = g, slots[g].res
+	}
+	if err := srv.Kill(); err != nil {
+		r.t.Error(err)
+	}
+	if k == "F18" {
+		_ = os.RemoveAll(filepath.Join(srv.Dir, "appendonlydir"))
+	} else {
+		time.Sleep(2 * r.lease)
+	}
+	if err := srv.Restart(); err != nil {
+		r.t.Fatal(err)
+	}
+	f.End = Now()
+	r.record(f)
+	if ok {
+		r.unpark(s, g)
+	}
+}
+
+// cutOne injects F20 on a quorum: one server, at random, is cut off from
+// s's worker (a blackhole both ways) for two leases while one of its
+// goroutines holds a lock; the worker goes on with the two others.
+func (r *run) cutOne(s *seat) {
+	g, ok := r.park(s)
+	i := r.rng.IntN(len(r.tp.quorum))
+	px := s.proxy.addrs[r.tp.quorum[i].Addr]
+	f := Fault{Kind: "F20", Sub: r.tp.quorum[i].Addr, W: s.p.id, G: -1, Start: Now()}
+	if ok {
+		f.G, f.R = g, slots[g].res
+	}
+	for _, p := range s.proxy.list {
+		if p.Addr() == px {
+			p.Blackhole(faultproxy.Both, true)
+			time.Sleep(2 * r.lease)
+			p.Blackhole(faultproxy.Both, false)
+		}
+	}
+	f.End = Now()
+	r.record(f)
+	if ok {
+		r.unpark(s, g)
 	}
 }
 
@@ -237,7 +298,7 @@ func (r *run) killQueued(s *seat) {
 // while it holds. Short enough that no lease runs out, so a violation of I1
 // here is never expected. An F10 fault is two such stalls.
 func (r *run) stall(s *seat) {
-	script := releaseScripts[r.rng.IntN(len(releaseScripts))]
+	script := r.pickScript(releaseScripts, scripts.MutexRelease)
 	f := Fault{Kind: "F10", Sub: script.Name, W: s.p.id, G: -1, Start: Now()}
 	for len(s.p.parked) > 0 {
 		<-s.p.parked
@@ -269,6 +330,15 @@ func (r *run) stall(s *seat) {
 	if parked {
 		r.unpark(s, g)
 	}
+}
+
+// pickScript returns one of list at random, or on a quorum, whose locks run
+// other scripts, the quorum's own.
+func (r *run) pickScript(list []*scripts.Script, quorum *scripts.Script) *scripts.Script {
+	if r.tp.kind == Quorum {
+		return quorum
+	}
+	return list[r.rng.IntN(len(list))]
 }
 
 // releaseScripts are the release scripts F10 stalls on: the Mutex's (its
@@ -358,7 +428,7 @@ func (r *run) on(addr string, args ...string) {
 // at its next acquisition, and waits until it does.
 func (r *run) park(s *seat) (int, bool) {
 	g := r.rng.IntN(len(slots))
-	for *chaosPark != "" && slots[g].res != *chaosPark {
+	for *chaosPark != "" && slots[g].res != *chaosPark || !r.tp.slotRuns(g) {
 		g = r.rng.IntN(len(slots))
 	}
 	for len(s.p.parked) > 0 {

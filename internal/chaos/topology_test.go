@@ -21,10 +21,17 @@ const (
 	Standalone = "standalone" // one server, with AOF (appendfsync always)
 	Cluster    = "cluster"    // three masters with a replica each
 	Sentinel   = "sentinel"   // a primary and a replica behind three sentinels
+	// Quorum is three independent servers, each with AOF (appendfsync
+	// always), under one quorum Client per worker (redisync.NewQuorum):
+	// only the Mutex and FencedMutex slots run (see quorumSlot).
+	Quorum = "quorum"
 )
 
 // Topologies lists them.
-var Topologies = []string{Standalone, Cluster, Sentinel}
+var Topologies = []string{Standalone, Cluster, Sentinel, Quorum}
+
+// quorumServers is how many servers a quorum topology has.
+const quorumServers = 3
 
 // topologyFaults are the fault kinds that need a topology other than a lone
 // server (failovers, migrations, replicas), and the topologies they need.
@@ -33,7 +40,18 @@ var topologyFaults = map[string][]string{
 	"F14": {Cluster},
 	"F15": {Cluster, Sentinel},
 	"F16": {Cluster, Sentinel},
+	"F18": {Quorum},
+	"F19": {Quorum},
+	"F20": {Quorum},
 }
+
+// quorumFaults are the fault kinds injected on a quorum: a worker's (each
+// against the majority it holds on), SCRIPT FLUSH on every server, and the
+// faults of one server at a time. Not F9 (a key deleted on one server
+// without its restart marker lets it vote for a rival at once: the quorum
+// detects restarts, not deletions; docs/guarantees.md) nor F17 (no queue in
+// Redis).
+var quorumFaults = []string{"F1", "F2", "F5", "F6", "F7", "F8", "F10", "F18", "F19", "F20"}
 
 // standaloneOnly are the fault kinds that restart the lone server.
 var standaloneOnly = []string{"F3", "F4"}
@@ -51,6 +69,9 @@ func defaultKinds(kind string) []string {
 
 // applies reports whether fault kind k can be injected on topology kind.
 func applies(k, kind string) bool {
+	if kind == Quorum {
+		return slices.Contains(quorumFaults, k)
+	}
 	if on, ok := topologyFaults[k]; ok {
 		return slices.Contains(on, kind)
 	}
@@ -64,7 +85,10 @@ type topology struct {
 	server   *redisserver.Server // standalone
 	cluster  *redisserver.Cluster
 	sentinel *redisserver.SentinelSet
-	admin    rueidis.Client // the coordinator's client, routed as the workers' are
+	quorum   []*redisserver.Server
+	// admin is the coordinator's client, routed as the workers' are; of a
+	// quorum, the first server's.
+	admin rueidis.Client
 }
 
 // startTopology starts the lock servers of kind and the coordinator's client.
@@ -83,6 +107,16 @@ func startTopology(t *testing.T, kind string) *topology {
 		tp.cluster, err = redisserver.StartClusterWithReplicas(3)
 	case Sentinel:
 		tp.sentinel, err = redisserver.StartSentinelSet()
+	case Quorum:
+		// F19 restarts a server from its AOF, F18 wipes it first.
+		for range quorumServers {
+			var s *redisserver.Server
+			s, err = redisserver.StartServer("--appendonly", "yes", "--appendfsync", "always", "--auto-aof-rewrite-min-size", "4mb")
+			if err != nil {
+				break
+			}
+			tp.quorum = append(tp.quorum, s)
+		}
 	default:
 		t.Fatalf("-chaos.topology: unknown topology %q (want one of %v)", kind, Topologies)
 	}
@@ -91,6 +125,9 @@ func startTopology(t *testing.T, kind string) *topology {
 	}
 	t.Cleanup(func() { _ = tp.stop() })
 	init, set := tp.entry()
+	if tp.quorum != nil {
+		init = init[:1]
+	}
 	tp.admin, err = rueidis.NewClient(clientOption(init, set, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +142,12 @@ func (tp *topology) stop() error {
 		return tp.cluster.Stop()
 	case tp.sentinel != nil:
 		return tp.sentinel.Stop()
+	case tp.quorum != nil:
+		var errs []error
+		for _, s := range tp.quorum {
+			errs = append(errs, s.Stop())
+		}
+		return errors.Join(errs...)
 	}
 	return tp.server.Stop()
 }
@@ -117,14 +160,19 @@ func (tp *topology) nodes() []*redisserver.Server {
 		return tp.cluster.Servers()
 	case tp.sentinel != nil:
 		return tp.sentinel.Servers()
+	case tp.quorum != nil:
+		return tp.quorum
 	}
 	return []*redisserver.Server{tp.server}
 }
 
 // entry returns where a client starts: its seed addresses and, behind
-// sentinels, the master set's name.
+// sentinels, the master set's name; of a quorum, every server's address (a
+// client each).
 func (tp *topology) entry() (init []string, masterSet string) {
 	switch {
+	case tp.quorum != nil:
+		return tp.addrs(), ""
 	case tp.cluster != nil:
 		// One seed: the client learns every node from CLUSTER SLOTS.
 		return tp.cluster.Addrs[:1], ""
@@ -141,8 +189,30 @@ func (tp *topology) masters(ctx context.Context) []string {
 		return tp.cluster.Masters(ctx)
 	case tp.sentinel != nil:
 		return tp.sentinel.Masters(ctx)
+	case tp.quorum != nil:
+		return tp.addrs()
 	}
 	return []string{tp.server.Addr}
+}
+
+// addrs returns the addresses of the data servers.
+func (tp *topology) addrs() []string {
+	var out []string
+	for _, s := range tp.nodes() {
+		out = append(out, s.Addr)
+	}
+	return out
+}
+
+// slotRuns reports whether slot g runs on the topology: on a quorum, the
+// Mutex and FencedMutex slots only (a quorum Client makes no other kind).
+func (tp *topology) slotRuns(g int) bool {
+	return tp.kind != Quorum || quorumSlot(slots[g].res)
+}
+
+// quorumSlot reports whether a slot on resource res runs on a quorum.
+func quorumSlot(res string) bool {
+	return res == "chaos-mutex" || res == "chaos-shared" || res == "chaos-fenced"
 }
 
 // settle waits until every data server is a master or a replica in sync,
@@ -152,7 +222,7 @@ func (tp *topology) masters(ctx context.Context) []string {
 func (tp *topology) settle(ctx context.Context) error {
 	var want []string
 	switch {
-	case tp.server != nil:
+	case tp.server != nil, tp.quorum != nil:
 		return nil
 	case tp.sentinel != nil:
 		p, err := tp.sentinel.PrimaryAddr(ctx)
@@ -284,4 +354,31 @@ func (ps *proxySet) Close() error {
 		errs = append(errs, px.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// The quorum topology gets the workers' faults and its servers' own, and no
+// other topology gets those; its slots are the Mutex and FencedMutex ones.
+func TestQuorumTopologyFaults(t *testing.T) {
+	got := defaultKinds(Quorum)
+	if !slices.Equal(got, quorumFaults) {
+		t.Errorf("quorum faults: got %v, want %v", got, quorumFaults)
+	}
+	for _, kind := range []string{Standalone, Cluster, Sentinel} {
+		for _, k := range []string{"F18", "F19", "F20"} {
+			if applies(k, kind) {
+				t.Errorf("%s applies to %s", k, kind)
+			}
+		}
+	}
+	tp := &topology{kind: Quorum}
+	var running []string
+	for g := range slots {
+		if tp.slotRuns(g) {
+			running = append(running, slots[g].res)
+		}
+	}
+	want := []string{"chaos-mutex", "chaos-mutex", "chaos-fenced", "chaos-shared", "chaos-shared"}
+	if !slices.Equal(running, want) {
+		t.Errorf("slots on a quorum: got %v, want %v", running, want)
+	}
 }

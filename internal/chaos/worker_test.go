@@ -39,8 +39,12 @@ type workerConfig struct {
 	// Replicated says that the lock servers have replicas: one chaos-mutex
 	// slot then acquires WithSyncReplicas (see syncSlot).
 	Replicated bool
-	Lease      time.Duration // watchdog timeout (the heartbeat timeout is heartbeat(Lease))
-	Seed       uint64
+	// Quorum says that Init are the servers of a quorum, each reached by a
+	// client of its own, under one redisync.NewQuorum Client; the slots
+	// that do not run on a quorum (see quorumSlot) stay idle.
+	Quorum bool
+	Lease  time.Duration // watchdog timeout (the heartbeat timeout is heartbeat(Lease))
+	Seed   uint64
 	// Events is the file the worker writes its history to. A file, not a
 	// pipe: a worker must never wait for the coordinator to read, or a slow
 	// coordinator would stall every worker at once, holders included.
@@ -195,6 +199,9 @@ type slot struct {
 	// fixed marks a slot whose hold ends with its lease (Resource.Fixed):
 	// parked, it leaves its critical section when done closes.
 	fixed bool
+	// idle marks a slot that does not run on the topology (a quorum's
+	// Client makes Mutexes and FencedMutexes only).
+	idle bool
 	// brief marks a Mutex slot that holds briefly in half its cycles, so
 	// that its hold is handed to the worker's other goroutine on the lock
 	// without Redis (a local handover) under the faults too.
@@ -289,7 +296,9 @@ func runWorker(raw string) int {
 	for _, s := range w.slots {
 		wg.Go(func() { w.drive(s) })
 	}
-	wg.Go(func() { w.driveWaitGroup(len(w.slots)) })
+	if !cfg.Quorum {
+		wg.Go(func() { w.driveWaitGroup(len(w.slots)) })
+	}
 	for cmd := range commands {
 		verb, arg, _ := strings.Cut(cmd, " ")
 		g, _ := strconv.Atoi(arg)
@@ -353,18 +362,29 @@ func goroutinesLeft(baseline int) int64 {
 
 // connect makes the worker's Clients and slots, and returns what closes them.
 func (w *worker) connect() (func(), error) {
-	lockRC, err := rueidis.NewClient(clientOption(w.cfg.Init, w.cfg.MasterSet, w.cfg.Proxies))
+	lockRCs, err := w.lockClients()
 	if err != nil {
 		return nil, err
+	}
+	closeLocks := func() {
+		for _, rc := range lockRCs {
+			rc.Close()
+		}
 	}
 	resRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{w.cfg.Resource}, DisableCache: true})
 	if err != nil {
-		lockRC.Close()
+		closeLocks()
 		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := redisync.New(lockRC, redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(heartbeat(w.cfg.Lease)),
-		redisync.WithObserver(w), redisync.WithLogger(quiet))
+	opts := []redisync.Option{redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(heartbeat(w.cfg.Lease)),
+		redisync.WithObserver(w), redisync.WithLogger(quiet)}
+	var c *redisync.Client
+	if w.cfg.Quorum {
+		c, err = redisync.NewQuorum(lockRCs, opts...)
+	} else {
+		c, err = redisync.New(lockRCs[0], opts...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +397,8 @@ func (w *worker) connect() (func(), error) {
 	for g, sl := range slots {
 		s := &slot{g: g, res: sl.res, mode: sl.mode, unpark: make(chan struct{}, 1)}
 		switch {
+		case w.cfg.Quorum && !quorumSlot(sl.res):
+			s.idle = true
 		case sl.res == "chaos-multi-a":
 			m := c.NewMultiMutex(multiNames[g%2])
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
@@ -448,9 +470,33 @@ func (w *worker) connect() (func(), error) {
 	return func() {
 		_ = c.Close()
 		_ = rc.Close()
-		lockRC.Close()
+		closeLocks()
 		resRC.Close()
 	}, nil
+}
+
+// lockClients returns the worker's clients of the lock servers: one, or on a
+// quorum one per server, each through the worker's proxies.
+func (w *worker) lockClients() ([]rueidis.Client, error) {
+	entries := [][]string{w.cfg.Init}
+	if w.cfg.Quorum {
+		entries = nil
+		for _, addr := range w.cfg.Init {
+			entries = append(entries, []string{addr})
+		}
+	}
+	var rcs []rueidis.Client
+	for _, init := range entries {
+		rc, err := rueidis.NewClient(clientOption(init, w.cfg.MasterSet, w.cfg.Proxies))
+		if err != nil {
+			for _, rc := range rcs {
+				rc.Close()
+			}
+			return nil, err
+		}
+		rcs = append(rcs, rc)
+	}
+	return rcs, nil
 }
 
 // expirable makes s a slot of the ExpirableSemaphore x: each acquire takes
@@ -500,6 +546,9 @@ func tryFirst(m *redisync.Mutex) func(ctx context.Context) (uint64, error) {
 // short critical section (or, when parked, until the coordinator says),
 // write to the fence with the token if fenced, release.
 func (w *worker) drive(s *slot) {
+	if s.idle {
+		return
+	}
 	if s.once != nil {
 		w.driveOnce(s)
 		return

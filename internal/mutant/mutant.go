@@ -40,4 +40,6 @@
 //	                short (I1)
 //	rfair-barge     any waiter of a FairMutex in Redisson's layout may take a
 //	                free lock, not only the head of the line (I4)
+//	quorum-minority a quorum acquire holds when one server granted it, not a
+//	                majority (I1, on the chaos suite's quorum topology)
 package mutant
