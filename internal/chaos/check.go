@@ -99,6 +99,9 @@ func (m *model) checkExclusion() []Violation {
 			if cause == "" && res.Unleased {
 				cause = m.countLost(hs, p.t)
 			}
+			if cause == "" {
+				cause = m.toldFirst(inside, p.t)
+			}
 			slices.Sort(who)
 			out = append(out, Violation{Invariant: I1, Expected: cause != "", Fault: cause, T: p.t, R: name,
 				Detail: fmt.Sprintf("%d holders inside: %v", len(inside), who)})
@@ -164,6 +167,26 @@ func (m *model) leaseBroken(hd *hold) string {
 	for f := range m.faultsIn(hd.Inv, hd.Exit) {
 		if (m.breaksLeases(f) || m.restartBeforeRenewal(f, hd)) && (f.Global || f.W == hd.W) {
 			return f.Kind
+		}
+	}
+	return ""
+}
+
+// toldFirst returns "F21" when one of the holders inside at t is the parked
+// holder of an F21 fault, whose hold on a quorum was left on one server,
+// and it was told of the loss at or before t (Done closed before the
+// other entered), else "". The quorum cannot keep that hold, but must keep
+// a rival out until its holder can know: a rival before the holder was
+// told is a violation.
+func (m *model) toldFirst(inside map[*hold]bool, t int64) string {
+	for hd := range inside {
+		if hd.Lost == 0 || hd.Lost > t {
+			continue
+		}
+		for f := range m.faultsIn(hd.Inv, hd.Exit) {
+			if f.Kind == "F21" && f.W == hd.W && f.G == hd.G {
+				return f.Kind
+			}
 		}
 	}
 	return ""

@@ -491,3 +491,31 @@ func TestUnleasedEpochs(t *testing.T) {
 		cycle(3, 0, "m2:7", Shared, 0, 30, 100))
 	expect(t, history(nil, other), I1, 0, 0)
 }
+
+// F21 (a quorum server restarted empty under a hold left on it and one
+// other) loses the parked hold: a rival that entered after its holder was
+// told is excused, one that entered before is a violation (the restarted
+// server voted too soon); and the holder must be told within a lease (I5).
+func TestRestartUnderMinority(t *testing.T) {
+	f := []Fault{{Kind: "F21", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 150 * ms1}}
+	holder := cycle(1, 0, "m", Exclusive, 0, 50, 3000)
+	told := func(at int64) []Event { // the holder's cycle, told of its loss at at
+		return slices.Insert(slices.Clone(holder), 3, Event{T: at * ms1, W: 1, G: 0, K: Lost, R: "m"})
+	}
+	// Told at +900 ms, the rival in at +1200 ms: expected.
+	expect(t, history(f, told(900), cycle(2, 0, "m", Exclusive, 200, 1200, 1300)), I1, 1, 0)
+	// The rival in at +300 ms, before the holder was told: a violation.
+	expect(t, history(f, told(900), cycle(2, 0, "m", Exclusive, 200, 300, 400)), I1, 0, 1)
+	// Never told, and a rival got in: both I1 and I5.
+	h := history(f, holder, cycle(2, 0, "m", Exclusive, 200, 1200, 1300))
+	expect(t, h, I1, 0, 1)
+	expect(t, h, I5, 0, 1)
+	// Told later than a lease after the restart: I5.
+	expect(t, history(f, told(1500), cycle(2, 0, "m", Exclusive, 200, 1600, 1700)), I5, 0, 1)
+	expect(t, history(f, told(900)), I5, 0, 0)
+	// The hold survived (taken before the cut): nothing to tell.
+	expect(t, history(f, holder), I5, 0, 0)
+	// Another fault's parked holder is not excused by F21.
+	other := []Fault{{Kind: "F21", W: 3, G: 0, R: "m", Start: 100 * ms1, End: 150 * ms1}}
+	expect(t, history(other, told(900), cycle(2, 0, "m", Exclusive, 200, 1200, 1300)), I1, 0, 1)
+}

@@ -70,7 +70,7 @@ type Fault struct {
 }
 
 // The fault kinds.
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20"}
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20", "F21"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
@@ -92,6 +92,7 @@ var FaultNames = map[string]string{
 	"F18": "one quorum server SIGKILLed and restarted empty (no persistence)",
 	"F19": "one quorum server SIGKILLed, down for two leases, restarted from its AOF",
 	"F20": "one quorum server cut off from one worker (blackhole) for two leases",
+	"F21": "one quorum server restarted empty under a hold taken on it and one other only",
 }
 
 // kills reports whether f killed its worker: F1, or F17 (one fault per
@@ -131,7 +132,8 @@ func (f Fault) losesData() bool {
 // on the parked one, which nobody else can take before the holder goes on.
 // A quorum's holder keeps its lock through the faults of one server
 // (F18-F20): they neither break leases nor lose data that a majority
-// needs, so no violation is excused by them.
+// needs, so no violation is excused by them. F21's holder loses its hold
+// (see model.toldFirst).
 func (f Fault) keepsHold() bool {
 	switch f.Kind {
 	case "F4", "F13", "F14", "F15", "F16", "F18", "F19", "F20":

@@ -322,6 +322,16 @@ func (m *model) losses() []loss {
 		case f.Kind == "F5":
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
+		case f.Kind == "F21":
+			// Left on one server of a quorum, the holder renews no
+			// majority from the restart on and stops at its lease, unless
+			// its hold was taken before the cut (on all three servers):
+			// then it keeps it, and nobody else gets in.
+			if hd := m.holdAt(f.W, f.G, f.Start); hd == nil || hd.Lost == 0 && !m.overlapped(hd) {
+				continue
+			}
+			c.observable = f.Start
+			c.bound = f.Start + int64(m.Params.Lease)
 		case m.breaksLeases(f) && (f.Kind == "F15" || f.Kind == "F13"):
 			// A failover may or may not lose the hold: it is lost when
 			// another holder got in. A killed master (F15) takes the

@@ -43,6 +43,7 @@ var topologyFaults = map[string][]string{
 	"F18": {Quorum},
 	"F19": {Quorum},
 	"F20": {Quorum},
+	"F21": {Quorum},
 }
 
 // quorumFaults are the fault kinds injected on a quorum: a worker's (each
@@ -51,7 +52,7 @@ var topologyFaults = map[string][]string{
 // without its restart marker lets it vote for a rival at once: the quorum
 // detects restarts, not deletions; docs/guarantees.md) nor F17 (no queue in
 // Redis).
-var quorumFaults = []string{"F1", "F2", "F5", "F6", "F7", "F8", "F10", "F18", "F19", "F20"}
+var quorumFaults = []string{"F1", "F2", "F5", "F6", "F7", "F8", "F10", "F18", "F19", "F20", "F21"}
 
 // standaloneOnly are the fault kinds that restart the lone server.
 var standaloneOnly = []string{"F3", "F4"}
@@ -364,7 +365,7 @@ func TestQuorumTopologyFaults(t *testing.T) {
 		t.Errorf("quorum faults: got %v, want %v", got, quorumFaults)
 	}
 	for _, kind := range []string{Standalone, Cluster, Sentinel} {
-		for _, k := range []string{"F18", "F19", "F20"} {
+		for _, k := range []string{"F18", "F19", "F20", "F21"} {
 			if applies(k, kind) {
 				t.Errorf("%s applies to %s", k, kind)
 			}

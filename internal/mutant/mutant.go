@@ -42,4 +42,7 @@
 //	                free lock, not only the head of the line (I4)
 //	quorum-minority a quorum acquire holds when one server granted it, not a
 //	                majority (I1, on the chaos suite's quorum topology)
+//	quorum-vote-at-once  a quorum server that restarted empty votes at
+//	                once, not after every lease it could have granted ran
+//	                out (I1, under F21 on the quorum topology)
 package mutant

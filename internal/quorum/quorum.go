@@ -220,7 +220,11 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 	h.LeaseMS = strconv.FormatInt(lease.Milliseconds(), 10)
 	res := Result{Sent: time.Now(), Votes: make([]scripts.Vote, len(q.servers)), Wait: -1, Counter: -1}
 	res.Errs = q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) (err error) {
-		res.Votes[i], err = s.Runner.AcquireQuorum(ctx, k, h, q.bound)
+		bound := q.bound
+		if mutant.On("quorum-vote-at-once") {
+			bound = "0"
+		}
+		res.Votes[i], err = s.Runner.AcquireQuorum(ctx, k, h, bound)
 		return err
 	})
 	res.Validity = lease - time.Since(res.Sent) - q.cfg.drift(lease)
