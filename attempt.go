@@ -78,9 +78,12 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	a.sent = true
 	actx, sync := syncFor(ctx, p, &acq)
 	r, err := p.acquire(actx, acq)
+	if r.Spent {
+		a.field, a.firstUnknown = "", false // latched: the next attempt takes a new identity
+	}
 	switch {
 	case err != nil:
-		if ambiguous(err) {
+		if ambiguous(err) && !r.Spent {
 			a.firstUnknown = a.firstUnknown || acq.count == 0
 			a.reentryUnknown = acq.count > 0
 		}

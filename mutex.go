@@ -249,7 +249,7 @@ func (m *Mutex) quorumAcquire(ctx context.Context, q *quorum.Quorum, k *scripts.
 	res, err := q.Acquire(ctx, k, a.hold(m.leaseMS), m.lease)
 	switch {
 	case err != nil:
-		return scripts.Reply{}, err
+		return scripts.Reply{Spent: res.Spent}, err
 	case res.Gone:
 		return scripts.Reply{Outcome: scripts.Gone}, nil
 	case !res.Held:
@@ -259,14 +259,16 @@ func (m *Mutex) quorumAcquire(ctx context.Context, q *quorum.Quorum, k *scripts.
 			case <-ctx.Done():
 			}
 		}
-		return scripts.Reply{Outcome: scripts.Busy, Value: max(res.Wait.Milliseconds(), -1)}, nil
+		return scripts.Reply{Outcome: scripts.Busy, Value: max(res.Wait.Milliseconds(), -1), Spent: res.Spent}, nil
 	}
 	r := scripts.Reply{Outcome: scripts.Acquired, Within: res.Validity}
 	if m.fenced && a.count == 0 {
 		token, err := q.Token(ctx, k, res.Counter, m.lease)
 		if err != nil {
-			_, _ = q.Release(context.WithoutCancel(ctx), k, scripts.Release{Field: a.field, From: 1}) // the call asks again
-			return scripts.Reply{}, err
+			// Given back with its field latched: the call asks again with
+			// a new one.
+			_, _ = q.Release(context.WithoutCancel(ctx), k, q.Retire(a.field))
+			return scripts.Reply{Spent: true}, err
 		}
 		r.Value = token
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // A quorumProcess is one process's Client over a quorum, with its
@@ -244,4 +245,72 @@ func TestQuorumOtherPrimitivesPanic(t *testing.T) {
 	assert.ErrorContains(t, err, "odd number")
 	_, err = redisync.NewQuorum(c.rcs[:2])
 	assert.ErrorContains(t, err, "odd number")
+}
+
+// An attempt that fell short is undone where it was granted or not
+// answered; an undo that lands late, after the same call's next attempt
+// took the lock, must not take that hold away. Attempt 1 is granted by
+// server 0 only (servers 1 and 2 are held by someone else for 600 ms), and
+// server 1's reply to it is kept from the caller; its undo is held back on
+// servers 0 and 1 and delivered once attempt 2 holds on all three; then a
+// rival tries, and the holder's hold is looked for on each server. (Found by
+// the chaos suite's quorum topology, F10: an undo stalled on a connection
+// deleted, on two servers, the hold of the call's later attempt, which
+// asked with the same field, and a rival got in beside it.)
+func TestQuorumLateUndoOfAnEarlierAttempt(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	lease := 2 * time.Second
+	var lcs []*lateClient
+	var rcs []rueidis.Client
+	for _, s := range servers {
+		rc, err := rueidis.NewClient(redistest.Option(s.Addr))
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		lc := &lateClient{Client: rc}
+		lcs, rcs = append(lcs, lc), append(rcs, lc)
+	}
+	holder, err := redisync.NewQuorum(rcs, redisync.WithLogger(testLogger(t)), redisync.WithWatchdogTimeout(lease))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, lc := range lcs {
+			lc.DeliverAll()
+		}
+		_ = holder.Close()
+	})
+	rival := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	name := t.Name()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, rc := range rival.rcs[1:] { // someone else holds servers 1 and 2 for 600 ms
+		require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue("someone:1", "1").Build()).Error())
+		require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(name).Milliseconds(600).Build()).Error())
+	}
+	lcs[1].DelayReply(scripts.QuorumAcquire, 1)
+	lcs[0].Hold(scripts.MutexRelease, 1) // attempt 1's undo, on servers 0 and 1
+	lcs[1].Hold(scripts.MutexRelease, 1)
+	m := holder.NewMutex(name)
+	require.NoError(t, m.LockContext(ctx))
+	require.Equal(t, 1, lcs[0].Caught(), "attempt 1 was undone on server 0")
+	require.Equal(t, 2, lcs[1].Caught(), "attempt 1's reply and undo on server 1")
+	lcs[0].Deliver(t) // the late undos land while attempt 2 holds
+	lcs[1].Deliver(t)
+	lcs[1].Deliver(t)
+	ok, err := rival.NewMutex(name).TryLockContext(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a rival got the lock while it was held")
+	on := 0
+	for _, rc := range rival.rcs {
+		n, err := rc.Do(ctx, rc.B().Hlen().Key(name).Build()).AsInt64()
+		require.NoError(t, err)
+		if n > 0 {
+			on++
+		}
+	}
+	assert.GreaterOrEqual(t, on, 2, "the hold is on a majority")
+	select {
+	case <-m.Done():
+		t.Fatalf("the hold was lost: %v", m.Err())
+	default:
+	}
+	require.NoError(t, m.UnlockContext(ctx))
 }

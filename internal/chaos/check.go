@@ -172,19 +172,19 @@ func (m *model) leaseBroken(hd *hold) string {
 	return ""
 }
 
-// toldFirst returns "F21" when one of the holders inside at t is the parked
-// holder of an F21 fault, whose hold on a quorum was left on one server,
-// and it was told of the loss at or before t (Done closed before the
-// other entered), else "". The quorum cannot keep that hold, but must keep
-// a rival out until its holder can know: a rival before the holder was
-// told is a violation.
+// toldFirst returns the kind of a fault of one quorum server (F18-F21)
+// when one of the holders inside at t is that fault's parked holder and
+// was told of its loss at or before t (Done closed before the other
+// entered), else "". A hold on a bare majority is lost with one of its
+// servers; the quorum must keep a rival out until its holder can know: a
+// rival before the holder was told is a violation.
 func (m *model) toldFirst(inside map[*hold]bool, t int64) string {
 	for hd := range inside {
 		if hd.Lost == 0 || hd.Lost > t {
 			continue
 		}
 		for f := range m.faultsIn(hd.Inv, hd.Exit) {
-			if f.Kind == "F21" && f.W == hd.W && f.G == hd.G {
+			if f.quorumServer() && f.W == hd.W && f.G == hd.G {
 				return f.Kind
 			}
 		}

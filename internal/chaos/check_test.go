@@ -518,4 +518,10 @@ func TestRestartUnderMinority(t *testing.T) {
 	// Another fault's parked holder is not excused by F21.
 	other := []Fault{{Kind: "F21", W: 3, G: 0, R: "m", Start: 100 * ms1, End: 150 * ms1}}
 	expect(t, history(other, told(900), cycle(2, 0, "m", Exclusive, 200, 1200, 1300)), I1, 0, 1)
+	// F20 (one server cut off from the holder's worker) loses a hold on a
+	// bare majority the same way: the same rules.
+	cut := []Fault{{Kind: "F20", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 3100 * ms1}}
+	expect(t, history(cut, told(900), cycle(2, 0, "m", Exclusive, 200, 1200, 1300)), I1, 1, 0)
+	expect(t, history(cut, told(900), cycle(2, 0, "m", Exclusive, 200, 300, 400)), I1, 0, 1)
+	expect(t, history(cut, holder), I5, 0, 0)
 }

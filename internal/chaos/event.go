@@ -127,13 +127,24 @@ func (f Fault) losesData() bool {
 	return false
 }
 
+// quorumServer reports whether f is a fault of one server of a quorum
+// (F18-F21). A hold on more than a majority keeps a majority through it; a
+// hold on a bare majority (F21 makes one; another hold's leftovers on the
+// third server make others) is lost, and its holder must be told before
+// anyone else gets in (model.toldFirst).
+func (f Fault) quorumServer() bool {
+	switch f.Kind {
+	case "F18", "F19", "F20", "F21":
+		return true
+	}
+	return false
+}
+
 // keepsHold reports whether a holder parked for f keeps its lock through it
 // (or, F15, may): the report then measures recovery on any lock rather than
 // on the parked one, which nobody else can take before the holder goes on.
 // A quorum's holder keeps its lock through the faults of one server
-// (F18-F20): they neither break leases nor lose data that a majority
-// needs, so no violation is excused by them. F21's holder loses its hold
-// (see model.toldFirst).
+// (F18-F20) unless its hold was on a bare majority; F21's loses it.
 func (f Fault) keepsHold() bool {
 	switch f.Kind {
 	case "F4", "F13", "F14", "F15", "F16", "F18", "F19", "F20":

@@ -322,11 +322,11 @@ func (m *model) losses() []loss {
 		case f.Kind == "F5":
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
-		case f.Kind == "F21":
-			// Left on one server of a quorum, the holder renews no
-			// majority from the restart on and stops at its lease, unless
-			// its hold was taken before the cut (on all three servers):
-			// then it keeps it, and nobody else gets in.
+		case f.quorumServer():
+			// A hold on a bare majority, one of whose servers the fault
+			// took, renews no majority from then and ends at its lease
+			// (F21 makes such a hold, unless it was taken before the cut);
+			// one on more keeps a majority, and nobody else gets in.
 			if hd := m.holdAt(f.W, f.G, f.Start); hd == nil || hd.Lost == 0 && !m.overlapped(hd) {
 				continue
 			}

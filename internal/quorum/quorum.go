@@ -51,11 +51,16 @@ type Config struct {
 	// server does not eat the validity.
 	TimeoutFactor float64
 	MinTimeout    time.Duration
+	// Latch is how long the undo of a first acquire that fell short keeps
+	// its field latched on each server, refusing a late copy of the acquire
+	// (see Result.Spent).
+	Latch time.Duration
 }
 
 // DefaultConfig returns the defaults for the longest lease maxLease.
 func DefaultConfig(maxLease time.Duration) Config {
-	c := Config{DriftFactor: 0.01, DriftMin: 2 * time.Millisecond, TimeoutFactor: 0.1, MinTimeout: 50 * time.Millisecond}
+	c := Config{DriftFactor: 0.01, DriftMin: 2 * time.Millisecond, TimeoutFactor: 0.1, MinTimeout: 50 * time.Millisecond,
+		Latch: time.Minute}
 	c.Bound = maxLease + c.drift(maxLease)
 	return c
 }
@@ -193,6 +198,12 @@ type Result struct {
 	Counter int64
 	// Gone reports that a re-entry found its hold gone on a majority.
 	Gone bool
+	// Spent reports that a first acquire was not held: it was undone with
+	// its field latched, so that neither a late copy of it nor of its undo
+	// can touch a later hold. The call's next attempt must ask with a new
+	// field (the same one would be refused where the undo landed, and a
+	// late undo would take its hold away).
+	Spent bool
 	// Votes are the servers' answers, by server; Errs their failures.
 	Votes []scripts.Vote
 	Errs  []error
@@ -211,11 +222,9 @@ func (r *Result) Granted() int {
 
 // Acquire asks every server for hold h of the lock k with lease (h.LeaseMS
 // is set from it). A hold that a majority did not grant within its validity
-// is undone on every server at once, without a latch: the call's next
-// attempt asks with the same field (and adopts what a late copy of this
-// one took), and a call that gives up releases it with a latch. It
-// returns an error wrapping ErrNoQuorum, naming the servers, when fewer than
-// a majority answered.
+// is undone on every server at once: a first acquire's field is latched
+// (Result.Spent), a re-entry's count set back. It returns an error wrapping
+// ErrNoQuorum, naming the servers, when fewer than a majority answered.
 func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration) (Result, error) {
 	h.LeaseMS = strconv.FormatInt(lease.Milliseconds(), 10)
 	res := Result{Sent: time.Now(), Votes: make([]scripts.Vote, len(q.servers)), Wait: -1, Counter: -1}
@@ -254,20 +263,36 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 	}
 	res.Held = res.Granted() >= need && res.Validity > 0
 	if !res.Held {
-		q.undo(ctx, k, h, lease)
+		q.undo(ctx, k, h, lease, &res)
+		res.Spent = h.Count == 0
 	}
 	return res, q.unreachable(res.Errs)
 }
 
-// undo takes back, on every server, what the acquire of h may have granted:
-// a first acquire's hold (and its latch), a re-entry's count.
-func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration) {
-	rel := scripts.Release{Field: h.Field, From: h.Count + 1, To: h.Count} // no latch: a retry takes the field again
+// undo takes back what the acquire of h, with result res, may have granted:
+// a first acquire's hold, latched, a re-entry's count; on the servers that
+// granted it or did not answer (a server that refused it has nothing to
+// give back, and no copy of the acquire left to come).
+func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration, res *Result) {
+	rel := scripts.Release{Field: h.Field, From: h.Count + 1, To: h.Count}
+	if h.Count == 0 {
+		rel = q.Retire(h.Field)
+	}
 	ctx = context.WithoutCancel(ctx)
-	q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, _ int, s Server) error {
-		_, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
-		return err
+	q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) error {
+		if res.Errs[i] != nil || res.Votes[i].Outcome == scripts.Acquired {
+			_, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
+			return err
+		}
+		return nil
 	})
+}
+
+// Retire returns the release that ends a first acquire of field whose
+// outcome will not be used, latching the field so that a late copy of the
+// acquire takes nothing.
+func (q *Quorum) Retire(field string) scripts.Release {
+	return scripts.Release{Field: field, From: 1, To: 0, Latch: strconv.FormatInt(q.cfg.Latch.Milliseconds(), 10), Undo: true}
 }
 
 // ErrRenewShort reports a renewal that fewer than a majority confirmed,

@@ -281,3 +281,52 @@ func TestQuorumWatchdog(t *testing.T) {
 		t.Fatal("the loss of the majority was not reported")
 	}
 }
+
+// A first acquire that falls short is undone with its field latched where
+// it was granted: Result.Spent says so, a late copy of the acquire takes
+// nothing there, and the servers that refused it are left alone (no latch
+// written: they had nothing to give back and no copy left to come).
+func TestQuorumShortAcquireIsSpent(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	lease := 2 * time.Second
+	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
+	name := t.Name()
+	k := scripts.QuorumKeysOf(layout.MutexOf(name))
+	l := layout.MutexOf(name)
+	ctx := context.Background()
+	raws := []rueidis.Client{rawClient(t, servers[0]), rawClient(t, servers[1]), rawClient(t, servers[2])}
+	for _, rc := range raws[1:] {
+		require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue("other:1", "1").Build()).Error())
+		require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(name).Milliseconds(5000).Build()).Error())
+	}
+	f := field()
+	res, err := q.Acquire(ctx, &k, scripts.Hold{Field: f}, lease)
+	require.NoError(t, err)
+	require.False(t, res.Held)
+	require.Equal(t, 1, res.Granted())
+	assert.True(t, res.Spent, "a first acquire not held is spent")
+
+	// A late copy of the acquire, on the server that had granted it.
+	v, err := scripts.NewRunner(raws[0], false).AcquireQuorum(ctx, &k, scripts.Hold{Field: f, LeaseMS: "2000"}, "2000")
+	require.NoError(t, err)
+	assert.NotEqual(t, scripts.Acquired, v.Outcome, "a late copy took the server's vote: %+v", v)
+	n, err := raws[0].Do(ctx, raws[0].B().Exists().Key(name).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing of the spent field is left on server 0")
+	for i, rc := range raws[1:] {
+		latches, err := rc.Do(ctx, rc.B().Keys().Pattern(l.Latch+"*").Build()).AsStrSlice()
+		require.NoError(t, err)
+		assert.Empty(t, latches, "server %d refused the acquire: no undo, no latch", i+1)
+	}
+
+	// A re-entry that falls short (its hold is on server 1 only) is set
+	// back, not spent.
+	require.NoError(t, raws[1].Do(ctx, raws[1].B().Hset().Key(name).FieldValue().FieldValue("mine:1", "1").Build()).Error())
+	res, err = q.Acquire(ctx, &k, scripts.Hold{Field: "mine:1", Count: 1}, lease)
+	require.NoError(t, err)
+	require.False(t, res.Held)
+	assert.False(t, res.Spent, "a re-entry keeps its field")
+	count, err := raws[1].Do(ctx, raws[1].B().Hget().Key(name).Field("mine:1").Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, count, "the re-entry was set back")
+}

@@ -46,6 +46,10 @@ type Reply struct {
 	Channel string
 	Place   int64
 	Fresh   bool
+	// Spent says that the attempt's field was latched where it was asked
+	// (a quorum's first acquire that fell short was undone so): the call's
+	// next attempt must take a new one.
+	Spent bool
 }
 
 // A Hold is what an acquire script is asked to do for one hold.
