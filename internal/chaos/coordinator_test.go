@@ -288,6 +288,8 @@ func (r *run) leftKeys() {
 	ctx := context.Background()
 	var left []string
 	type key struct{ name, addr string } // on a quorum, a name is on several servers
+	pttl, done := r.tp.pttl()
+	defer done()
 	var all []key
 	for _, addr := range r.tp.masters(ctx) {
 		for _, k := range r.list(addr, "KEYS", "*") {
@@ -319,7 +321,7 @@ func (r *run) leftKeys() {
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
 			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"), strings.HasPrefix(k, layout.RSemLatchPrefix+":"):
 			// -1: no expiry, a leak; -2: it expired after KEYS listed it.
-			if ms, err := redisserver.Int(ctx, addr, "PTTL", k); err != nil || ms == -1 {
+			if ms, err := pttl(addr, k); err != nil || ms == -1 {
 				left = append(left, k)
 			}
 		default:

@@ -196,6 +196,34 @@ func (tp *topology) masters(ctx context.Context) []string {
 	return []string{tp.server.Addr}
 }
 
+// pttl returns a function that asks the lock server at addr for a key's
+// PTTL (through the coordinator's client, which routes it; on a quorum,
+// through a client of that server, made once), and what closes those
+// clients. A connection per key would make a run's end take minutes: its
+// latches number in the thousands.
+func (tp *topology) pttl() (pttl func(addr, key string) (int64, error), done func()) {
+	ctx := context.Background()
+	clients := map[string]rueidis.Client{}
+	pttl = func(addr, key string) (int64, error) {
+		rc := tp.admin
+		if tp.quorum != nil {
+			if rc = clients[addr]; rc == nil {
+				var err error
+				if rc, err = rueidis.NewClient(clientOption([]string{addr}, "", nil)); err != nil {
+					return 0, err
+				}
+				clients[addr] = rc
+			}
+		}
+		return rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
+	}
+	return pttl, func() {
+		for _, rc := range clients {
+			rc.Close()
+		}
+	}
+}
+
 // addrs returns the addresses of the data servers.
 func (tp *topology) addrs() []string {
 	var out []string

@@ -26,18 +26,6 @@ func List(ctx context.Context, addr string, args ...string) ([]string, error) {
 	return nodeList(ctx, addr, args...)
 }
 
-// Int sends one command with an integer reply to the server at addr on a
-// short-lived connection.
-func Int(ctx context.Context, addr string, args ...string) (int64, error) {
-	var n int64
-	_, err := withNode(ctx, addr, func(cl rueidis.Client) (string, error) {
-		var err error
-		n, err = cl.Do(ctx, cl.B().Arbitrary(args...).Build()).AsInt64()
-		return "", err
-	})
-	return n, err
-}
-
 // Role returns what the server at addr says it is ("master" or "slave") and,
 // for a replica, whether its link to its master is up and in sync.
 func Role(ctx context.Context, addr string) (role string, inSync bool, err error) {
