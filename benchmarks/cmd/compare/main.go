@@ -74,14 +74,7 @@ func run(quick bool, d, poll time.Duration, out, addr string) error {
 		return err
 	}
 	md := r.Markdown()
-	fmt.Print(md)
-	if out != "" {
-		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "wrote %s\n", out)
-	}
-	return nil
+	return emit(md, out)
 }
 
 // isFlagSet reports whether the flag called name was given.
@@ -110,12 +103,18 @@ func runQuorum(n int, quick bool, d, poll time.Duration, out string) error {
 	}
 	fmt.Fprintf(os.Stderr, "redis-servers on %v\n", addrs)
 	md := benchmarks.RunQuorum(context.Background(), addrs, benchmarks.QuorumPeers(poll), d).Markdown()
+	return emit(md, out)
+}
+
+// emit prints the report md and, when out is set, writes it there too.
+func emit(md, out string) error {
 	fmt.Print(md)
-	if out != "" {
-		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "wrote %s\n", out)
+	if out == "" {
+		return nil
 	}
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", out)
 	return nil
 }
