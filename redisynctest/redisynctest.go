@@ -100,7 +100,7 @@ var (
 	shared   *server
 	byClient = map[*redisync.Client]*conn{}
 	live     int             // envs whose test has not ended
-	baseline map[string]bool // the goroutines running when live went from 0 to 1
+	baseline map[string]bool // the goroutines running when live went from 0 to 1; nil once checked against
 )
 
 // New returns a Client on a fresh Redis server (or, with Shared, a fresh
@@ -143,7 +143,9 @@ func start(cfg config) (*env, error) {
 		return nil, err
 	}
 	e.admin = admin
-	if live == 0 {
+	if baseline == nil {
+		// A test that starts while the last one's check still runs keeps
+		// that check's baseline, and the check moves to its end.
 		baseline = goroutines()
 	}
 	live++
@@ -237,6 +239,21 @@ func (e *env) close(tb testing.TB) {
 	}
 }
 
+// idle reports whether no test runs: the goroutines beside the baseline
+// are then left by closed Clients. With done (the check ends) it drops the
+// baseline too, so the next test to start takes its own.
+func idle(done bool) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if live > 0 {
+		return false
+	}
+	if done {
+		baseline = nil
+	}
+	return true
+}
+
 // leave gives back the test's database and stops its server when no test
 // uses it any more. mu is held.
 func (e *env) leave() {
@@ -319,20 +336,27 @@ var leakWait = 5 * time.Second
 
 // checkLeaks fails tb if goroutines of redisync or rueidis run that did not
 // when the first test began, once they had leakWait to end.
+// It gives up without a word when another test starts meanwhile (its
+// goroutines are not leaks): that test's end checks again, against the same
+// baseline.
 func checkLeaks(tb testing.TB) {
 	tb.Helper()
+	mu.Lock()
+	base := baseline // replaced, never changed, so base is read without mu
+	mu.Unlock()
 	deadline := time.Now().Add(leakWait)
 	for {
 		var left []string
 		for g := range goroutines() {
-			if !baseline[g] && ours(g) {
+			if !base[g] && ours(g) {
 				left = append(left, g)
 			}
 		}
-		if len(left) == 0 {
+		expired := time.Now().After(deadline)
+		if !idle(len(left) == 0 || expired) || len(left) == 0 {
 			return
 		}
-		if time.Now().After(deadline) {
+		if expired {
 			tb.Errorf("redisynctest: %d goroutines of redisync or rueidis still run after every test's Clients were closed "+
 				"(a Client made outside redisynctest and not closed?):\n\n%s", len(left), strings.Join(left, "\n\n"))
 			return
