@@ -127,18 +127,31 @@ func (q *Quorum) each(ctx context.Context, d time.Duration, f func(ctx context.C
 // unreachable is the error for the servers whose calls failed with errs,
 // when fewer than a majority answered, else nil.
 func (q *Quorum) unreachable(errs []error) error {
-	var names []string
-	var first error
+	names, first := q.failed(errs)
+	if len(q.servers)-len(names) >= q.Majority() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d unreachable (%s): %w", ErrNoQuorum, len(names), len(q.servers), strings.Join(names, ", "), first)
+}
+
+// unanswered is the error of a call that the servers neither confirmed nor
+// denied on a majority (what, yes times, no times) because the others, their
+// errors in errs, did not answer: it wraps the first of those.
+func (q *Quorum) unanswered(what string, yes, no int, errs []error) error {
+	names, first := q.failed(errs)
+	return fmt.Errorf("redisync: %s on %d of %d servers, denied on %d, unanswered on %s: %w", what, yes, len(q.servers), no, strings.Join(names, ", "), first)
+}
+
+// failed names the servers whose calls failed with errs, and returns the
+// first of those errors.
+func (q *Quorum) failed(errs []error) (names []string, first error) {
 	for i, err := range errs {
 		if err != nil {
 			names = append(names, q.servers[i].Name)
 			first = cmpOr(first, err)
 		}
 	}
-	if len(q.servers)-len(names) >= q.Majority() {
-		return nil
-	}
-	return fmt.Errorf("%w: %d of %d unreachable (%s): %w", ErrNoQuorum, len(names), len(q.servers), strings.Join(names, ", "), first)
+	return names, first
 }
 
 func cmpOr(a, b error) error {
@@ -353,7 +366,11 @@ func (h *Hold) RenewLease(ctx context.Context) (time.Time, time.Duration, bool, 
 // Release runs rel, a release of a hold of the lock k, on every server,
 // each bounded as an acquire with the longest lease is (a server that does
 // not answer keeps the hold until its lease runs out). It reports on how
-// many servers the hold was there (or had been released: a repeat).
+// many servers the hold was there (or had been released: a repeat). The
+// hold was gone from a majority, and so lost, only when more servers than a
+// minority said it was not there; when too few confirmed the release and
+// too few denied the hold for that (some did not answer), the outcome is
+// unknown and Release returns an error wrapping the first server's.
 func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, rel scripts.Release) (int, error) {
 	statuses := make([]int64, len(q.servers))
 	errs := q.each(ctx, q.cfg.timeout(q.cfg.Bound), func(ctx context.Context, i int, s Server) error {
@@ -361,13 +378,23 @@ func (q *Quorum) Release(ctx context.Context, k *scripts.QuorumKeys, rel scripts
 		statuses[i] = r.Status
 		return err
 	})
-	n := 0
+	yes, no := 0, 0
 	for i, st := range statuses {
-		if errs[i] == nil && st >= 0 {
-			n++
+		switch {
+		case errs[i] != nil:
+		case st >= 0:
+			yes++
+		default:
+			no++
 		}
 	}
-	return n, q.unreachable(errs)
+	if err := q.unreachable(errs); err != nil {
+		return yes, err
+	}
+	if yes < q.Majority() && no <= len(q.servers)-q.Majority() {
+		return yes, q.unanswered("released", yes, no, errs)
+	}
+	return yes, nil
 }
 
 // ForceUnlock deletes the lock key on every server, whoever holds it, and

@@ -330,3 +330,46 @@ func TestQuorumShortAcquireIsSpent(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, count, "the re-entry was set back")
 }
+
+// A release is lost only when more than a minority deny the hold: held on
+// servers 0 and 1 (server 2 someone else's), a release that server 1 does
+// not answer is neither confirmed nor denied on a majority, an error naming
+// server 1; once server 1 lost the hold too, it is denied on two, a loss.
+func TestQuorumReleaseOutcome(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	lease := 10 * time.Second
+	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
+	ctx := context.Background()
+	admin := func(s *redisserver.Server) rueidis.Client {
+		rc, err := rueidis.NewClient(redistest.Option(s.Addr))
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		return rc
+	}
+	hold := func(name string) (*scripts.QuorumKeys, string) {
+		k := scripts.QuorumKeysOf(layout.MutexOf(name))
+		rc := admin(servers[2])
+		require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(k[0]).FieldValue().FieldValue("someone:1", "1").Build()).Error())
+		require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(k[0]).Milliseconds(lease.Milliseconds()).Build()).Error())
+		f := field()
+		res, err := q.Acquire(ctx, &k, scripts.Hold{Field: f}, lease)
+		require.NoError(t, err)
+		require.True(t, res.Held, "held on servers 0 and 1: %+v", res)
+		return &k, f
+	}
+
+	k, f := hold(t.Name() + ":gone")
+	rc := admin(servers[1])
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(k[0]).Build()).Error())
+	n, err := q.Release(ctx, k, scripts.Release{Field: f, From: 1, Latch: "5000"})
+	require.NoError(t, err, "denied on servers 1 and 2: the hold was lost")
+	assert.Equal(t, 1, n)
+
+	k, f = hold(t.Name() + ":unanswered")
+	require.NoError(t, servers[1].Kill())
+	n, err = q.Release(ctx, k, scripts.Release{Field: f, From: 1, Latch: "5000"})
+	require.Error(t, err, "confirmed on server 0, denied on server 2, server 1 unknown")
+	assert.NotErrorIs(t, err, quorum.ErrNoQuorum, "two of three answered")
+	assert.Contains(t, err.Error(), servers[1].Addr)
+	assert.Equal(t, 1, n)
+}
