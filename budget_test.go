@@ -6,45 +6,34 @@ import (
 	"time"
 )
 
-type budgetKey struct{}
-
-// A budget carries its parent's values and a deadline, ends with
-// DeadlineExceeded when the deadline passes, and goes back to the pool only
-// when it has not.
-func TestBudget(t *testing.T) {
-	parent := context.WithValue(context.Background(), budgetKey{}, "v")
-	b := newBudget(parent, time.Hour)
-	if b.Value(budgetKey{}) != "v" {
-		t.Error("the parent's value is lost")
+// A shared budget ends between releaseBudget and releaseBudget+budgetStep
+// from when it is handed out, is handed out again while it has releaseBudget
+// left, and a context derived from it stays usable after its own end: it is
+// never recycled.
+func TestSharedBudget(t *testing.T) {
+	a := sharedBudget()
+	dl, ok := a.Deadline()
+	if left := time.Until(dl); !ok || left < releaseBudget-time.Second || left > releaseBudget+budgetStep {
+		t.Fatalf("Deadline() = %v away, %v", left, ok)
 	}
-	if dl, ok := b.Deadline(); !ok || time.Until(dl) < 59*time.Minute {
-		t.Errorf("Deadline() = %v, %v", dl, ok)
+	if a.Err() != nil {
+		t.Fatalf("Err() = %v before the deadline", a.Err())
 	}
-	if b.Err() != nil {
-		t.Errorf("Err() = %v before the deadline", b.Err())
+	if b := sharedBudget(); b != a {
+		t.Error("a second release within the step got another budget")
 	}
-	b.free()
-
-	short := newBudget(parent, 10*time.Millisecond)
-	select {
-	case <-short.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done not closed after the deadline")
+	child, cancel := context.WithTimeout(a, time.Millisecond)
+	<-child.Done()
+	cancel()
+	if child.Err() != context.DeadlineExceeded || child.Value(struct{}{}) != nil || a.Err() != nil {
+		t.Errorf("after a child's end: %v, %v, %v", child.Err(), child.Value(struct{}{}), a.Err())
 	}
-	if short.Err() != context.DeadlineExceeded {
-		t.Errorf("Err() = %v after the deadline", short.Err())
+	time.Sleep(budgetStep + 10*time.Millisecond)
+	c := sharedBudget()
+	if c == a {
+		t.Fatal("a budget with less than releaseBudget left was handed out")
 	}
-	short.free()    // dropped: its channel is closed
-	for range 100 { // whatever the pool hands out is fresh
-		again := newBudget(context.Background(), time.Hour)
-		select {
-		case <-again.Done():
-			t.Fatal("a budget from the pool is already done")
-		default:
-		}
-		if again.Err() != nil || again.Value(budgetKey{}) != nil {
-			t.Fatalf("a budget from the pool carries old state: %v, %v", again.Err(), again.Value(budgetKey{}))
-		}
-		again.free()
+	if dl2, _ := c.Deadline(); time.Until(dl2) < releaseBudget-time.Second {
+		t.Errorf("the next budget ends in %v", time.Until(dl2))
 	}
 }

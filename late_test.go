@@ -49,6 +49,9 @@ type lateCall struct {
 	// the whole batch is held, its words here and its results in multi.
 	batch [][]string
 	multi []rueidis.RedisResult
+	// ctx is the context the caller gave, kept to be used after the caller
+	// returned, as a timer or a late reader may.
+	ctx context.Context
 }
 
 // newLateClient returns a redisync Client on a lateClient for tg, and the
@@ -85,6 +88,15 @@ func (l *lateClient) Caught() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.pending)
+}
+
+// CaughtContext returns the context the oldest caught call was made with.
+func (l *lateClient) CaughtContext(t *testing.T) context.Context {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.NotEmpty(t, l.pending, "no call was caught")
+	return l.pending[0].ctx
 }
 
 // Deliver lets the oldest caught call go (a held call is sent now; a delayed
@@ -141,6 +153,7 @@ func (l *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 	if call == nil {
 		return l.Client.Do(ctx, cmd)
 	}
+	call.ctx = ctx
 	if call.rule.reply {
 		go func() {
 			call.res = l.Client.Do(context.Background(), l.rebuild(call.cmd))

@@ -366,3 +366,54 @@ func TestQuorumUnansweredReleaseIsNoLoss(t *testing.T) {
 		t.Fatal("the hold's term did not end once the release was confirmed")
 	}
 }
+
+// A plain Unlock of a quorum hold while one server answers only after the
+// per-server timeout: the release derives a timeout per server from the
+// context Unlock runs it under, and that timeout's timer outlives the
+// release. Nothing the release used may be recycled while a child of it
+// lives (a pooled context was: the timer's goroutine read it after it went
+// back to the pool, a data race under -race and a nil dereference that
+// crashed the process without it). The release is finished by the servers
+// that answered, and the late one's copy finds nothing to take.
+type lateKey struct{}
+
+func TestQuorumUnlockWhileAServerIsLate(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	holder, lcs := newLateQuorumClient(t, servers, redisync.WithWatchdogTimeout(time.Second))
+	other := newQuorumClient(t, servers)
+	name := t.Name()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	warm := holder.NewMutex(name) // the scripts are loaded on every server: a late copy runs
+	require.NoError(t, warm.LockContext(ctx))
+	require.NoError(t, warm.UnlockContext(ctx))
+	for round := range 5 {
+		m := holder.NewMutex(name)
+		require.NoError(t, m.LockContext(ctx))
+		lcs[round%3].Hold(scripts.MutexRelease, 1)
+		m.Unlock() // must neither crash nor race when the late server's timeout fires
+		select {
+		case <-m.Done():
+			require.NoError(t, m.Err(), "a release confirmed by a majority is no loss")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the hold did not end with its release")
+		}
+		require.Equal(t, 1, lcs[round%3].Caught())
+		late := lcs[round%3].CaughtContext(t)
+		select { // the context the late server's call was made with ends by its deadline
+		case <-late.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the late server's call has no deadline")
+		}
+		// Used after the release returned, as the timer that ended it does:
+		// it must still be the release's context, not a recycled one.
+		assert.ErrorIs(t, late.Err(), context.DeadlineExceeded)
+		assert.Nil(t, late.Value(lateKey{}))
+		lcs[round%3].Deliver(t)
+		rival := other.NewMutex(name)
+		ok, err := rival.TryLockContext(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "the lock is free once released on a majority")
+		require.NoError(t, rival.UnlockContext(ctx))
+	}
+}

@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,69 +90,47 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 	return ctx.Err()
 }
 
-// releaseWithin runs release r of p with a deadline releaseBudget away.
-// Under a ctx that cannot end (Unlock's), the deadline comes from a pool of
-// budgets, sparing the four allocations of context.WithTimeout per release.
+// releaseWithin runs release r of p with a deadline releaseBudget away
+// (under Unlock's context, one that cannot end, up to budgetStep more: see
+// sharedBudget).
 func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Released, error) {
-	if ctx.Done() != nil {
-		rctx, cancel := context.WithTimeout(ctx, releaseBudget)
-		defer cancel()
-		return p.release(rctx, r)
+	if ctx == context.Background() {
+		return p.release(sharedBudget(), r)
 	}
-	b := newBudget(ctx, releaseBudget)
-	defer b.free()
-	return p.release(b, r)
+	rctx, cancel := context.WithTimeout(ctx, releaseBudget)
+	defer cancel()
+	return p.release(rctx, r)
 }
 
-// A budget is a context that ends some time after it was taken: its
-// parent's values and a deadline, for a parent whose Done is nil. A budget
-// whose deadline has not passed goes back to the pool with its timer and
-// channel; one that expired is dropped (its channel is closed).
+// budgetStep is how much longer than releaseBudget a shared budget may last.
+const budgetStep = 250 * time.Millisecond
+
+// A budget is a context shared by the releases of Unlock: it ends between
+// releaseBudget and releaseBudget+budgetStep after it is handed out.
 type budget struct {
-	context.Context // the parent
-	deadline        time.Time
-	done            chan struct{}
-	timer           *time.Timer
-	expired         atomic.Bool
+	ctx    context.Context
+	end    time.Time
+	cancel context.CancelFunc // never called: the budget ends by its deadline
 }
 
-var budgets sync.Pool
+var currentBudget atomic.Pointer[budget]
 
-// newBudget returns a budget of d under parent.
-func newBudget(parent context.Context, d time.Duration) *budget {
-	b, _ := budgets.Get().(*budget)
-	if b == nil {
-		b = &budget{done: make(chan struct{})}
-		b.timer = time.AfterFunc(time.Hour, func() {
-			b.expired.Store(true)
-			close(b.done)
-		})
+// sharedBudget returns a context that ends at least releaseBudget from now,
+// made afresh at most once every budgetStep, so that a release under a
+// context that cannot end costs no allocation of its own. A budget is never
+// recycled: a release may derive contexts from it (a quorum's, one per
+// server) whose timers and readers outlive the release, and a context that
+// went back to a pool would be read, or ended, under them (a pool of budgets
+// once crashed the process that way).
+func sharedBudget() context.Context {
+	now := time.Now()
+	if b := currentBudget.Load(); b != nil && b.end.Sub(now) >= releaseBudget {
+		return b.ctx
 	}
-	b.Context, b.deadline = parent, time.Now().Add(d)
-	b.timer.Reset(d)
-	return b
-}
-
-// free returns b to the pool unless its deadline has passed.
-func (b *budget) free() {
-	if b.timer.Stop() {
-		b.Context = nil
-		budgets.Put(b)
-	}
-}
-
-// Deadline returns the budget's deadline.
-func (b *budget) Deadline() (time.Time, bool) { return b.deadline, true }
-
-// Done returns a channel closed when the deadline passes.
-func (b *budget) Done() <-chan struct{} { return b.done }
-
-// Err returns context.DeadlineExceeded once the deadline has passed.
-func (b *budget) Err() error {
-	if b.expired.Load() {
-		return context.DeadlineExceeded
-	}
-	return nil
+	end := now.Add(releaseBudget + budgetStep)
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	currentBudget.Store(&budget{ctx: ctx, end: end, cancel: cancel}) // of two racing stores either will do
+	return ctx
 }
 
 // afterRelease files the outcome of a release of term t: a hold found gone
