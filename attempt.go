@@ -95,6 +95,9 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		return attempt{}, nil, 0, err
 	case r.Outcome == scripts.Refused:
 		return attempt{}, nil, 0, lockError(p.name, errRefused)
+	case r.Outcome == scripts.Complete && a.outlived(sent):
+		e.retire(a)
+		return attempt{}, nil, 0, lockError(p.name, errStaleHold)
 	case r.Outcome == scripts.Complete:
 		return attempt{complete: true}, nil, 0, nil
 	case r.Outcome == scripts.Busy:
@@ -120,11 +123,10 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 // reply read after the lease it set could have run out (the request or the
 // reply held up, the process paused), or a hold whose lease ran out before
 // the call could return it, is no hold: another may have the lock by now.
-// Such a hold is dropped (see drop) and current reports false: the call
-// then counts the attempt as one of unknown outcome.
+// Such a hold is dropped (see drop) and current reports false.
 func (e *engine) current(a *call) bool {
 	t := a.term
-	if t == nil || t.lease == nil || a.p.hold != holdCount {
+	if t == nil || t.lease == nil || a.p.hold == holdNothing {
 		return true
 	}
 	if ended, _ := t.result(); !ended && e.leases.Current(t.lease) {
@@ -136,14 +138,21 @@ func (e *engine) current(a *call) bool {
 
 // drop ends term t, which the call a got but may not return (see current),
 // as lost, and takes a's holds out of the owner's record, as a release of a
-// lost hold does. What is left of the hold in Redis expires with its lease;
-// when its field is the call's own, the call's next attempt adopts it if
-// Redis still has it, and a call that gives up releases it (the attempt
-// counts as of unknown outcome).
+// lost hold does. What is left of the hold in Redis expires with its lease.
+// When its field is the call's own, a lock's next attempt adopts it if Redis
+// still has it, and a call that gives up releases it (the attempt counts as
+// of unknown outcome). A Semaphore's permits are given back at once, in the
+// background and latched, and its next attempt asks with a new field: its
+// entry may be gone from Redis already (reaped by another's acquire), and a
+// retry with the old one would find only that.
 func (e *engine) drop(a *call, t *term) {
 	p := a.p
 	e.lose(t, ErrLeaseExpired)
-	if t.field == a.field {
+	switch {
+	case t.field != a.field:
+	case p.hold == holdPermits:
+		e.retire(a)
+	default:
 		a.firstUnknown = true
 	}
 	a.term = nil

@@ -139,7 +139,11 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	defer cancel()
 	a := &call{p: p, mode: share, n: n, permitLease: permitLease}
 	a.field, a.sent = h.c.newField(h.owner, ""), true
+	sent := time.Now()
 	r, err := p.acquire(ctx, acquisition{field: a.field, n: a.n, permitLease: permitLease})
+	if err == nil && r.Outcome == scripts.Complete && a.outlived(sent) {
+		err = lockError(h.name, errStaleHold) // their lease ran out before the reply was read
+	}
 	if err != nil {
 		a.firstUnknown = ambiguous(err)
 		h.c.giveUp(ctx, a)

@@ -327,3 +327,76 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	require.NoError(t, s.Release(ctx, ids...), "the repeat answers as the first release that ran")
 	assert.EqualValues(t, 2, free(), "a repeated release gave back twice")
 }
+
+// An ExpirableSemaphore acquire whose reply is read after its permits'
+// lease ran out returns no permit: by then they came back and another took
+// them. Acquire and TryAcquire both; the count stays whole.
+func TestExpirableSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
+	tg := standalone
+	name := t.Name() + uniqueSuffix()
+	c, lc := newLateClient(t, tg)
+	other, _ := newClient(t, tg)
+	s, rival := c.NewExpirableSemaphore(name, 1), other.NewExpirableSemaphore(name, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const lease = 500 * time.Millisecond
+
+	id, err := s.Acquire(ctx, lease) // loads the scripts: the held-up reply is no NOSCRIPT
+	require.NoError(t, err)
+	require.NoError(t, s.Release(ctx, id))
+
+	// A waiting Acquire.
+	lc.DelayReply(scripts.RPermAcquire, 1)
+	type result struct {
+		id  string
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		id, err := s.Acquire(ctx, lease)
+		got <- result{id, err}
+	}()
+	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(lease + 200*time.Millisecond) // the permit's lease ends in Redis
+	rid, err := rival.Acquire(ctx, 10*time.Second)
+	require.NoError(t, err, "the expired permit is free")
+	lc.Deliver(t) // the late reply: taken, 700 ms ago
+	select {
+	case r := <-got:
+		t.Fatalf("Acquire returned %q, %v on a reply that came after its lease, with another holder inside", r.id, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, rival.Release(ctx, rid))
+	var r result
+	select {
+	case r = <-got:
+		require.NoError(t, r.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call did not get the permit after the other released it")
+	}
+	n, err := s.Available(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "the one permit is taken once")
+	require.NoError(t, s.Release(ctx, r.id))
+
+	// TryAcquire.
+	lc.DelayReply(scripts.RPermAcquire, 1)
+	tried := make(chan bool, 1)
+	go func() {
+		_, ok := s.TryAcquire(lease)
+		tried <- ok
+	}()
+	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(lease + 200*time.Millisecond)
+	lc.Deliver(t)
+	select {
+	case ok := <-tried:
+		assert.False(t, ok, "TryAcquire took a permit whose lease had ended")
+	case <-time.After(10 * time.Second):
+		t.Fatal("TryAcquire did not return")
+	}
+	require.Eventually(t, func() bool {
+		n, err := s.Available(ctx)
+		return err == nil && n == 1
+	}, 5*time.Second, 10*time.Millisecond, "the count is whole again")
+}

@@ -22,7 +22,7 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 		return // nothing reached Redis
 	case p.hold == holdNothing:
 		if p.undo != nil && a.firstUnknown {
-			e.undo(ctx, a) // permits taken from a count, which the engine does not track
+			e.undo(ctx, p, a.field, a.n) // permits taken from a count, which the engine does not track
 		}
 		return // nothing can be held
 	case a.firstUnknown, tk != nil && p.hand == handThroughRedis:
@@ -83,16 +83,32 @@ func (e *engine) takeBack(ctx context.Context, p *protocol, r release) {
 	e.wake(p, rep.Woken, r.To == 0 && rep.Status == 1)
 }
 
-// undo runs the protocol's undo for call a, whose attempt had an unknown
-// outcome: what it may have taken is given back, and its late copies take
-// nothing.
-func (e *engine) undo(ctx context.Context, a *call) {
+// undo runs the protocol's undo for the call field, for n, whose attempt
+// had an unknown outcome: what it may have taken is given back, and its late
+// copies take nothing.
+func (e *engine) undo(ctx context.Context, p *protocol, field string, n int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 	defer cancel()
-	if err := a.p.undo(ctx, a.field, a.n); err != nil {
-		a.p.cfg.logger.Error("redisync: could not give back what a call that gave up may have taken",
-			"name", a.p.name, "permits", a.n, "error", err)
+	if err := p.undo(ctx, field, n); err != nil {
+		p.cfg.logger.Error("redisync: could not give back what a call that gave up may have taken",
+			"name", p.name, "permits", n, "error", err)
 	}
+}
+
+// retire gives back, in the background and latched, what the latest attempt
+// of the call a took but may not return, as its lease could have run out
+// before its reply was read (see engine.current): a Semaphore's permits, an
+// ExpirableSemaphore's. The call's next attempt asks with a new field: the
+// old one's entry may be gone from Redis already, or latched.
+func (e *engine) retire(a *call) {
+	p, field, n := a.p, a.field, a.n
+	a.field, a.firstUnknown = "", false
+	if p.hold == holdNothing {
+		e.background.Go(func() { e.undo(context.Background(), p, field, n) })
+		return
+	}
+	r := release{Release: scripts.Release{Field: field, From: n, To: 0, Latch: tombstoneTTL, Undo: true}}
+	e.background.Go(func() { e.takeBack(context.Background(), p, r) })
 }
 
 // unreplicated undoes acquisition acq of a (h.op held), which fewer replicas

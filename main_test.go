@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,14 @@ func TestMain(m *testing.M) {
 			stopTopologies()
 		}))
 }
+
+// names numbers the names that uniqueSuffix makes.
+var names atomic.Int64
+
+// uniqueSuffix returns a suffix for a test's lock names that no other call
+// in the process returns: a second -count of the test on the same server
+// must not find the first one's keys.
+func uniqueSuffix() string { return fmt.Sprintf("#%d", names.Add(1)) }
 
 // requireReal skips a test that needs what miniredis does not emulate.
 func requireReal(t *testing.T, tg *redisserver.Target, what string) {

@@ -2,6 +2,7 @@ package redisync
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -285,6 +286,14 @@ type call struct {
 // uncertain reports whether an attempt of the call may have taken something
 // that the call did not get to record: what its undo gives back.
 func (a *call) uncertain() bool { return a.firstUnknown || a.reentryUnknown }
+
+// outlived reports whether the permits that an attempt of the call a, sent
+// at sent, was granted with a lease of their own (an ExpirableSemaphore's)
+// could have run out by now: such a grant is no hold.
+func (a *call) outlived(sent time.Time) bool {
+	ms, err := strconv.ParseInt(a.permitLease, 10, 64)
+	return err == nil && ms >= 0 && time.Since(sent) >= time.Duration(ms)*time.Millisecond
+}
 
 // An attempt is the outcome of one try to acquire.
 type attempt struct {

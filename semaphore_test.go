@@ -15,6 +15,7 @@ import (
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // semQueued returns the length of the queue of the semaphore name.
@@ -407,4 +408,57 @@ func TestSemaphoreLapsedHolderIsNotCounted(t *testing.T) {
 	assert.Empty(t, semHolders(t, rc, t.Name()))
 	live.Release(1)
 	short.Release(1)
+}
+
+// A Semaphore acquire whose reply is read after the lease it set ran out is
+// no hold: by then the permits came back in Redis and another holder took
+// them. Acquire waits on, and gets the permit once the other releases it.
+// (Acquire returned nil after the lease with another holder inside: an
+// over-grant. The check that refuses such a reply covered the locks with a
+// hold count only; the Semaphore's retry then finds its entry gone.)
+func TestSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
+	tg := standalone
+	name := t.Name() + uniqueSuffix()
+	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second))
+	other, _ := newClient(t, tg)
+	s, rival := c.NewSemaphore(name, 1), other.NewSemaphore(name, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	require.NoError(t, s.Acquire(ctx, 1)) // loads the scripts: the held-up reply is no NOSCRIPT
+	s.Release(1)
+	lc.DelayReply(scripts.SemAcquire, 1)
+	got := make(chan error, 1)
+	go func() { got <- s.Acquire(ctx, 1) }()
+	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(1300 * time.Millisecond) // past the 1 s lease: the permit comes back in Redis
+	require.NoError(t, rival.Acquire(ctx, 1), "the expired permit is free")
+	late := lc.Deliver(t) // the late reply: acquired, 1.3 s ago
+	v, err := late.ToArray()
+	require.NoError(t, err)
+	n, _ := v[0].AsInt64()
+	require.EqualValues(t, 1, n, "the held-up attempt took the permit")
+	select {
+	case err := <-got:
+		t.Fatalf("Acquire returned %v on a reply that came after its lease, with another holder inside", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	assert.Zero(t, s.Held(), "no permit is counted for the handle")
+	rival.Release(1)
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call did not get the permit after the other released it")
+	}
+	assert.EqualValues(t, 1, s.Held())
+	select {
+	case <-s.Done():
+		t.Fatalf("the new hold ended: %v", s.Err())
+	default:
+	}
+	assert.False(t, rival.TryAcquire(1), "the permit is held")
+	s.Release(1)
+	assert.True(t, rival.TryAcquire(1), "released")
+	rival.Release(1)
 }
