@@ -88,6 +88,11 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 			a.reentryUnknown = acq.count > 0
 		}
 		return attempt{}, nil, 0, lockError(p.name, err)
+	case r.Outcome == scripts.Gone && h.term.Load() == nil:
+		// No term of the owner: what is gone is a grant of the call's own
+		// that it never returned (see retire). It asks afresh.
+		e.retire(a)
+		return attempt{}, nil, 0, lockError(p.name, errStaleHold)
 	case r.Outcome == scripts.Gone:
 		t := h.term.Load()
 		e.lose(t, ErrHoldGone)
