@@ -119,8 +119,9 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 // Resign ends the handle's leadership, so that a waiting campaigner, in any
 // process, is elected at once. It returns nil when the handle does not lead,
 // and an error wrapping [ErrLockLost] when its leadership had been lost. The
-// leadership ends even when Redis cannot be reached (the error says so; it
-// expires with its lease).
+// leadership ends even when Redis cannot be reached (the error says so, and
+// the release is finished in the background for up to 3 s; it expires with
+// its lease).
 func (e *Election) Resign(ctx context.Context) error {
 	err := e.h.c.releaseHold(ctx, e.proto(""), 1)
 	if errors.Is(err, ErrNotHeld) {

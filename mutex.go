@@ -119,12 +119,12 @@ func (m *Mutex) Unlock() {
 // ctx has none); the lock is released with the owner's last hold. It returns
 // an error wrapping ErrNotHeld if the owner holds no lock through this Client,
 // and one wrapping ErrLockLost if the hold had been lost. The hold ends even
-// when Redis cannot be reached (the error says so; the lock expires with its
-// lease).
+// when Redis cannot be reached (the lock then expires with its lease).
 //
 // When ctx ends while another call of the owner keeps UnlockContext waiting,
 // it returns ctx.Err() and the hold is unchanged. When ctx ends before Redis
-// has answered, it returns ctx.Err() and the release is finished in the
+// has answered, it returns ctx.Err(); when Redis cannot be reached or does
+// not answer, the error says so. Either way the release is finished in the
 // background, for up to 3 s, and reported by Done and Err.
 func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx, m.proto) }
 

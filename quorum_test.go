@@ -417,3 +417,45 @@ func TestQuorumUnlockWhileAServerIsLate(t *testing.T) {
 		require.NoError(t, rival.UnlockContext(ctx))
 	}
 }
+
+// An UnlockContext whose release one server does not answer within its
+// per-server timeout, which ends before the caller's context does (so the
+// error is a deadline while ctx has not ended, as when rueidis's connection
+// deadline fires just before the context's own timer): the release is
+// finished in the background, whatever error kind reports it, and the hold
+// leaves that server long before its lease ends. (It was filed as done, and
+// the hold stayed on a majority for the whole lease.)
+func TestQuorumReleaseUnansweredBeforeTheDeadlineIsFinished(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	const lease = 10 * time.Second // each server's share of a call: about 1 s
+	holder, lcs := newLateQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	other := newQuorumClient(t, servers)
+	name := t.Name() + uniqueSuffix()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc := other.rcs[2] // someone else holds server 2
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue("someone:1", "1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(name).Milliseconds(30_000).Build()).Error())
+	m := holder.NewMutex(name)
+	require.NoError(t, m.LockContext(ctx))
+
+	lcs[1].Hold(scripts.MutexRelease, 1) // server 1's release never comes back
+	uctx, ucancel := context.WithTimeout(ctx, 5*time.Second)
+	defer ucancel()
+	start := time.Now()
+	err := m.UnlockContext(uctx)
+	require.Error(t, err, "the release was not confirmed on a majority")
+	assert.NoError(t, uctx.Err(), "the server's share ended first")
+	assert.NotErrorIs(t, err, redisync.ErrLockLost)
+	t.Logf("UnlockContext returned after %v: %v", time.Since(start), err)
+	require.Eventually(t, func() bool {
+		n, err := other.rcs[1].Do(ctx, other.rcs[1].B().Exists().Key(name).Build()).AsInt64()
+		return err == nil && n == 0
+	}, 4*time.Second, 10*time.Millisecond, "the release is finished on server 1 in the background, long before the lease ends")
+	select {
+	case <-m.Done():
+		assert.NoError(t, m.Err(), "the hold ended by its release")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hold's term did not end once the release was confirmed")
+	}
+}

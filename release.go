@@ -64,13 +64,20 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 
 // settle runs release r of term t (final: the hold's last) for up to
 // releaseBudget and files its outcome (see afterRelease). When ctx ends
-// before Redis has answered (or had ended already), settle returns ctx.Err()
-// and finishes the release in the background, detached from ctx: a repeat is
-// harmless, as a release acts on one hold's identity. Close waits for it.
+// before Redis has answered (or had ended already), or a final release
+// failed in a way that leaves it undone (see unfinished), settle returns
+// ctx.Err() (or that failure) and finishes the release in the background,
+// detached from ctx: a repeat is harmless, as a release acts on one hold's
+// identity. Close waits for it. (A release that keeps some holds is not
+// repeated after a failure: the owner's later calls set the count over it,
+// and a Semaphore's repeat, sent after them, would give back permits that
+// they took.)
 func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, final bool) error {
+	var err error
 	if ctx.Err() == nil {
-		rep, err := releaseWithin(ctx, p, r)
-		if err == nil || ctx.Err() == nil {
+		var rep scripts.Released
+		rep, err = releaseWithin(ctx, p, r)
+		if err == nil || !(final && unfinished(err)) && ctx.Err() == nil {
 			if err != nil {
 				err = lockError(p.name, err)
 			}
@@ -87,8 +94,19 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 		}
 		e.afterRelease(p, t, rep, err, final)
 	})
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return lockError(p.name, err)
 }
+
+// unfinished reports whether a release that failed with err may not have
+// run in Redis, or not everywhere, so that it must be finished: a transport
+// failure or a deadline (rueidis reports its connection's deadline as the
+// context's, before the context itself has ended; a quorum, a server's share
+// of the call that ended), or a server that did not know the script. Any
+// other error reply is Redis' answer, which a repeat would get again.
+func unfinished(err error) bool { return ambiguous(err) || scripts.IsNoScript(err) }
 
 // releaseWithin runs release r of p with a deadline releaseBudget away
 // (under Unlock's context, one that cannot end, up to budgetStep more: see

@@ -238,6 +238,10 @@ func (call Call) explain(err error) error {
 	return fmt.Errorf("%s line %d `%s`: %w", where, n, text, err)
 }
 
+// IsNoScript reports whether err is a node's NOSCRIPT answer: the call did
+// not run.
+func IsNoScript(err error) bool { return isNoScript(err) }
+
 func isNoScript(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	return ok && re.IsNoScript()
