@@ -67,7 +67,10 @@ type Lease struct {
 	// lost, with ErrExpired or ErrNotHeld. It must not block.
 	Lost Reporter
 
-	at       time.Time // next event: a renewal, or the deadline of a fixed lease
+	// at is the lease's next event: a renewal, or its deadline (a fixed
+	// lease's; a lease whose renewal is in flight, which is lost unless the
+	// renewal comes back before).
+	at       time.Time
 	deadline time.Time // when the server forgets the hold, at the latest
 	index    int       // position in the heap, -1 when not in it
 	state    state
@@ -111,8 +114,8 @@ type state uint8
 
 const (
 	idle     state = iota // not added, or removed
-	waiting               // in the heap
-	inflight              // in a renewal call that has not returned
+	waiting               // in the heap, for its next event
+	inflight              // in the heap, for its deadline, and in a renewal call that has not returned
 	ended                 // lost
 )
 
@@ -124,6 +127,12 @@ func (l *Lease) interval() time.Duration {
 }
 
 // Scheduler renews and watches leases. Its zero value is not usable; call New.
+//
+// Its goroutine never waits for Redis: each round's renewals go out from a
+// goroutine of their own (see round), and a lease whose renewal is in flight
+// stays in the heap for its deadline, so that the deadline is reported on
+// time whatever the call does (a call may wait in rueidis for a reconnection
+// far longer than its context says, on another caller's deadline).
 type Scheduler struct {
 	runner  *scripts.Runner
 	cluster bool
@@ -141,6 +150,11 @@ type Scheduler struct {
 	kick chan struct{}
 	quit chan struct{}
 	done chan struct{}
+	// flights are the renewal calls in flight, which stop returns from
+	// when Close cancels them.
+	flights sync.WaitGroup
+	stop    context.Context
+	cancel  context.CancelFunc
 }
 
 // A Batch describes one round of renewals, for [OnBatch].
@@ -174,6 +188,7 @@ func New(runner *scripts.Runner, cluster bool, log *slog.Logger, opts ...Option)
 	for _, opt := range opts {
 		opt(s)
 	}
+	s.stop, s.cancel = context.WithCancel(context.Background())
 	go s.run()
 	return s
 }
@@ -211,7 +226,7 @@ func (s *Scheduler) Touch(l *Lease, sent time.Time) {
 	}
 	if d := sent.Add(l.TTL); d.After(l.deadline) {
 		l.deadline = d
-		if !l.renewed() && l.state == waiting {
+		if !l.renewed() || l.state == inflight {
 			l.at = d
 			s.heap.fix(l)
 		}
@@ -248,10 +263,8 @@ func (s *Scheduler) Remove(l *Lease) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch l.state {
-	case waiting:
+	case waiting, inflight: // a renewal in flight sees the idle state and drops its result
 		s.heap.remove(l)
-	case inflight:
-		// The renewal in flight sees the idle state and drops its result.
 	default:
 		return false
 	}
@@ -273,11 +286,10 @@ func (s *Scheduler) Replace(old, next *Lease) bool {
 		return false
 	}
 	next.deadline, next.at = old.deadline, old.at
-	if old.state == waiting {
-		s.heap.remove(old)
-	} else {
+	if old.state == inflight {
 		next.at = now
 	}
+	s.heap.remove(old)
 	old.state, next.state = idle, waiting
 	s.heap.push(next)
 	early := s.heap[0] == next && next.at.Before(s.sleeping)
@@ -305,11 +317,14 @@ func (s *Scheduler) Len() int {
 	return n
 }
 
-// Close stops the scheduler and waits for its goroutine to exit. Leases still
-// watched are dropped without a call to Lost.
+// Close stops the scheduler and waits for its goroutine to exit, and for
+// the renewals in flight, whose contexts it cancels. Leases still watched
+// are dropped without a call to Lost.
 func (s *Scheduler) Close() {
 	close(s.quit)
 	<-s.done
+	s.cancel()
+	s.flights.Wait()
 }
 
 // awake records that the run loop no longer sleeps: it looks at the heap
@@ -362,27 +377,31 @@ func (s *Scheduler) run() {
 	}
 }
 
-// round handles every lease that is due: it reports the expired ones and
-// renews the rest in batches. Leases due within half a renewal interval are
-// renewed early with them, so leases taken at different moments fall into
-// step and share calls from then on.
+// round handles every lease that is due: it reports those whose deadline
+// passed (a renewal in flight or not) and renews the rest in batches, sent
+// from a goroutine of their own. Leases due within half a renewal interval
+// are renewed early with them, so leases taken at different moments fall
+// into step and share calls from then on. A lease in flight waits in the
+// heap for its deadline: its renewal's result moves it on, or it is lost.
 func (s *Scheduler) round() {
 	now := time.Now()
 	var due, lost []*Lease
 	s.mu.Lock()
 	for len(s.heap) > 0 {
 		l := s.heap[0]
-		if l.at.After(now) && (!l.renewed() || l.at.Sub(now) > l.interval()/2) {
+		if l.at.After(now) && (l.state == inflight || !l.renewed() || l.at.Sub(now) > l.interval()/2) {
 			break
 		}
-		s.heap.pop()
 		if !now.Before(l.deadline) {
+			s.heap.pop()
 			l.state = ended
 			lost = append(lost, l)
 			continue
 		}
 		l.state = inflight
 		l.sent, l.sentGen = l.Args, l.gen
+		l.at = l.deadline
+		s.heap.fix(l)
 		due = append(due, l)
 	}
 	s.mu.Unlock()
@@ -390,6 +409,6 @@ func (s *Scheduler) round() {
 		l.Lost.LeaseLost(ErrExpired)
 	}
 	if len(due) > 0 {
-		s.renew(due)
+		s.flights.Go(func() { s.renew(due) })
 	}
 }

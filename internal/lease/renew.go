@@ -31,7 +31,7 @@ func (s *Scheduler) renew(due []*Lease) {
 	s.mu.Lock() // Touch may move a deadline of a lease in flight
 	timeout := renewTimeout(due, sent)
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(s.stop, timeout)
 	results := s.runner.ExecMulti(ctx, calls)
 	cancel()
 	batch := Batch{Size: len(due), Duration: time.Since(sent)}
@@ -83,7 +83,7 @@ func (s *Scheduler) renewOwn(due []*Lease) {
 	timeout := renewTimeout(due, time.Now())
 	s.mu.Unlock()
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(s.stop, timeout)
 	var wg sync.WaitGroup
 	for i, l := range due {
 		wg.Go(func() {
@@ -114,11 +114,12 @@ func (s *Scheduler) renewOwn(due []*Lease) {
 	s.filed(batch, failure, lost)
 }
 
-// settle files the outcome of lease l's renewal (s.mu held): failed, it is
-// tried again after a backoff; renewed, by a call sent at sent that made it
-// last until until at least (the zero time: no longer than before), it is
-// renewed again an interval after sent; else it is lost, and settle reports
-// true.
+// settle files the outcome of lease l's renewal (s.mu held, l in flight, in
+// the heap): failed, it is tried again after a backoff; renewed, by a call
+// sent at sent that made it last until until at least (the zero time: no
+// longer than before), it is renewed again an interval after sent; else it
+// is lost, and settle reports true. It wakes the run loop when l's next
+// event comes before the loop would wake.
 func (s *Scheduler) settle(l *Lease, failed, renewed bool, sent, until time.Time) (lost bool) {
 	switch {
 	case failed:
@@ -130,10 +131,14 @@ func (s *Scheduler) settle(l *Lease, failed, renewed bool, sent, until time.Time
 		l.at = minTime(sent.Add(l.interval()), l.deadline)
 	default:
 		l.state = ended
+		s.heap.remove(l)
 		return true
 	}
 	l.state = waiting
-	s.heap.push(l)
+	s.heap.fix(l)
+	if s.heap[0] == l && l.at.Before(s.sleeping) {
+		s.wake()
+	}
 	return false
 }
 
