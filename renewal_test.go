@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/faultproxy"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
 
@@ -52,4 +54,71 @@ func TestRenewalBatching(t *testing.T) {
 		require.NoError(t, err)
 		assert.Greater(t, ttl, interval, "lease of a renewed lock")
 	}
+}
+
+// A holder whose link to Redis goes silent (every byte swallowed) while the
+// service keeps using the same rueidis client, with a longer deadline of its
+// own, is told of its loss before a rival gets the lock: the lease's deadline
+// is reported by the Client's own clock, whatever the renewal call waits for
+// in rueidis (a reconnection that follows the other caller's deadline). It
+// was told 4 s after the cut, 3 s after the rival got in.
+func TestCutOffHolderIsToldBeforeARival(t *testing.T) {
+	requireReal(t, standalone, "a server behind a proxy")
+	proxy, err := faultproxy.Start(standalone.Addrs[0])
+	require.NoError(t, err)
+	defer proxy.Close()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr()}, DisableCache: true})
+	require.NoError(t, err)
+	defer rc.Close()
+	const lease = time.Second
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(lease), redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	other, _ := newClient(t, standalone)
+	name := t.Name() + uniqueSuffix()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	m := c.NewMutex(name)
+	require.NoError(t, m.LockContext(ctx))
+	time.Sleep(lease / 2) // a renewal or two went through
+	proxy.Blackhole(faultproxy.Both, true) // new connections are accepted and swallowed
+	proxy.ResetAll()                       // the open ones break: rueidis connects again
+	cut := time.Now()
+	stop := make(chan struct{})
+	var service sync.WaitGroup
+	service.Go(func() { // the service's own commands, 4 s deadline each
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), 4*time.Second)
+			_ = rc.Do(sctx, rc.B().Get().Key(name+":data").Build()).Error()
+			scancel()
+		}
+	})
+	defer func() {
+		close(stop)
+		proxy.Blackhole(faultproxy.Both, false)
+		service.Wait()
+	}()
+	told := make(chan time.Time, 1)
+	go func() {
+		<-m.Done()
+		told <- time.Now()
+	}()
+	rival := other.NewMutex(name)
+	require.NoError(t, rival.LockContext(ctx))
+	in := time.Now()
+	select {
+	case at := <-told:
+		t.Logf("told %v after the cut, the rival got in %v after it", at.Sub(cut), in.Sub(cut))
+		assert.False(t, at.After(in), "the holder was told %v after the rival got in", at.Sub(in))
+		assert.ErrorIs(t, m.Err(), redisync.ErrLockLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder was never told")
+	}
+	require.NoError(t, rival.UnlockContext(ctx))
 }

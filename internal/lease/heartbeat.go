@@ -75,7 +75,7 @@ func (h *Heartbeat) Confirmed() (time.Time, bool) {
 	if h.l.state != waiting && h.l.state != inflight {
 		return time.Time{}, false
 	}
-	return h.l.deadline.Add(-h.ttl), true
+	return h.l.deadline.Add(margin(h.ttl) - h.ttl), true
 }
 
 // Ended forgets a heartbeat that Lapsed reported ended: the next Queued

@@ -4,9 +4,10 @@
 // passes without a successful renewal.
 //
 // Deadlines are measured on the local monotonic clock from the moment the
-// request that set the expiry was sent. The server starts its own countdown
-// later (when the request arrives), so the local deadline never falls after
-// the server's expiry and a holder hears of a loss no later than Redis forgets it.
+// request that set the expiry was sent, less a margin. The server starts its
+// own countdown later (when the request arrives), so the local deadline falls
+// before the server's expiry and a holder hears of a loss before Redis
+// forgets it.
 package lease
 
 import (
@@ -119,6 +120,16 @@ const (
 	ended                 // lost
 )
 
+// margin is how long before the end of a lease that lasts d, as the local
+// clock reckons it from the request that set it, the lease counts as lost:
+// a fiftieth of d, from 2 ms (but never more than half of d) to 1 s. The reckoning already ends before the
+// server's expiry (the server counts from the request's arrival); the
+// margin keeps the report ahead of the expiry when the scheduler's
+// goroutine runs late, so that a holder is told before a rival can get in.
+func margin(d time.Duration) time.Duration {
+	return min(max(d/50, 2*time.Millisecond), d/2, time.Second)
+}
+
 func (l *Lease) interval() time.Duration {
 	if l.Every > 0 && l.Every < l.TTL/3 {
 		return l.Every
@@ -202,7 +213,7 @@ func (s *Scheduler) Add(l *Lease, sent time.Time) { s.AddWithin(l, sent, l.TTL) 
 // renewal comes after l's usual interval, or half of ttl if sooner.
 func (s *Scheduler) AddWithin(l *Lease, sent time.Time, ttl time.Duration) {
 	s.mu.Lock()
-	l.deadline = sent.Add(ttl)
+	l.deadline = sent.Add(ttl - margin(ttl))
 	l.at = l.deadline
 	if l.renewed() {
 		l.at = minTime(sent.Add(min(l.interval(), ttl/2)), l.deadline)
@@ -224,7 +235,7 @@ func (s *Scheduler) Touch(l *Lease, sent time.Time) {
 	if l.state != waiting && l.state != inflight {
 		return
 	}
-	if d := sent.Add(l.TTL); d.After(l.deadline) {
+	if d := sent.Add(l.TTL - margin(l.TTL)); d.After(l.deadline) {
 		l.deadline = d
 		if !l.renewed() || l.state == inflight {
 			l.at = d

@@ -57,7 +57,7 @@ func (s *Scheduler) renew(due []*Lease) {
 			ok := err == nil && (renewed[j] == 1 || renewed[j] == 2 && (l.changing || l.gen != l.sentGen))
 			var until time.Time
 			if !l.Fixed {
-				until = sent.Add(l.TTL)
+				until = sent.Add(l.TTL - margin(l.TTL))
 			}
 			if s.settle(l, err != nil, ok, sent, until) {
 				lost = append(lost, l)
@@ -106,7 +106,7 @@ func (s *Scheduler) renewOwn(due []*Lease) {
 			failure = r.err
 			batch.Failures++
 		}
-		if s.settle(l, r.err != nil, r.renewed, r.sent, r.sent.Add(min(r.validity, l.TTL))) {
+		if s.settle(l, r.err != nil, r.renewed, r.sent, r.sent.Add(min(r.validity, l.TTL) - margin(min(r.validity, l.TTL)))) {
 			lost = append(lost, l)
 		}
 	}
