@@ -408,3 +408,47 @@ func TestSemaphoreLapsedHolderIsNotCounted(t *testing.T) {
 	live.Release(1)
 	short.Release(1)
 }
+
+// Weights are counted exactly however large: a holder of 1.5e14 permits out
+// of 2e14 leaves 5e13 free, before and after it gives one back, and its
+// entry reads back as the permits it holds. (Lua prints such a number as
+// "1.5e+14" when it joins it to a string, which reads back as 1 permit.)
+func TestSemaphoreLargeWeights(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	const size, n = 2e14, 1.5e14
+	a := c.NewSemaphore(t.Name(), size)
+	b := c.NewSemaphore(t.Name(), size)
+	entry := func() int64 {
+		t.Helper()
+		holders := semHolders(t, rc, t.Name())
+		require.Len(t, holders, 1)
+		for _, e := range holders {
+			permits, _, ok := layout.ParseSemEntry(e)
+			assert.True(t, ok, "the entry %q reads back", e)
+			return permits
+		}
+		return 0
+	}
+	require.NoError(t, a.Acquire(ctx, n))
+	if !assert.False(t, b.TryAcquire(n), "a second 1.5e14 fits in a size of 2e14") {
+		b.Release(n)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := b.Acquire(short, n); !assert.ErrorIs(t, err, context.DeadlineExceeded, "a second 1.5e14 fits in a size of 2e14") && err == nil {
+		b.Release(n)
+	}
+	assert.EqualValues(t, int64(n), entry(), "the holder's entry")
+
+	a.Release(1)
+	assert.EqualValues(t, int64(n-1), entry(), "the entry after a partial release")
+	if !assert.False(t, b.TryAcquire(size-n+2), "more than the free permits after a partial release") {
+		b.Release(size - n + 2)
+	}
+	if assert.True(t, b.TryAcquire(size-n+1), "the free permits") {
+		b.Release(size - n + 1)
+	}
+	a.Release(n - 1)
+	assert.Empty(t, semHolders(t, rc, t.Name()))
+}
