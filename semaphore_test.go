@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -451,4 +452,45 @@ func TestSemaphoreLargeWeights(t *testing.T) {
 	}
 	a.Release(n - 1)
 	assert.Empty(t, semHolders(t, rc, t.Name()))
+}
+
+// Sizes go up to MaxSemaphoreSize, and weights are counted exactly up to it:
+// a holder of all but one permit leaves exactly one. A larger size is refused
+// by each semaphore's constructor, and a larger request by a
+// CountingSemaphore, whose count may be larger than any size (set by Java, or
+// by releases): a request is compared with it as a Lua number.
+func TestSemaphoreSizeLimit(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	const most = redisync.MaxSemaphoreSize
+	if strconv.IntSize == 64 {
+		assert.EqualValues(t, int64(1<<53-1), int64(most))
+	}
+
+	s := c.NewSemaphore(t.Name(), most)
+	other := c.NewSemaphore(t.Name(), most)
+	require.NoError(t, s.Acquire(ctx, most-1))
+	if !assert.False(t, other.TryAcquire(2), "two more than the size less one") {
+		other.Release(2)
+	}
+	if assert.True(t, other.TryAcquire(1), "the last permit") {
+		other.Release(1)
+	}
+	s.Release(most - 1)
+
+	name := "csem:" + t.Name()
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(name).Value("1152921504606846976").Build()).Error(), "a count of 2^60")
+	cs := c.NewCountingSemaphore(name, most)
+	require.True(t, cs.TryAcquire(most))
+	free, err := cs.Available(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, int64(1<<60-most), free, "2^60 less the largest request")
+	cs.Release(most)
+
+	assert.PanicsWithValue(t, "redisync: semaphore size > MaxSemaphoreSize", func() { c.NewSemaphore("x", most+1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore size > MaxSemaphoreSize", func() { c.NewCountingSemaphore("x", most+1) })
+	assert.PanicsWithValue(t, "redisync: expirable semaphore size > MaxSemaphoreSize", func() { c.NewExpirableSemaphore("x", most+1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore: n > MaxSemaphoreSize", func() { _ = cs.Acquire(ctx, most+1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore: n > MaxSemaphoreSize", func() { cs.TryAcquire(most + 1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore: n < 0", func() { cs.TryAcquire(-1) })
 }

@@ -51,8 +51,11 @@
 -- the current version, repeated, is granted again. Queueing a queued id keeps
 -- its place. Time is the server's.
 --
--- Numbers are written from the arguments' text, never with '..' on a number
--- (Lua prints 14 digits: 1.5e14 as "1.5e+14", read back as 1 permit).
+-- Permits are summed as Lua numbers, doubles, exact for integers up to 2^53:
+-- the size and every request are at most 2^53-1 (the Go side refuses more),
+-- so a sum is exact, or, past 2^53, rounds to no less than 2^53 and still
+-- exceeds the size. Numbers are written from the arguments' text, never
+-- with '..' on a number (Lua prints 14 digits: 1.5e14 as "1.5e+14").
 local holders, leases, sizeKey, queue, alive, want, channel =
 	KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local holder, target, id = ARGV[2], tonumber(ARGV[4]), ARGV[6]
