@@ -53,12 +53,16 @@ type CountingSemaphore struct {
 
 // NewCountingSemaphore returns a handle on the counting semaphore called name,
 // whose count starts at size when the name is first used. Names and panics
-// are as for [Client.NewMutex]; it also panics if size is negative. Lease
-// options have no effect: its permits are not leased.
+// are as for [Client.NewMutex]; it also panics if size is negative or above
+// [MaxSemaphoreSize]. Lease options have no effect: its permits are not
+// leased.
 func (c *Client) NewCountingSemaphore(name string, size int64, opts ...Option) *CountingSemaphore {
 	c.single("NewCountingSemaphore")
 	if size < 0 {
 		panic("redisync: counting semaphore size < 0")
+	}
+	if size > MaxSemaphoreSize {
+		panic("redisync: counting semaphore size > MaxSemaphoreSize")
 	}
 	s := &CountingSemaphore{l: layout.RSemOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
 	c.initHandle(&s.h, name, opts)
@@ -98,11 +102,10 @@ func (s *CountingSemaphore) Name() string { return s.h.name }
 // success it returns nil; when ctx ends first, ctx.Err(), having taken
 // nothing. A request for 0 succeeds at once. A Redis failure is returned,
 // wrapped; an attempt whose outcome is unknown is undone before Acquire
-// returns. It panics if n is negative.
+// returns. It panics if n is negative or above [MaxSemaphoreSize] (the count
+// itself may be larger, set by Java or by releases).
 func (s *CountingSemaphore) Acquire(ctx context.Context, n int64) error {
-	if n < 0 {
-		panic("redisync: counting semaphore: n < 0")
-	}
+	checkCount(n)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,16 +117,27 @@ func (s *CountingSemaphore) Acquire(ctx context.Context, n int64) error {
 
 // TryAcquire takes n permits if n are free, without waiting, and reports
 // whether it did. A Redis failure counts as a failure and is logged (an
-// attempt of unknown outcome is undone first). It panics if n is negative.
+// attempt of unknown outcome is undone first). It panics as Acquire does.
 func (s *CountingSemaphore) TryAcquire(n int64) bool {
-	if n < 0 {
-		panic("redisync: counting semaphore: n < 0")
-	}
+	checkCount(n)
 	if n == 0 {
 		return true
 	}
 	_, ok := s.h.tryCount(s.p, int(n), "")
 	return ok
+}
+
+// checkCount panics if a CountingSemaphore cannot take n permits. Its
+// script compares n with the count as Lua numbers (doubles), which tell
+// integers apart only up to 2^53: a larger n could be taken from a count
+// smaller than n.
+func checkCount(n int64) {
+	switch {
+	case n < 0:
+		panic("redisync: counting semaphore: n < 0")
+	case n > MaxSemaphoreSize:
+		panic("redisync: counting semaphore: n > MaxSemaphoreSize")
+	}
 }
 
 // tryCount makes the single attempt of a Try call of a semaphore whose

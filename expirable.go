@@ -54,12 +54,16 @@ type ExpirableSemaphore struct {
 // NewExpirableSemaphore returns a handle on the semaphore called name in
 // Redisson's RPermitExpirableSemaphore layout, whose count starts at size
 // when the name is first used. Names and panics are as for
-// [Client.NewMutex]; it also panics if size is negative. Lease options have
-// no effect: each Acquire gives its permits' lease.
+// [Client.NewMutex]; it also panics if size is negative or above
+// [MaxSemaphoreSize]. Lease options have no effect: each Acquire gives its
+// permits' lease.
 func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) *ExpirableSemaphore {
 	c.single("NewExpirableSemaphore")
 	if size < 0 {
 		panic("redisync: expirable semaphore size < 0")
+	}
+	if size > MaxSemaphoreSize {
+		panic("redisync: expirable semaphore size > MaxSemaphoreSize")
 	}
 	s := &ExpirableSemaphore{l: layout.RPermitOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
 	c.initHandle(&s.h, name, opts)

@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -190,6 +191,27 @@ func testFencedMutexStaleHolderIsFenced(t *testing.T, tg *redisserver.Target) {
 	require.NoError(t, b.NewFence(t.Name()).Set(ctx, token, "again, same token"))
 	next.Unlock()
 	slow.Unlock()
+}
+
+// A fence compares tokens exactly whatever their size: above 2^53, where Lua
+// numbers (doubles) no longer tell neighbours apart, and up to the largest
+// uint64, a lower token is refused and the higher one reads back.
+func TestFenceLargeTokens(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	// A second count finds the first's tokens: start from an empty fence.
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(layout.Aux(layout.FencePrefix, t.Name())).Build()).Error())
+	f := c.NewFence(t.Name())
+	require.NoError(t, f.Set(ctx, 1<<53+1, "a"))
+	assert.ErrorIs(t, f.Set(ctx, 1<<53, "stale"), redisync.ErrStaleToken, "2^53 after 2^53+1")
+	require.NoError(t, f.Set(ctx, math.MaxUint64, "top"))
+	err := f.Set(ctx, math.MaxUint64-1, "stale")
+	assert.ErrorIs(t, err, redisync.ErrStaleToken, "the largest uint64 but one after the largest")
+	assert.ErrorContains(t, err, "lower than 18446744073709551615")
+	value, token, err := f.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "top", value)
+	assert.Equal(t, uint64(math.MaxUint64), token)
 }
 
 // redissonFencedAcquire takes a lock the way a Java service using Redisson's

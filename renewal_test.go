@@ -81,7 +81,7 @@ func TestCutOffHolderIsToldBeforeARival(t *testing.T) {
 
 	m := c.NewMutex(name)
 	require.NoError(t, m.LockContext(ctx))
-	time.Sleep(lease / 2) // a renewal or two went through
+	time.Sleep(lease / 2)                  // a renewal or two went through
 	proxy.Blackhole(faultproxy.Both, true) // new connections are accepted and swallowed
 	proxy.ResetAll()                       // the open ones break: rueidis connects again
 	cut := time.Now()

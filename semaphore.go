@@ -3,6 +3,7 @@ package redisync
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -46,13 +47,25 @@ type Semaphore struct {
 	pending bool
 }
 
+// MaxSemaphoreSize is the largest size of a [Semaphore], a
+// [CountingSemaphore] or an [ExpirableSemaphore], and so the largest weight
+// a call can acquire: 2^53-1 (math.MaxInt where int has 32 bits). The
+// scripts in Redis count permits as Lua numbers, which are doubles and hold
+// every integer exactly only up to 2^53. The constructors panic on a larger
+// size.
+const MaxSemaphoreSize = min(1<<53-1, math.MaxInt)
+
 // NewSemaphore returns a handle on the semaphore called name, with the given
 // maximum combined weight for concurrent access. Names, options and panics
-// are as for [Client.NewMutex]; it also panics if size is negative.
+// are as for [Client.NewMutex]; it also panics if size is negative or above
+// [MaxSemaphoreSize].
 func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphore {
 	c.single("NewSemaphore")
 	if size < 0 {
 		panic("redisync: semaphore size < 0")
+	}
+	if size > MaxSemaphoreSize {
+		panic("redisync: semaphore size > MaxSemaphoreSize")
 	}
 	s := &Semaphore{size: size, sizeArg: strconv.FormatInt(size, 10), l: layout.SemOf(name)}
 	c.initHandle(&s.handle, name, opts)
@@ -120,6 +133,11 @@ func (s *Semaphore) Release(n int64) {
 	}
 	if n == 0 {
 		return
+	}
+	if n > s.size {
+		// A holder holds at most the size. Checked before n becomes an int,
+		// which has 32 bits on some platforms.
+		panic("redisync: semaphore released more than held")
 	}
 	s.unlocked(s.c.releaseHold(context.Background(), s.proto(), int(n)), "redisync: semaphore released more than held")
 }

@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -461,4 +462,89 @@ func TestSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 	s.Release(1)
 	assert.True(t, rival.TryAcquire(1), "released")
 	rival.Release(1)
+}
+
+// Weights are counted exactly however large: a holder of 1.5e14 permits out
+// of 2e14 leaves 5e13 free, before and after it gives one back, and its
+// entry reads back as the permits it holds. (Lua prints such a number as
+// "1.5e+14" when it joins it to a string, which reads back as 1 permit.)
+func TestSemaphoreLargeWeights(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	const size, n = 2e14, 1.5e14
+	a := c.NewSemaphore(t.Name(), size)
+	b := c.NewSemaphore(t.Name(), size)
+	entry := func() int64 {
+		t.Helper()
+		holders := semHolders(t, rc, t.Name())
+		require.Len(t, holders, 1)
+		for _, e := range holders {
+			permits, _, ok := layout.ParseSemEntry(e)
+			assert.True(t, ok, "the entry %q reads back", e)
+			return permits
+		}
+		return 0
+	}
+	require.NoError(t, a.Acquire(ctx, n))
+	if !assert.False(t, b.TryAcquire(n), "a second 1.5e14 fits in a size of 2e14") {
+		b.Release(n)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := b.Acquire(short, n); !assert.ErrorIs(t, err, context.DeadlineExceeded, "a second 1.5e14 fits in a size of 2e14") && err == nil {
+		b.Release(n)
+	}
+	assert.EqualValues(t, int64(n), entry(), "the holder's entry")
+
+	a.Release(1)
+	assert.EqualValues(t, int64(n-1), entry(), "the entry after a partial release")
+	if !assert.False(t, b.TryAcquire(size-n+2), "more than the free permits after a partial release") {
+		b.Release(size - n + 2)
+	}
+	if assert.True(t, b.TryAcquire(size-n+1), "the free permits") {
+		b.Release(size - n + 1)
+	}
+	a.Release(n - 1)
+	assert.Empty(t, semHolders(t, rc, t.Name()))
+}
+
+// Sizes go up to MaxSemaphoreSize, and weights are counted exactly up to it:
+// a holder of all but one permit leaves exactly one. A larger size is refused
+// by each semaphore's constructor, and a larger request by a
+// CountingSemaphore, whose count may be larger than any size (set by Java, or
+// by releases): a request is compared with it as a Lua number.
+func TestSemaphoreSizeLimit(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	const most = redisync.MaxSemaphoreSize
+	if strconv.IntSize == 64 {
+		assert.EqualValues(t, int64(1<<53-1), int64(most))
+	}
+
+	s := c.NewSemaphore(t.Name(), most)
+	other := c.NewSemaphore(t.Name(), most)
+	require.NoError(t, s.Acquire(ctx, most-1))
+	if !assert.False(t, other.TryAcquire(2), "two more than the size less one") {
+		other.Release(2)
+	}
+	if assert.True(t, other.TryAcquire(1), "the last permit") {
+		other.Release(1)
+	}
+	s.Release(most - 1)
+
+	name := "csem:" + t.Name()
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(name).Value("1152921504606846976").Build()).Error(), "a count of 2^60")
+	cs := c.NewCountingSemaphore(name, most)
+	require.True(t, cs.TryAcquire(most))
+	free, err := cs.Available(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, int64(1<<60-most), free, "2^60 less the largest request")
+	cs.Release(most)
+
+	assert.PanicsWithValue(t, "redisync: semaphore size > MaxSemaphoreSize", func() { c.NewSemaphore("x", most+1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore size > MaxSemaphoreSize", func() { c.NewCountingSemaphore("x", most+1) })
+	assert.PanicsWithValue(t, "redisync: expirable semaphore size > MaxSemaphoreSize", func() { c.NewExpirableSemaphore("x", most+1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore: n > MaxSemaphoreSize", func() { _ = cs.Acquire(ctx, most+1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore: n > MaxSemaphoreSize", func() { cs.TryAcquire(most + 1) })
+	assert.PanicsWithValue(t, "redisync: counting semaphore: n < 0", func() { cs.TryAcquire(-1) })
 }

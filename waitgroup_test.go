@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -149,4 +150,34 @@ func TestWaitGroupNames(t *testing.T) {
 	assert.Panics(t, func() { c.NewWaitGroup("{batch}:7") })
 	assert.Panics(t, func() { c.NewWaitGroup("") })
 	assert.Equal(t, "batch:7", c.NewWaitGroup("batch:7").Name())
+}
+
+// The counter is a Redis integer, exact across int64: an Add above 2^53 (past
+// the integers a Lua number holds exactly) or above 10^17 (which Lua numbers
+// print with an exponent) is stored as its digits, and one that would
+// overflow is refused, changing nothing.
+func TestWaitGroupLargeCounter(t *testing.T) {
+	ctx := context.Background()
+	c, rc := newClient(t, standalone)
+	name := "wg:" + t.Name()
+	wg := c.NewWaitGroup(name)
+	stored := func() string {
+		t.Helper()
+		v, err := rc.Do(ctx, rc.B().Get().Key(name).Build()).ToString()
+		require.NoError(t, err)
+		return v
+	}
+	require.NoError(t, wg.Add(ctx, 1<<53+1))
+	assert.Equal(t, "9007199254740993", stored())
+	require.NoError(t, wg.Add(ctx, 1e17))
+	assert.Equal(t, "109007199254740993", stored())
+	require.NoError(t, wg.Add(ctx, -(1<<53)))
+	assert.Equal(t, "100000000000000001", stored())
+	assert.ErrorContains(t, wg.Add(ctx, math.MaxInt64), "overflow")
+	n, err := wg.Count(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, int64(1e17+1), n, "unchanged by the refused Add")
+	assert.ErrorIs(t, wg.Add(ctx, -1e17-2), redisync.ErrNegativeCounter)
+	require.NoError(t, wg.Add(ctx, -1e17-1))
+	require.NoError(t, wg.Wait(ctx), "the counter is zero")
 }

@@ -106,7 +106,7 @@ func (s *Scheduler) renewOwn(due []*Lease) {
 			failure = r.err
 			batch.Failures++
 		}
-		if s.settle(l, r.err != nil, r.renewed, r.sent, r.sent.Add(min(r.validity, l.TTL) - margin(min(r.validity, l.TTL)))) {
+		if s.settle(l, r.err != nil, r.renewed, r.sent, r.sent.Add(min(r.validity, l.TTL)-margin(min(r.validity, l.TTL)))) {
 			lost = append(lost, l)
 		}
 	}

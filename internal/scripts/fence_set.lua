@@ -3,17 +3,29 @@
 --
 -- KEYS[1]  the resource: a hash with fields "token" (highest token seen) and
 --          "value"
--- ARGV[1]  the writer's fencing token
+-- ARGV[1]  the writer's fencing token: a decimal integer without leading
+--          zeros, up to 2^64-1
 -- ARGV[2]  the value to store
 --
 -- Reply: {1, token} stored, token being ARGV[1];
 --        {0, token} rejected: token is the higher token the resource has seen.
+-- Each token is its decimal text.
 --
 -- Equal tokens are accepted: one holder may write several times.
-local seen = tonumber(redis.call('hget', KEYS[1], 'token') or '0')
-local token = tonumber(ARGV[1])
-if token < seen then
+--
+-- Tokens are compared as text, by length and then digit by digit: as Lua
+-- numbers (doubles) tokens above 2^53 would compare equal to their
+-- neighbours, and a stale writer would pass.
+local function older(a, b)
+	if #a ~= #b then
+		return #a < #b
+	end
+	return a < b
+end
+
+local seen = redis.call('hget', KEYS[1], 'token') or '0'
+if older(ARGV[1], seen) then
 	return {0, seen}
 end
 redis.call('hset', KEYS[1], 'token', ARGV[1], 'value', ARGV[2])
-return {1, token}
+return {1, ARGV[1]}

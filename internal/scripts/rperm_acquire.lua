@@ -7,7 +7,8 @@
 -- KEYS[4]  this call's latch: "1" once it took its permits, "0" once it gave
 --          up (rperm_undo); the same key for every attempt of one call
 -- ARGV[1]  the free permits to start from when KEYS[1] is absent (the
---          handle's size: Redisson's trySetPermits)
+--          handle's size: Redisson's trySetPermits), written and published
+--          as given
 -- ARGV[2]  the lease in milliseconds, or -1 for none (Redisson's permit
 --          without a lease: its end is 922337203685477, it never ends)
 -- ARGV[3]  how long the latch lasts, in milliseconds
@@ -34,10 +35,12 @@ end
 local now = serverMS()
 local n = reclaim(free, leases, channel, now, ARGV[4])
 if not n then
+	-- The text, as trySetPermits writes it: a Lua number would be rounded
+	-- above 2^53, and written with an exponent from 10^17 on.
+	redis.call('set', free, ARGV[1])
 	n = tonumber(ARGV[1])
-	redis.call('set', free, n)
 	if n > 0 then
-		redis.call(ARGV[4], channel, n) -- Java waiters on an unset count
+		redis.call(ARGV[4], channel, ARGV[1]) -- Java waiters on an unset count
 	end
 end
 local want = #ARGV - 4

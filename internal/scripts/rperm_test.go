@@ -147,3 +147,21 @@ func TestRPermScripts(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, -1, avail, "a count never set")
 }
+
+// The first use sets the count to the size as given, as Java's
+// trySetPermits does, and publishes it: exact however large. (A Lua number
+// is written "1.152921504606847e+18" from 2^60, which no later call could
+// count down.)
+func TestRPermSetsSizeAsGiven(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	l := layout.RPermitOf(unique(t))
+	msgs := subscribe(t, rc, l.Channel)
+	rep, err := r.AcquireRPerm(ctx, &l, "c1", "1152921504606846976", "-1", "60000", []string{"go:1"})
+	require.NoError(t, err)
+	assert.Equal(t, scripts.Acquired, rep.Outcome)
+	assert.Equal(t, "1152921504606846976", message(t, msgs), "the count set, published")
+	free, err := rc.Do(ctx, rc.B().Get().Key(l.Key).Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "1152921504606846975", free, "2^60 less the permit taken")
+}

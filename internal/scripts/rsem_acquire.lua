@@ -5,7 +5,9 @@
 -- KEYS[2]  the channel (redisson_sc:{name}), on which a count is published
 -- KEYS[3]  this call's latch: "1" once it took its permits, "0" once it gave
 --          up (rsem_undo); the same key for every attempt of one call
--- ARGV[1]  the permits to take, a positive integer
+-- ARGV[1]  the permits to take, a positive integer up to 2^53-1: compared
+--          with the count as a Lua number (a double), which is exact up to
+--          there (a count above 2^53 rounds, but not below 2^53)
 -- ARGV[2]  the free permits to start from when KEYS[1] is absent (the
 --          handle's size: what Redisson's trySetPermits does)
 -- ARGV[3]  how long the latch lasts, in milliseconds

@@ -16,7 +16,8 @@
 -- ARGV[2]  the holder id: one per term of a handle (from its first acquire
 --          to the release of its last permit), never reused
 -- ARGV[3]  the permits requested, n > 0
--- ARGV[4]  the permits the holder has after this acquire (held + n)
+-- ARGV[4]  the permits the holder has after this acquire (held + n), in
+--          decimal: the entry is written from this text
 -- ARGV[5]  lease in milliseconds
 -- ARGV[6]  the waiter id, chosen once per waiting call, or "" to try without
 --          queueing (TryAcquire)
@@ -49,6 +50,12 @@
 -- after a later one of the same holder changes nothing; the one that wrote
 -- the current version, repeated, is granted again. Queueing a queued id keeps
 -- its place. Time is the server's.
+--
+-- Permits are summed as Lua numbers, doubles, exact for integers up to 2^53:
+-- the size and every request are at most 2^53-1 (the Go side refuses more),
+-- so a sum is exact, or, past 2^53, rounds to no less than 2^53 and still
+-- exceeds the size. Numbers are written from the arguments' text, never
+-- with '..' on a number (Lua prints 14 digits: 1.5e14 as "1.5e+14").
 local holders, leases, sizeKey, queue, alive, want, channel =
 	KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local holder, target, id = ARGV[2], tonumber(ARGV[4]), ARGV[6]
@@ -69,7 +76,7 @@ local freed = sem_reap_holders(holders, leases, now)
 freed = sem_reap_waiters(queue, alive, want, now) or freed
 
 local function grant()
-	redis.call('hset', holders, holder, target .. ':' .. version)
+	redis.call('hset', holders, holder, ARGV[4] .. ':' .. ARGV[10])
 	redis.call('zadd', leases, now + tonumber(ARGV[5]), holder)
 	sem_extend(holders, ARGV[5])
 	sem_extend(leases, ARGV[5])

@@ -8,7 +8,8 @@
 -- KEYS[8]  the prefix of the semaphore's latch keys: a term's latch is
 --          KEYS[8]..":"..holder
 -- ARGV[1]  the holder id
--- ARGV[2]  the permits the holder keeps
+-- ARGV[2]  the permits the holder keeps, in decimal (written as given, as
+--          sem_acquire writes ARGV[4])
 -- ARGV[3]  a waiter id to remove from the queue (a waiter giving up), or ""
 -- ARGV[4]  the publish command: "publish" or "spublish"
 -- ARGV[5]  the version of the holder's entry the caller last saw confirmed
@@ -56,7 +57,7 @@ elseif seen == version then
 elseif seen == nil or seen < expect or seen > version then
 	status = -4
 elseif keep > 0 then
-	redis.call('hset', holders, holder, keep .. ':' .. version)
+	redis.call('hset', holders, holder, ARGV[2] .. ':' .. ARGV[6])
 else
 	redis.call('hdel', holders, holder)
 	redis.call('zrem', leases, holder)
