@@ -226,7 +226,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, cleanupBudget)
 		var err error
-		held, ended, err = s.h.c.scripts.ReleaseRPerm(actx, &s.l, id, tombstoneTTL, members)
+		held, ended, err = s.h.c.direct.ReleaseRPerm(actx, &s.l, id, tombstoneTTL, members)
 		cancel()
 		if err == nil {
 			break
@@ -259,7 +259,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Duration) error {
 	arg := leaseArg(lease)
 	m := permitMembers([]string{id})
-	ok, err := s.h.c.scripts.RenewRPerm(ctx, &s.l, m[0], m[1], arg)
+	ok, err := s.h.c.direct.RenewRPerm(ctx, &s.l, m[0], m[1], arg)
 	switch {
 	case err != nil:
 		return fmt.Errorf("redisync: ExpirableSemaphore %q: renew: %w", s.h.name, err)
@@ -273,7 +273,7 @@ func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Du
 // are given back (as Java's availablePermits does), or the handle's size
 // when the name was never used (the first acquire sets it).
 func (s *ExpirableSemaphore) Available(ctx context.Context) (int64, error) {
-	n, err := s.h.c.scripts.AvailableRPerm(ctx, &s.l)
+	n, err := s.h.c.direct.AvailableRPerm(ctx, &s.l)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("redisync: ExpirableSemaphore %q: %w", s.h.name, err)

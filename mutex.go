@@ -134,6 +134,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if m.c.quorum != nil {
+		if m.c.isClosed() { // the servers are asked through the quorum's clients, not the gate
+			return false, lockError(m.name, ErrClosed)
+		}
 		ok, err := m.forceUnlocked(m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0"))
 		if ok {
 			m.c.wakeEvery(m.keys.Channel())
