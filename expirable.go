@@ -91,6 +91,25 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 	return s
 }
 
+// MaxPermitsPerCall is the most permits that one call of an
+// [ExpirableSemaphore] takes: each has an id of its own, which the call
+// sends and Redis records, one by one, in a script that holds up the server
+// while it runs (a few milliseconds for this many).
+const MaxPermitsPerCall = 4096
+
+// tooMany panics if n is negative, and returns the error of a request for
+// n permits when one call cannot carry that many (see MaxPermitsPerCall).
+func (s *ExpirableSemaphore) tooMany(n int) error {
+	switch {
+	case n < 0:
+		panic("redisync: expirable semaphore: n < 0")
+	case n > MaxPermitsPerCall:
+		return fmt.Errorf("redisync: ExpirableSemaphore %q: %d permits in one call, more than MaxPermitsPerCall (%d)",
+			s.h.name, n, MaxPermitsPerCall)
+	}
+	return nil
+}
+
 // permitIDs returns the ids of the n permits that the call field asks for,
 // as Redisson's: 16 bytes each, shown as 32 hex digits, derived from the
 // field so that every attempt of the call, and its undo, name the same
@@ -155,17 +174,18 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (
 }
 
 // AcquireN takes n permits at once, each leased for lease, as Acquire does,
-// and returns their ids. A request for 0 returns none at once. It panics if
-// n is negative.
+// and returns their ids. A request for 0 returns none at once, and one for
+// more than [MaxPermitsPerCall] returns an error at once. It panics if n is
+// negative.
 func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int, lease time.Duration) ([]string, error) {
-	if n < 0 {
-		panic("redisync: expirable semaphore: n < 0")
-	}
+	tooMany := s.tooMany(n)
 	arg := leaseArg(lease)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if n == 0 {
+	switch {
+	case tooMany != nil:
+		return nil, tooMany
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case n == 0:
 		return []string{}, nil
 	}
 	a := &call{p: s.p, mode: share, n: n, permitLease: arg}
@@ -188,13 +208,16 @@ func (s *ExpirableSemaphore) TryAcquire(lease time.Duration) (string, bool) {
 }
 
 // TryAcquireN takes n permits leased for lease if n are free, without
-// waiting, as TryAcquire does. It panics if n is negative.
+// waiting, as TryAcquire does. A request for more than [MaxPermitsPerCall]
+// fails, and is logged, without asking Redis. It panics if n is negative.
 func (s *ExpirableSemaphore) TryAcquireN(n int, lease time.Duration) ([]string, bool) {
-	if n < 0 {
-		panic("redisync: expirable semaphore: n < 0")
-	}
+	tooMany := s.tooMany(n)
 	arg := leaseArg(lease)
-	if n == 0 {
+	switch {
+	case tooMany != nil:
+		s.h.cfg.logger.Warn("redisync: TryAcquire failed", "name", s.h.name, "error", tooMany)
+		return nil, false
+	case n == 0:
 		return []string{}, true
 	}
 	field, ok := s.h.tryCount(s.p, n, arg)

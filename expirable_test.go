@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -326,4 +328,28 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	}()
 	require.NoError(t, s.Release(ctx, ids...), "the repeat answers as the first release that ran")
 	assert.EqualValues(t, 2, free(), "a repeated release gave back twice")
+}
+
+// A request for more permits than one call carries is refused at once,
+// before any id is made: AcquireN returns an error that names the limit,
+// TryAcquireN reports false, and Redis is not asked.
+func TestExpirableSemaphoreTooManyPermits(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	name := freshName(t)
+	s := c.NewExpirableSemaphore(name, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, n := range []int{redisync.MaxPermitsPerCall + 1, math.MaxInt} {
+		ids, err := s.AcquireN(ctx, n, time.Minute)
+		assert.ErrorContains(t, err, fmt.Sprintf("redisync: ExpirableSemaphore %q: %d permits in one call, more than MaxPermitsPerCall (%d)",
+			name, n, redisync.MaxPermitsPerCall))
+		assert.Nil(t, ids)
+		ids, ok := s.TryAcquireN(n, time.Minute)
+		assert.False(t, ok)
+		assert.Nil(t, ids)
+	}
+	assert.Empty(t, snapshot(ctx, t, rc, name), "Redis was asked")
+	ids, ok := s.TryAcquireN(redisync.MaxPermitsPerCall, time.Minute)
+	assert.False(t, ok, "the most one call carries, more than are free")
+	assert.Nil(t, ids)
 }
