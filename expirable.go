@@ -233,7 +233,8 @@ func (s *ExpirableSemaphore) TryAcquireN(n int, lease time.Duration) ([]string, 
 // back all the same, and the error wraps [ErrLockLost] and
 // [ErrLeaseExpired]: the holder cannot know whether another call took it
 // in the meantime. When an id is not taken (released already, or its lease
-// ended and another call gave it back) the error wraps [ErrNotHeld].
+// ended and another call gave it back) the error wraps [ErrNotHeld]; an id
+// named twice goes back once, and its second naming counts as not taken.
 //
 // An attempt whose reply was lost or whose connection failed is sent again
 // until ctx ends (each repeat answers as the first that ran, and gives

@@ -98,6 +98,14 @@ func (j *javaPerm) free() int64 {
 	return n
 }
 
+// available returns the free permits of s.
+func available(ctx context.Context, t *testing.T, s *redisync.ExpirableSemaphore) int64 {
+	t.Helper()
+	n, err := s.Available(ctx)
+	require.NoError(t, err)
+	return n
+}
+
 // acquireIn takes a permit of s, leased for a minute, in a goroutine of its
 // own, and sends its id to got.
 func acquireIn(ctx context.Context, t *testing.T, s *redisync.ExpirableSemaphore, got chan<- string) {
@@ -291,11 +299,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	s := c.NewExpirableSemaphore(name, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	free := func() int64 {
-		n, err := s.Available(ctx)
-		require.NoError(t, err)
-		return n
-	}
+	free := func() int64 { return available(ctx, t, s) }
 	id, err := s.Acquire(ctx, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, s.Release(ctx, id)) // the count is set: 2
@@ -319,13 +323,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	ids, err := s.AcquireN(ctx, 2, time.Minute)
 	require.NoError(t, err)
 	lc.DelayReply(scripts.RPermRelease, 1)
-	go func() {
-		for lc.Caught() == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
-		lc.DeliverAll()
-	}()
+	lc.DeliverAllLater(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
 	require.NoError(t, s.Release(ctx, ids...), "the repeat answers as the first release that ran")
 	assert.EqualValues(t, 2, free(), "a repeated release gave back twice")
 }
@@ -352,4 +350,37 @@ func TestExpirableSemaphoreTooManyPermits(t *testing.T) {
 	ids, ok := s.TryAcquireN(redisync.MaxPermitsPerCall, time.Minute)
 	assert.False(t, ok, "the most one call carries, more than are free")
 	assert.Nil(t, ids)
+}
+
+// A permit named twice in one Release is given back once and counted once:
+// the second naming finds it released (ErrNotHeld), and a permit whose lease
+// had ended is reported so once. A repeat of such a release (its reply lost)
+// answers as the first, and the count moves once.
+func TestExpirableSemaphoreReleaseNamesAPermitTwice(t *testing.T) {
+	c, lc := newLateClient(t, standalone)
+	s := c.NewExpirableSemaphore(freshName(t), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	free := func() int64 { return available(ctx, t, s) }
+
+	id, err := s.Acquire(ctx, time.Minute)
+	require.NoError(t, err)
+	err = s.Release(ctx, id, id)
+	assert.ErrorIs(t, err, redisync.ErrNotHeld)
+	assert.NotErrorIs(t, err, redisync.ErrLockLost)
+	assert.ErrorContains(t, err, "1 of 2 permits were not taken")
+	assert.EqualValues(t, 2, free())
+
+	id, err = s.Acquire(ctx, 50*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // its lease ends
+	lc.DelayReply(scripts.RPermRelease, 1)
+	lc.DeliverAllLater(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
+	err = s.Release(ctx, id, id)
+	assert.ErrorIs(t, err, redisync.ErrLockLost)
+	assert.ErrorIs(t, err, redisync.ErrLeaseExpired)
+	assert.ErrorContains(t, err, "1 of 2 permits released after their lease ended")
+	assert.EqualValues(t, 2, free(), "the count moved twice")
+	assert.ErrorIs(t, s.Release(ctx, id), redisync.ErrNotHeld, "a later release finds the permit given back")
+	assert.EqualValues(t, 2, free())
 }
