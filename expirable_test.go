@@ -384,3 +384,30 @@ func TestExpirableSemaphoreReleaseNamesAPermitTwice(t *testing.T) {
 	assert.ErrorIs(t, s.Release(ctx, id), redisync.ErrNotHeld, "a later release finds the permit given back")
 	assert.EqualValues(t, 2, free())
 }
+
+// More permits than Lua's unpack carries (a few thousand) go back at once:
+// the end of two calls' leases, which the next call counts back, and a
+// release of two calls' permits.
+func TestExpirableSemaphoreManyPermitsAtOnce(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	s := c.NewExpirableSemaphore(freshName(t), 2*redisync.MaxPermitsPerCall)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	take := func(lease time.Duration) []string {
+		var ids []string
+		for range 2 {
+			some, err := s.AcquireN(ctx, redisync.MaxPermitsPerCall, lease)
+			require.NoError(t, err)
+			ids = append(ids, some...)
+		}
+		return ids
+	}
+	take(300 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // every lease ends
+	n, err := s.Available(ctx)
+	assert.NoError(t, err)
+	assert.EqualValues(t, 2*redisync.MaxPermitsPerCall, n, "the ended leases counted back")
+
+	require.NoError(t, s.Release(ctx, take(time.Minute)...))
+	assert.EqualValues(t, 2*redisync.MaxPermitsPerCall, available(ctx, t, s))
+}
