@@ -3,6 +3,7 @@ package redisync
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -71,8 +72,13 @@ func WithWatchdogTimeout(d time.Duration) Option {
 	}
 }
 
-// ceilMS rounds d up to a whole millisecond, the unit of Redis expiries.
+// ceilMS rounds d up to a whole millisecond, the unit of Redis expiries;
+// the longest durations, which rounding up would wrap around to negative
+// ones, round down.
 func ceilMS(d time.Duration) time.Duration {
+	if d > math.MaxInt64-time.Millisecond {
+		return d.Truncate(time.Millisecond)
+	}
 	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 

@@ -1,7 +1,10 @@
 package redisync_test
 
 import (
+	"context"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -38,5 +41,25 @@ func TestNilOption(t *testing.T) {
 	for constructor, make := range constructors {
 		require.NotPanics(t, func() { make(redisync.WithLogger(testLogger(t))) }, constructor)
 		assert.PanicsWithValue(t, "redisync: option 1 of 1 is nil", func() { make(nil) }, constructor)
+	}
+}
+
+// The longest durations an option takes are honoured, not wrapped around
+// when rounded up to a whole millisecond: a lock taken under a fixed lease
+// or a watchdog timeout of math.MaxInt64 holds with that lease.
+func TestLongestLease(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for name, opt := range map[string]redisync.Option{
+		"WithLease":           redisync.WithLease(math.MaxInt64),
+		"WithWatchdogTimeout": redisync.WithWatchdogTimeout(math.MaxInt64),
+	} {
+		m := c.NewMutex(freshName(t), opt)
+		require.NoError(t, m.LockContext(ctx), name)
+		ttl, err := m.TTL(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 200*365*24*time.Hour, name)
+		m.Unlock()
 	}
 }
