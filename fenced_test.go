@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -190,6 +191,26 @@ func testFencedMutexStaleHolderIsFenced(t *testing.T, tg *redisserver.Target) {
 	require.NoError(t, b.NewFence(t.Name()).Set(ctx, token, "again, same token"))
 	next.Unlock()
 	slow.Unlock()
+}
+
+// A Fence compares tokens exactly, however large: past 2^53, where Lua's
+// numbers round, a lower token is still refused, up to the largest uint64.
+func TestFenceLargeTokens(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	f := c.NewFence(freshName(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, f.Set(ctx, 1<<60+1, "new"))
+	err := f.Set(ctx, 1<<60, "stale")
+	assert.ErrorIs(t, err, redisync.ErrStaleToken)
+	assert.ErrorContains(t, err, "token 1152921504606846976 is lower than 1152921504606846977")
+	require.NoError(t, f.Set(ctx, math.MaxUint64, "max"))
+	assert.ErrorIs(t, f.Set(ctx, math.MaxUint64-1, "stale"), redisync.ErrStaleToken)
+	assert.ErrorIs(t, f.Set(ctx, 9, "stale"), redisync.ErrStaleToken, "fewer digits")
+	value, token, err := f.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "max", value)
+	assert.Equal(t, uint64(math.MaxUint64), token)
 }
 
 // redissonFencedAcquire takes a lock the way a Java service using Redisson's

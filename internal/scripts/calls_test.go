@@ -44,11 +44,11 @@ func TestFencedAcquireDecodes(t *testing.T) {
 	stored, seen, err := r.SetFence(ctx, fence, uint64(again.Value), "v")
 	require.NoError(t, err)
 	assert.True(t, stored)
-	assert.Equal(t, again.Value, seen)
+	assert.EqualValues(t, again.Value, seen)
 	stored, seen, err = r.SetFence(ctx, fence, uint64(a.Value), "stale")
 	require.NoError(t, err)
 	assert.False(t, stored, "a lower token is rejected")
-	assert.Equal(t, again.Value, seen)
+	assert.EqualValues(t, again.Value, seen)
 
 	fields, err := r.ForceUnlockMutex(ctx, k[0], k[1], "0")
 	require.NoError(t, err)

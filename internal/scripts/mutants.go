@@ -17,7 +17,7 @@ var mutants = []struct {
 	old, new string
 }{
 	{"unlock-any", &MutexRelease, "return redis.call('hdel', KEYS[1], ARGV[1]) == 1", "redis.call('del', KEYS[1]); return true"},
-	{"fence-lower", &FenceSet, "if token < seen then", "if false then"},
+	{"fence-lower", &FenceSet, "if lower(ARGV[1], seen) then", "if false then"},
 	{"fair-barge", &FairAcquire, "and not held and (head == nil or head == id) then", "and not held then"},
 	{"renew-blind", &MutexRenew, "renewed[i] = 0", "renewed[i] = 1"},
 	// owner-field (with its Go side, which gives every hold of an owner the

@@ -80,20 +80,28 @@ func (r *Runner) ForceUnlockMutex(ctx context.Context, key, channel, message str
 // SetFence runs fence_set: value is stored at the fence key if token is not
 // lower than the highest token seen there. It reports whether it was stored,
 // and that highest token.
-func (r *Runner) SetFence(ctx context.Context, key string, token uint64, value string) (bool, int64, error) {
+func (r *Runner) SetFence(ctx context.Context, key string, token uint64, value string) (bool, uint64, error) {
 	call := Call{
 		Script:    FenceSet,
 		Keys:      []string{key},
 		Args:      []string{strconv.FormatUint(token, 10), value},
 		Retryable: true, // writing the same value with the same token twice is harmless
 	}
-	v, err := r.Exec(ctx, call).AsIntSlice()
+	v, err := r.Exec(ctx, call).ToArray()
 	err = call.explain(err)
 	if err == nil && len(v) != 2 {
 		err = fmt.Errorf("fence_set replied %v", v)
 	}
+	var stored int64
+	var seen uint64
+	if err == nil {
+		stored, err = v[0].AsInt64()
+	}
+	if err == nil {
+		seen, err = v[1].AsUint64()
+	}
 	if err != nil {
 		return false, 0, err
 	}
-	return v[0] == 1, v[1], nil
+	return stored == 1, seen, nil
 }
