@@ -40,6 +40,9 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 // owner in ctx (the handle's own owner if ctx has none) of kind: 0 when
 // there is no such hold through this Client.
 func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
+	if h.c.isClosed() { // the count may be answered without Redis: as the gate would
+		return 0, lockError(h.name, ErrClosed)
+	}
 	owner, _ := ownerOf(ctx, h.owner)
 	count, field := h.c.holds.current(holdKey{kind: kind, name: h.key, owner: owner})
 	if field == "" {
@@ -62,7 +65,7 @@ func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 // message on channel and wakes this process's waiters there, and reports
 // whether it was locked (see forceUnlocked).
 func (h *handle) forceUnlockHash(ctx context.Context, channel, message string) (bool, error) {
-	ok, err := h.forceUnlocked(h.c.scripts.ForceUnlockMutex(ctx, h.key, channel, message))
+	ok, err := h.forceUnlocked(h.c.direct.ForceUnlockMutex(ctx, h.key, channel, message))
 	if ok {
 		h.c.wakeEvery(channel)
 	}

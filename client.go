@@ -50,12 +50,15 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // quorum's, q), whose scripts run through runner (a quorum's first
 // deployment's: its handles ask every one through q).
 func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster, sharded bool, q *quorum.Quorum) *Client {
+	closed := make(chan struct{})
+	rc := gate{Client: rcs[0], closed: closed}
 	c := &Client{engine: engine{
-		rc:        rcs[0],
+		rc:        rc,
+		direct:    scripts.NewRunner(rc, sharded),
 		id:        newUUID(),
 		cfg:       cfg,
 		scripts:   runner,
-		closed:    make(chan struct{}),
+		closed:    closed,
 		holds:     newHoldTable(),
 		handovers: newHandovers(),
 		quorum:    q,
@@ -81,7 +84,10 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster
 // Locks still held are not released, as a holder may still be inside its
 // critical section: their holds end at once (Done is closed and Err wraps
 // ErrClosed) and they expire within their lease. Waiting calls return
-// ErrClosed.
+// ErrClosed, and so does every later call of a handle of the Client, which
+// leaves Redis as it is: a Try reports false, a Lock panics, an Unlock of a
+// hold that Close ended does nothing, and a CountingSemaphore's Release
+// logs that its permits were not given back.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)

@@ -170,8 +170,9 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 // Release gives n permits back and publishes the count, which wakes the
 // waiters of every process, Java's included. It panics if this handle holds
 // fewer than n permits. A Redis failure is retried for a few seconds (a
-// repeat adds nothing twice); if Redis still cannot be reached the permits
-// are lost to the count, and the error is logged with what to do.
+// repeat adds nothing twice); if Redis still cannot be reached, or the
+// Client is closed, the permits are lost to the count, and the error is
+// logged with what to do.
 func (s *CountingSemaphore) Release(n int64) {
 	if n < 0 {
 		panic("redisync: counting semaphore: n < 0")
@@ -191,7 +192,7 @@ func (s *CountingSemaphore) Release(n int64) {
 	deadline := time.Now().Add(countReleaseBudget)
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
-		_, _, err := s.h.c.scripts.ReleaseRSem(ctx, &s.l, id, n, tombstoneTTL)
+		_, _, err := s.h.c.direct.ReleaseRSem(ctx, &s.l, id, n, tombstoneTTL)
 		cancel()
 		if err == nil {
 			s.h.c.wakeEvery(s.l.Channel) // this process's waiters, without the round trip

@@ -104,7 +104,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("%w: %w", e.wrap(ErrNotLeader), err)
 	}
 	// The campaign's value is number 1; t.token counts the proclamations.
-	n, err := e.h.c.scripts.Proclaim(ctx, &e.k, t.field, value, int64(t.token.Add(1))+1)
+	n, err := e.h.c.direct.Proclaim(ctx, &e.k, t.field, value, int64(t.token.Add(1))+1)
 	switch {
 	case err != nil:
 		return lockError(e.h.name, err)

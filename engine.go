@@ -1,6 +1,7 @@
 package redisync
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"sync"
@@ -75,10 +76,17 @@ import (
 // Client's identity and defaults, the script registry, the renewal
 // scheduler, the subscriber, the hold table and the handovers.
 type engine struct {
-	rc  rueidis.Client
-	id  string // random UUID: the first half of every owner field
-	cfg config
+	// rc and direct are the rueidis client and the scripts of the calls
+	// that the API makes to Redis itself, outside the wait loop and the
+	// release of a hold (IsLocked, ForceUnlock, a WaitGroup's Add, a
+	// permit's Release, ...): both go through the Client's gate (see gate).
+	rc     rueidis.Client
+	direct *scripts.Runner
+	id     string // random UUID: the first half of every owner field
+	cfg    config
 
+	// scripts runs the engine's own calls: acquires, releases, undos and
+	// renewals, which may outlive Close (see Client.Close).
 	scripts *scripts.Runner
 	leases  *lease.Scheduler
 	notify  *notify.Registry
@@ -102,6 +110,42 @@ func (e *engine) isClosed() bool {
 	default:
 	}
 	return false
+}
+
+// A gate is the rueidis client of the calls that the API makes to Redis
+// itself (see engine.rc): once the Client is closed it sends nothing and
+// answers ErrClosed, so that such a call fails as the wait loop does (see
+// acquire) and leaves Redis as Close left it. The engine's own calls do not
+// go through it: a release that Close waits for, or the undo of a call
+// that gave up because of Close, must still reach Redis. The API sends
+// only Do and DoMulti.
+type gate struct {
+	rueidis.Client
+	closed <-chan struct{}
+}
+
+// Do sends cmd unless the Client is closed.
+func (g gate) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	select {
+	case <-g.closed:
+		return rueidis.NewErrorResult(ErrClosed)
+	default:
+	}
+	return g.Client.Do(ctx, cmd)
+}
+
+// DoMulti sends cmds unless the Client is closed.
+func (g gate) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	select {
+	case <-g.closed:
+		results := make([]rueidis.RedisResult, len(cmds))
+		for i := range results {
+			results[i] = rueidis.NewErrorResult(ErrClosed)
+		}
+		return results
+	default:
+	}
+	return g.Client.DoMulti(ctx, cmds...)
 }
 
 // lose ends term t as lost for cause and stops its renewal.

@@ -95,6 +95,25 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 	return s
 }
 
+// MaxPermitsPerCall is the most permits that one call of an
+// [ExpirableSemaphore] takes: each has an id of its own, which the call
+// sends and Redis records, one by one, in a script that holds up the server
+// while it runs (a few milliseconds for this many).
+const MaxPermitsPerCall = 4096
+
+// tooMany panics if n is negative, and returns the error of a request for
+// n permits when one call cannot carry that many (see MaxPermitsPerCall).
+func (s *ExpirableSemaphore) tooMany(n int) error {
+	switch {
+	case n < 0:
+		panic("redisync: expirable semaphore: n < 0")
+	case n > MaxPermitsPerCall:
+		return fmt.Errorf("redisync: ExpirableSemaphore %q: %d permits in one call, more than MaxPermitsPerCall (%d)",
+			s.h.name, n, MaxPermitsPerCall)
+	}
+	return nil
+}
+
 // permitIDs returns the ids of the n permits that the call field asks for,
 // as Redisson's: 16 bytes each, shown as 32 hex digits, derived from the
 // field so that every attempt of the call, and its undo, name the same
@@ -159,17 +178,18 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (
 }
 
 // AcquireN takes n permits at once, each leased for lease, as Acquire does,
-// and returns their ids. A request for 0 returns none at once. It panics if
-// n is negative.
+// and returns their ids. A request for 0 returns none at once, and one for
+// more than [MaxPermitsPerCall] returns an error at once. It panics if n is
+// negative.
 func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int, lease time.Duration) ([]string, error) {
-	if n < 0 {
-		panic("redisync: expirable semaphore: n < 0")
-	}
+	tooMany := s.tooMany(n)
 	arg := leaseArg(lease)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if n == 0 {
+	switch {
+	case tooMany != nil:
+		return nil, tooMany
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case n == 0:
 		return []string{}, nil
 	}
 	a := &call{p: s.p, mode: share, n: n, permitLease: arg}
@@ -192,13 +212,16 @@ func (s *ExpirableSemaphore) TryAcquire(lease time.Duration) (string, bool) {
 }
 
 // TryAcquireN takes n permits leased for lease if n are free, without
-// waiting, as TryAcquire does. It panics if n is negative.
+// waiting, as TryAcquire does. A request for more than [MaxPermitsPerCall]
+// fails, and is logged, without asking Redis. It panics if n is negative.
 func (s *ExpirableSemaphore) TryAcquireN(n int, lease time.Duration) ([]string, bool) {
-	if n < 0 {
-		panic("redisync: expirable semaphore: n < 0")
-	}
+	tooMany := s.tooMany(n)
 	arg := leaseArg(lease)
-	if n == 0 {
+	switch {
+	case tooMany != nil:
+		s.h.cfg.logger.Warn("redisync: TryAcquire failed", "name", s.h.name, "error", tooMany)
+		return nil, false
+	case n == 0:
 		return []string{}, true
 	}
 	field, ok := s.h.tryCount(s.p, n, arg)
@@ -214,7 +237,8 @@ func (s *ExpirableSemaphore) TryAcquireN(n int, lease time.Duration) ([]string, 
 // back all the same, and the error wraps [ErrLockLost] and
 // [ErrLeaseExpired]: the holder cannot know whether another call took it
 // in the meantime. When an id is not taken (released already, or its lease
-// ended and another call gave it back) the error wraps [ErrNotHeld].
+// ended and another call gave it back) the error wraps [ErrNotHeld]; an id
+// named twice goes back once, and its second naming counts as not taken.
 //
 // An attempt whose reply was lost or whose connection failed is sent again
 // until ctx ends (each repeat answers as the first that ran, and gives
@@ -230,7 +254,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, cleanupBudget)
 		var err error
-		held, ended, err = s.h.c.scripts.ReleaseRPerm(actx, &s.l, id, tombstoneTTL, members)
+		held, ended, err = s.h.c.direct.ReleaseRPerm(actx, &s.l, id, tombstoneTTL, members)
 		cancel()
 		if err == nil {
 			break
@@ -263,7 +287,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Duration) error {
 	arg := leaseArg(lease)
 	m := permitMembers([]string{id})
-	ok, err := s.h.c.scripts.RenewRPerm(ctx, &s.l, m[0], m[1], arg)
+	ok, err := s.h.c.direct.RenewRPerm(ctx, &s.l, m[0], m[1], arg)
 	switch {
 	case err != nil:
 		return fmt.Errorf("redisync: ExpirableSemaphore %q: renew: %w", s.h.name, err)
@@ -277,7 +301,7 @@ func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Du
 // are given back (as Java's availablePermits does), or the handle's size
 // when the name was never used (the first acquire sets it).
 func (s *ExpirableSemaphore) Available(ctx context.Context) (int64, error) {
-	n, err := s.h.c.scripts.AvailableRPerm(ctx, &s.l)
+	n, err := s.h.c.direct.AvailableRPerm(ctx, &s.l)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("redisync: ExpirableSemaphore %q: %w", s.h.name, err)

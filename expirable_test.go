@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -93,6 +95,14 @@ func (j *javaPerm) release(id string) bool {
 func (j *javaPerm) free() int64 {
 	n, err := j.rc.Do(context.Background(), j.rc.B().Get().Key(j.l.Key).Build()).AsInt64()
 	require.NoError(j.t, err)
+	return n
+}
+
+// available returns the free permits of s.
+func available(ctx context.Context, t *testing.T, s *redisync.ExpirableSemaphore) int64 {
+	t.Helper()
+	n, err := s.Available(ctx)
+	require.NoError(t, err)
 	return n
 }
 
@@ -289,11 +299,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	s := c.NewExpirableSemaphore(name, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	free := func() int64 {
-		n, err := s.Available(ctx)
-		require.NoError(t, err)
-		return n
-	}
+	free := func() int64 { return available(ctx, t, s) }
 	id, err := s.Acquire(ctx, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, s.Release(ctx, id)) // the count is set: 2
@@ -317,13 +323,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	ids, err := s.AcquireN(ctx, 2, time.Minute)
 	require.NoError(t, err)
 	lc.DelayReply(scripts.RPermRelease, 1)
-	go func() {
-		for lc.Caught() == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
-		lc.DeliverAll()
-	}()
+	lc.DeliverAllLater(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
 	require.NoError(t, s.Release(ctx, ids...), "the repeat answers as the first release that ran")
 	assert.EqualValues(t, 2, free(), "a repeated release gave back twice")
 }
@@ -399,4 +399,88 @@ func TestExpirableSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 		n, err := s.Available(ctx)
 		return err == nil && n == 1
 	}, 5*time.Second, 10*time.Millisecond, "the count is whole again")
+}
+
+// A request for more permits than one call carries is refused at once,
+// before any id is made: AcquireN returns an error that names the limit,
+// TryAcquireN reports false, and Redis is not asked.
+func TestExpirableSemaphoreTooManyPermits(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	name := freshName(t)
+	s := c.NewExpirableSemaphore(name, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, n := range []int{redisync.MaxPermitsPerCall + 1, math.MaxInt} {
+		ids, err := s.AcquireN(ctx, n, time.Minute)
+		assert.ErrorContains(t, err, fmt.Sprintf("redisync: ExpirableSemaphore %q: %d permits in one call, more than MaxPermitsPerCall (%d)",
+			name, n, redisync.MaxPermitsPerCall))
+		assert.Nil(t, ids)
+		ids, ok := s.TryAcquireN(n, time.Minute)
+		assert.False(t, ok)
+		assert.Nil(t, ids)
+	}
+	assert.Empty(t, snapshot(ctx, t, rc, name), "Redis was asked")
+	ids, ok := s.TryAcquireN(redisync.MaxPermitsPerCall, time.Minute)
+	assert.False(t, ok, "the most one call carries, more than are free")
+	assert.Nil(t, ids)
+}
+
+// A permit named twice in one Release is given back once and counted once:
+// the second naming finds it released (ErrNotHeld), and a permit whose lease
+// had ended is reported so once. A repeat of such a release (its reply lost)
+// answers as the first, and the count moves once.
+func TestExpirableSemaphoreReleaseNamesAPermitTwice(t *testing.T) {
+	c, lc := newLateClient(t, standalone)
+	s := c.NewExpirableSemaphore(freshName(t), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	free := func() int64 { return available(ctx, t, s) }
+
+	id, err := s.Acquire(ctx, time.Minute)
+	require.NoError(t, err)
+	err = s.Release(ctx, id, id)
+	assert.ErrorIs(t, err, redisync.ErrNotHeld)
+	assert.NotErrorIs(t, err, redisync.ErrLockLost)
+	assert.ErrorContains(t, err, "1 of 2 permits were not taken")
+	assert.EqualValues(t, 2, free())
+
+	id, err = s.Acquire(ctx, 50*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // its lease ends
+	lc.DelayReply(scripts.RPermRelease, 1)
+	lc.DeliverAllLater(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
+	err = s.Release(ctx, id, id)
+	assert.ErrorIs(t, err, redisync.ErrLockLost)
+	assert.ErrorIs(t, err, redisync.ErrLeaseExpired)
+	assert.ErrorContains(t, err, "1 of 2 permits released after their lease ended")
+	assert.EqualValues(t, 2, free(), "the count moved twice")
+	assert.ErrorIs(t, s.Release(ctx, id), redisync.ErrNotHeld, "a later release finds the permit given back")
+	assert.EqualValues(t, 2, free())
+}
+
+// More permits than Lua's unpack carries (a few thousand) go back at once:
+// the end of two calls' leases, which the next call counts back, and a
+// release of two calls' permits.
+func TestExpirableSemaphoreManyPermitsAtOnce(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	s := c.NewExpirableSemaphore(freshName(t), 2*redisync.MaxPermitsPerCall)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	take := func(lease time.Duration) []string {
+		var ids []string
+		for range 2 {
+			some, err := s.AcquireN(ctx, redisync.MaxPermitsPerCall, lease)
+			require.NoError(t, err)
+			ids = append(ids, some...)
+		}
+		return ids
+	}
+	take(300 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // every lease ends
+	n, err := s.Available(ctx)
+	assert.NoError(t, err)
+	assert.EqualValues(t, 2*redisync.MaxPermitsPerCall, n, "the ended leases counted back")
+
+	require.NoError(t, s.Release(ctx, take(time.Minute)...))
+	assert.EqualValues(t, 2*redisync.MaxPermitsPerCall, available(ctx, t, s))
 }

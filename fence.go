@@ -37,7 +37,7 @@ func (c *Client) NewFence(name string) *Fence {
 // f before; a write with the same token as the last one is accepted. It
 // returns an error wrapping ErrStaleToken when the write is rejected.
 func (f *Fence) Set(ctx context.Context, token uint64, value string) error {
-	stored, seen, err := f.c.scripts.SetFence(ctx, f.key, token, value)
+	stored, seen, err := f.c.direct.SetFence(ctx, f.key, token, value)
 	switch {
 	case err != nil:
 		return fmt.Errorf("redisync: fence %q: %w", f.name, err)

@@ -43,6 +43,9 @@ func (c *Client) initHandle(h *handle, name string, opts []Option) {
 	if cfg.classicPubSub != c.cfg.classicPubSub {
 		panic("redisync: WithShardedPubSub applies to a Client (New), not to one handle")
 	}
+	if c.quorum != nil {
+		c.checkQuorumHandle(&cfg)
+	}
 	h.c, h.cfg, h.name, h.key, h.owner = c, cfg, name, name, lastOwner.Add(1)
 	h.lease = cfg.leaseTTL()
 	h.leaseMS = strconv.FormatInt(h.lease.Milliseconds(), 10)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
@@ -124,6 +125,18 @@ func (l *lateClient) DeliverAll() {
 		close(call.let)
 		<-call.done
 	}
+}
+
+// DeliverAllLater lets every caught call go, in the background, d after
+// the first is caught.
+func (l *lateClient) DeliverAllLater(d time.Duration) {
+	go func() {
+		for l.Caught() == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(d)
+		l.DeliverAll()
+	}()
 }
 
 func (l *lateClient) catch(cmd rueidis.Completed) *lateCall {

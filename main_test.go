@@ -57,6 +57,10 @@ var names atomic.Int64
 // must not find the first one's keys.
 func uniqueSuffix() string { return fmt.Sprintf("#%d", names.Add(1)) }
 
+// freshName returns a lock name for the test that no other call in the
+// process returns (see uniqueSuffix).
+func freshName(t testing.TB) string { return t.Name() + uniqueSuffix() }
+
 // requireReal skips a test that needs what miniredis does not emulate.
 func requireReal(t *testing.T, tg *redisserver.Target, what string) {
 	t.Helper()

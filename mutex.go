@@ -34,7 +34,8 @@ type Mutex struct {
 // The options override the Client's for this handle. NewMutex panics if name
 // is empty, if its keys could not share one Redis Cluster slot (a "{" without
 // a non-empty hash tag "{...}", or a "}" with no hash tag before it), or if an
-// option is invalid.
+// option is invalid (on a quorum Client also a lease longer than the
+// Client's, or WithSyncReplicas: see [NewQuorum]).
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := new(Mutex)
 	c.initMutex(m, name, opts)
@@ -134,6 +135,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx
 // reached) does not.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if m.c.quorum != nil {
+		if m.c.isClosed() { // the servers are asked through the quorum's clients, not the gate
+			return false, lockError(m.name, ErrClosed)
+		}
 		ok, err := m.forceUnlocked(m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0"))
 		if ok {
 			m.c.wakeEvery(m.keys.Channel())
@@ -209,9 +213,6 @@ func (m *Mutex) mutexTicket(a *call) *ticket {
 // take, release and renew its holds on every server: no queue in Redis (a
 // release hands a hold on only within the Client), no replicas to wait for.
 func (m *Mutex) quorumProto(p *protocol) {
-	if m.lease > m.c.cfg.leaseTTL() {
-		panic("redisync: a handle of a quorum Client may not have a longer lease than its Client: a restarted server stays out of the vote for the Client's")
-	}
 	k := scripts.QuorumKeysOf(layout.MutexOf(m.name))
 	q := m.c.quorum
 	if !m.fenced {

@@ -3,6 +3,7 @@ package redisync
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -14,7 +15,8 @@ const DefaultWatchdogTimeout = 30 * time.Second
 
 // An Option configures a [Client] (as the default for all its handles) or one
 // handle (overriding the Client's default). Invalid values make [New] return
-// an error and make a handle constructor panic.
+// an error and make a handle constructor panic. A nil Option is invalid: it
+// is more likely a variable never set than a wish for no option.
 type Option func(*config)
 
 type config struct {
@@ -36,8 +38,13 @@ func defaultConfig() config {
 		logger: slog.Default()}
 }
 
+// with returns cfg changed by opts, in order; cfg.err reports an invalid one.
 func (cfg config) with(opts []Option) config {
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			cfg.err = fmt.Errorf("redisync: option %d of %d is nil", i+1, len(opts))
+			continue
+		}
 		opt(&cfg)
 	}
 	return cfg
@@ -65,8 +72,13 @@ func WithWatchdogTimeout(d time.Duration) Option {
 	}
 }
 
-// ceilMS rounds d up to a whole millisecond, the unit of Redis expiries.
+// ceilMS rounds d up to a whole millisecond, the unit of Redis expiries;
+// the longest durations, which rounding up would wrap around to negative
+// ones, round down.
 func ceilMS(d time.Duration) time.Duration {
+	if d > math.MaxInt64-time.Millisecond {
+		return d.Truncate(time.Millisecond)
+	}
 	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 

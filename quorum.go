@@ -28,7 +28,8 @@ import (
 // and the hold is lost, and reported through Done and Err, when a majority
 // can no longer be renewed within its validity. A server that restarted
 // empty does not vote until every lease it could have granted has run out
-// (the Client's lease: no handle may use a longer one), and fencing tokens
+// (the Client's lease: a handle constructor given a longer one panics, as
+// does one given WithSyncReplicas), and fencing tokens
 // never repeat or go back while a majority keeps its data
 // (docs/guarantees.md, Quorum locks). When fewer than a majority of the
 // servers answer, LockContext returns an error wrapping [ErrNoQuorum] that
@@ -46,7 +47,7 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 	case cfg.err != nil:
 		return nil, cfg.err
 	case cfg.syncReplicas != 0:
-		return nil, errors.New("redisync: WithSyncReplicas does not apply to a quorum: its majority is of independent deployments")
+		return nil, errQuorumReplicas
 	}
 	servers := make([]quorum.Server, len(rcs))
 	for i, rc := range rcs {
@@ -68,6 +69,23 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	return newClient(cfg, rcs, servers[0].Runner, false, false, q), nil
+}
+
+// errQuorumReplicas refuses WithSyncReplicas on a quorum Client or handle.
+var errQuorumReplicas = errors.New("redisync: WithSyncReplicas does not apply to a quorum: its majority is of independent deployments")
+
+// checkQuorumHandle panics if cfg, the options of a new handle of the
+// quorum Client c, is one the quorum cannot honour: a lease longer than
+// c's, which a restarted server waits out before it votes again (a hold
+// with a longer one could still be on it then), or WithSyncReplicas.
+func (c *Client) checkQuorumHandle(cfg *config) {
+	switch lease, most := cfg.leaseTTL(), c.cfg.leaseTTL(); {
+	case lease > most:
+		panic(fmt.Sprintf("redisync: a handle of a quorum Client may not have a longer lease (%v) than its Client (%v): "+
+			"a restarted server stays out of the vote for the Client's", lease, most))
+	case cfg.syncReplicas != 0:
+		panic(errQuorumReplicas.Error())
+	}
 }
 
 // serverName names deployment i of a quorum in errors: its address.

@@ -271,6 +271,33 @@ func TestQuorumOtherPrimitivesPanic(t *testing.T) {
 	assert.ErrorContains(t, err, "odd number")
 }
 
+// A handle of a quorum Client may not have a longer lease than its Client,
+// on which a restarted server's time out of the vote is based, nor ask for
+// replicas (a quorum's majority is of deployments): its constructor panics,
+// before any use. A shorter lease is allowed.
+func TestQuorumHandleOptions(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	c := newQuorumClient(t, servers, redisync.WithWatchdogTimeout(2*time.Second))
+	longer := "redisync: a handle of a quorum Client may not have a longer lease (3s) than its Client (2s): " +
+		"a restarted server stays out of the vote for the Client's"
+	for name, opt := range map[string]redisync.Option{
+		"WithWatchdogTimeout": redisync.WithWatchdogTimeout(3 * time.Second),
+		"WithLease":           redisync.WithLease(3 * time.Second),
+	} {
+		assert.PanicsWithValue(t, longer, func() { c.NewMutex(t.Name(), opt) }, name)
+		assert.PanicsWithValue(t, longer, func() { c.NewFencedMutex(t.Name(), opt) }, name)
+	}
+	replicas := "redisync: WithSyncReplicas does not apply to a quorum: its majority is of independent deployments"
+	assert.PanicsWithValue(t, replicas, func() { c.NewMutex(t.Name(), redisync.WithSyncReplicas(1, time.Second)) })
+	assert.PanicsWithValue(t, replicas, func() { c.NewFencedMutex(t.Name(), redisync.WithSyncReplicas(1, time.Second)) })
+
+	m := c.NewMutex(t.Name(), redisync.WithLease(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.LockContext(ctx))
+	m.Unlock()
+}
+
 // An attempt that fell short is undone where it was granted or not
 // answered; an undo that lands late, after the same call's next attempt
 // took the lock, must not take that hold away. Attempt 1 is granted by

@@ -91,8 +91,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		return err // ctx ended before the call: fail even if permits are free
 	}
 	if n > s.size {
-		<-ctx.Done()
-		return ctx.Err()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.c.closed:
+			return lockError(s.name, ErrClosed)
+		}
 	}
 	if n == 0 {
 		return nil
@@ -154,7 +158,7 @@ func (s *Semaphore) Held() int64 {
 // size and the queue are kept. Permits it took from handles of this Client
 // end as lost (see [Semaphore.Done]); Release them as usual.
 func (s *Semaphore) ForceUnlock(ctx context.Context) (bool, error) {
-	return s.forceUnlocked(s.c.scripts.ForceUnlockSem(ctx, &s.l))
+	return s.forceUnlocked(s.c.direct.ForceUnlockSem(ctx, &s.l))
 }
 
 // IsLocked reports whether any permit is held (by a holder whose lease runs).

@@ -66,7 +66,7 @@ func (wg *WaitGroup) Add(ctx context.Context, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	applied, n, err := wg.h.c.scripts.AddLatch(ctx, &wg.l, delta)
+	applied, n, err := wg.h.c.direct.AddLatch(ctx, &wg.l, delta)
 	switch {
 	case err != nil:
 		return wg.wrap(err)

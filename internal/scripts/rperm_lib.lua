@@ -4,6 +4,17 @@
 -- An id is 16 random bytes; the member is those bytes (recent Redisson, and
 -- redisync) or their 32 hex digits (older Redisson 3.x).
 
+-- zremAll removes members from the sorted set key and returns how many were
+-- there. It sends them in runs: unpack carries a few thousand values at most
+-- (Lua's C stack), and a semaphore may have more permits to give back at once.
+local function zremAll(key, members)
+	local removed = 0
+	for i = 1, #members, 1000 do
+		removed = removed + redis.call('zrem', key, unpack(members, i, math.min(i + 999, #members)))
+	end
+	return removed
+end
+
 -- reclaim gives back the permits whose lease ended at or before now, as
 -- every Redisson call does first (a permit without a lease has a score far
 -- in the future), publishing the new count; it returns the free permits, or
@@ -11,7 +22,7 @@
 local function reclaim(free, leases, channel, now, publish)
 	local ended = redis.call('zrangebyscore', leases, 0, now)
 	if #ended > 0 then
-		redis.call('zrem', leases, unpack(ended))
+		zremAll(leases, ended)
 		local n = redis.call('incrby', free, #ended)
 		if n > 0 then
 			redis.call(publish, channel, n)
@@ -28,7 +39,7 @@ local function giveBack(free, leases, channel, publish, ids)
 	if #ids == 0 then
 		return 0
 	end
-	local removed = redis.call('zrem', leases, unpack(ids))
+	local removed = zremAll(leases, ids)
 	if removed > 0 then
 		redis.call(publish, channel, redis.call('incrby', free, removed))
 	end

@@ -16,17 +16,18 @@
 -- lease running, and how many were taken with their lease ended (not given
 -- back yet by any call). Both go back to the count; a permit that was not
 -- taken (a repeat, or a lease that ended and was given back) counts in
--- neither.
+-- neither, nor does a permit named again in ARGV: it is given back once.
 local done = redis.call('get', KEYS[4])
 if done then
 	local held, ended = string.match(done, '^(%d+):(%d+)$')
 	return {tonumber(held), tonumber(ended)}
 end
 local now = serverMS()
-local found, ended = {}, 0
+local found, seen, ended = {}, {}, 0
 for i = 3, #ARGV - 1, 2 do
 	local member, ends = recorded(KEYS[2], ARGV[i], ARGV[i + 1])
-	if member then
+	if member and not seen[member] then
+		seen[member] = true
 		found[#found + 1] = member
 		if ends <= now then
 			ended = ended + 1

@@ -1,0 +1,65 @@
+package redisync_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+)
+
+// A nil Option is an invalid one: New and NewQuorum return an error that
+// says which, and every handle constructor panics with that message.
+func TestNilOption(t *testing.T) {
+	rc := newRueidis(t, standalone)
+	_, err := redisync.New(rc, redisync.WithLogger(testLogger(t)), nil)
+	assert.EqualError(t, err, "redisync: option 2 of 2 is nil")
+	_, err = redisync.NewQuorum([]rueidis.Client{rc, rc, rc}, nil)
+	assert.EqualError(t, err, "redisync: option 1 of 1 is nil")
+
+	c, _ := newClient(t, standalone)
+	name := t.Name()
+	constructors := map[string]func(opt redisync.Option){
+		"NewMutex":              func(opt redisync.Option) { c.NewMutex(name, opt) },
+		"NewFencedMutex":        func(opt redisync.Option) { c.NewFencedMutex(name, opt) },
+		"NewRWMutex":            func(opt redisync.Option) { c.NewRWMutex(name, opt) },
+		"NewFairMutex":          func(opt redisync.Option) { c.NewFairMutex(name, opt) },
+		"NewRedissonFairMutex":  func(opt redisync.Option) { c.NewRedissonFairMutex(name, opt) },
+		"NewMultiMutex":         func(opt redisync.Option) { c.NewMultiMutex([]string{name}, opt) },
+		"NewSemaphore":          func(opt redisync.Option) { c.NewSemaphore(name, 1, opt) },
+		"NewCountingSemaphore":  func(opt redisync.Option) { c.NewCountingSemaphore(name, 1, opt) },
+		"NewExpirableSemaphore": func(opt redisync.Option) { c.NewExpirableSemaphore(name, 1, opt) },
+		"NewOnce":               func(opt redisync.Option) { c.NewOnce(name, opt) },
+		"NewWaitGroup":          func(opt redisync.Option) { c.NewWaitGroup(name, opt) },
+		"NewElection":           func(opt redisync.Option) { c.NewElection(name, opt) },
+	}
+	for constructor, make := range constructors {
+		require.NotPanics(t, func() { make(redisync.WithLogger(testLogger(t))) }, constructor)
+		assert.PanicsWithValue(t, "redisync: option 1 of 1 is nil", func() { make(nil) }, constructor)
+	}
+}
+
+// The longest durations an option takes are honoured, not wrapped around
+// when rounded up to a whole millisecond: a lock taken under a fixed lease
+// or a watchdog timeout of math.MaxInt64 holds with that lease.
+func TestLongestLease(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for name, opt := range map[string]redisync.Option{
+		"WithLease":           redisync.WithLease(math.MaxInt64),
+		"WithWatchdogTimeout": redisync.WithWatchdogTimeout(math.MaxInt64),
+	} {
+		m := c.NewMutex(freshName(t), opt)
+		require.NoError(t, m.LockContext(ctx), name)
+		ttl, err := m.TTL(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 200*365*24*time.Hour, name)
+		m.Unlock()
+	}
+}
