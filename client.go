@@ -93,6 +93,9 @@ func (c *Client) Close() error {
 		close(c.closed)
 		c.notify.Close()
 		c.leases.Close()
+		if c.quorum != nil {
+			c.quorum.Close() // its catch-ups of restarted servers
+		}
 		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.name, ErrClosed)) }, nil)
 		c.background.Wait()
 	})

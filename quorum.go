@@ -59,13 +59,16 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		}
 		servers[i] = quorum.Server{Name: serverName(rc, i), RC: rc, Runner: scripts.NewRunner(rc, false)}
 	}
-	q, err := quorum.New(servers, quorum.DefaultConfig(cfg.leaseTTL()))
+	qcfg := quorum.DefaultConfig(cfg.leaseTTL())
+	qcfg.Logger = cfg.logger
+	q, err := quorum.New(servers, qcfg)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := q.Init(ctx); err != nil {
+		q.Close()
 		return nil, err
 	}
 	return newClient(cfg, rcs, servers[0].Runner, false, false, q), nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -485,4 +486,56 @@ func TestQuorumReleaseUnansweredBeforeTheDeadlineIsFinished(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hold's term did not end once the release was confirmed")
 	}
+}
+
+// A quorum FencedMutex stays available, and its tokens keep rising, when its
+// servers restart empty one at a time, with no grant of it in between: the
+// latest token (here on servers 0 and 1 only: server 2 missed its write) is
+// copied to a restarted server from the others before the next one loses
+// it. (Server 0 restarted, later voted again, then server 1 restarted: every
+// LockToken failed for good, fewer than a majority telling their counter.
+// Re-seeding from server 2 alone would have repeated a token.)
+func TestQuorumFencedTokensAfterRestartsOneAtATime(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	const lease = 500 * time.Millisecond
+	c, lcs := newLateQuorumClient(t, servers, redisync.WithWatchdogTimeout(lease))
+	direct := newQuorumClient(t, servers) // reads each server, and reconnects them
+	name := t.Name() + uniqueSuffix()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lockToken := func() uint64 {
+		t.Helper()
+		fm := c.NewFencedMutex(name)
+		token, err := fm.LockToken(ctx)
+		require.NoError(t, err)
+		require.NoError(t, fm.UnlockContext(ctx))
+		return token
+	}
+	counter := func(i int) string {
+		rc := direct.rcs[i]
+		v, err := rc.Do(ctx, rc.B().Get().Key(layout.MutexOf(name).Token).Build()).ToString()
+		if rueidis.IsRedisNil(err) {
+			return ""
+		}
+		require.NoError(t, err)
+		return v
+	}
+	lockToken()
+	lcs[2].Hold(scripts.QuorumToken, 1) // server 2 misses the next token's write
+	latest := lockToken()
+	require.Equal(t, strconv.FormatUint(latest, 10), counter(0))
+	require.Equal(t, strconv.FormatUint(latest-1, 10), counter(2), "server 2 missed the latest")
+
+	for _, i := range []int{0, 1} {
+		require.NoError(t, servers[i].Restart())
+		redistest.Reconnect(direct.rcs[i], lcs[i].Client)
+		other := c.NewMutex(name + ":other") // the restarted server is met, and votes again after the bound
+		require.NoError(t, other.LockContext(ctx))
+		require.NoError(t, other.UnlockContext(ctx))
+		require.Eventually(t, func() bool { return counter(i) == strconv.FormatUint(latest, 10) }, 10*time.Second, 10*time.Millisecond,
+			"server %d's counter is brought up from the others", i)
+		time.Sleep(lease + 100*time.Millisecond) // it votes again: the next restart leaves a majority
+	}
+	next := lockToken()
+	assert.Greater(t, next, latest, "tokens must increase")
 }

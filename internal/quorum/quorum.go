@@ -15,10 +15,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -55,12 +57,14 @@ type Config struct {
 	// its field latched on each server, refusing a late copy of the acquire
 	// (see Result.Spent).
 	Latch time.Duration
+	// Logger hears of a catch-up that failed (see CatchUp).
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the defaults for the longest lease maxLease.
 func DefaultConfig(maxLease time.Duration) Config {
 	c := Config{DriftFactor: 0.01, DriftMin: 2 * time.Millisecond, TimeoutFactor: 0.1, MinTimeout: 50 * time.Millisecond,
-		Latch: time.Minute}
+		Latch: time.Minute, Logger: slog.New(slog.DiscardHandler)}
 	c.Bound = maxLease + c.drift(maxLease)
 	return c
 }
@@ -80,6 +84,13 @@ type Quorum struct {
 	servers []Server
 	cfg     Config
 	bound   string // cfg.Bound in ms, for the scripts
+
+	// The catch-ups of restarted servers (catchup.go): catching[i] is set
+	// while server i's runs, work counts them, and stop ends them at Close.
+	catching []atomic.Bool
+	work     sync.WaitGroup
+	stop     context.Context
+	cancel   context.CancelFunc
 }
 
 // ErrNoQuorum reports that fewer than a majority of the servers answered.
@@ -93,7 +104,19 @@ func New(servers []Server, cfg Config) (*Quorum, error) {
 	if cfg.Bound <= 0 {
 		return nil, errors.New("redisync: a quorum needs a positive restart bound")
 	}
-	return &Quorum{servers: servers, cfg: cfg, bound: strconv.FormatInt(cfg.Bound.Milliseconds(), 10)}, nil
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	q := &Quorum{servers: servers, cfg: cfg, bound: strconv.FormatInt(cfg.Bound.Milliseconds(), 10),
+		catching: make([]atomic.Bool, len(servers))}
+	q.stop, q.cancel = context.WithCancel(context.Background())
+	return q, nil
+}
+
+// Close ends the catch-ups under way and waits for them.
+func (q *Quorum) Close() {
+	q.cancel()
+	q.work.Wait()
 }
 
 // Majority is how many servers make a majority.
@@ -183,6 +206,7 @@ func (q *Quorum) Init(ctx context.Context) error {
 		}
 	}
 	if count < q.Majority() {
+		q.catchUpStale(ctx)
 		return nil
 	}
 	errs = q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
@@ -193,6 +217,16 @@ func (q *Quorum) Init(ctx context.Context) error {
 		return err
 	})
 	return q.unreachable(errs)
+}
+
+// catchUpStale starts the catch-up of each server that restarted empty and
+// was not caught up (see CatchUp).
+func (q *Quorum) catchUpStale(ctx context.Context) {
+	for i, s := range q.servers {
+		if from, keeps, err := q.marker(ctx, s); err == nil && from != "" && !keeps {
+			q.catchUpSoon(i)
+		}
+	}
 }
 
 // A Result is the outcome of an acquire on the quorum.
@@ -255,6 +289,9 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 	for i, v := range res.Votes {
 		if res.Errs[i] != nil {
 			continue
+		}
+		if v.Stale {
+			q.catchUpSoon(i)
 		}
 		if v.Counter >= 0 {
 			counters = append(counters, v.Counter)

@@ -58,6 +58,7 @@ func newQuorum(t *testing.T, servers []*redisserver.Server, cfg quorum.Config) *
 	}
 	q, err := quorum.New(list, cfg)
 	require.NoError(t, err)
+	t.Cleanup(q.Close) // before the clients close
 	processes.Store(q, p)
 	require.NoError(t, q.Init(context.Background()))
 	return q
@@ -372,4 +373,61 @@ func TestQuorumReleaseOutcome(t *testing.T) {
 	assert.NotErrorIs(t, err, quorum.ErrNoQuorum, "two of three answered")
 	assert.Contains(t, err.Error(), servers[1].Addr)
 	assert.Equal(t, 1, n)
+}
+
+// A server that restarted empty is caught up from the others: each of its
+// counters rises to the highest that those keeping theirs have, for locks
+// it was never asked about, and a counter it does not have reads as 0 from
+// then on. With two servers out at once (the second restarted before the
+// first was caught up) nothing is caught up: fewer than a majority keep
+// their counters, and a read of them stays refused rather than guessed.
+func TestQuorumCatchUp(t *testing.T) {
+	servers := redistest.Servers(t, 3)
+	lease := 500 * time.Millisecond
+	q := newQuorum(t, servers, quorum.DefaultConfig(lease))
+	ctx := context.Background()
+	p, _ := processes.Load(q)
+	rcs := p.(process)
+	raise := func(k *scripts.QuorumKeys, i int, v int64) {
+		_, err := scripts.NewRunner(rcs[i], false).RaiseQuorumToken(ctx, k, v, "500")
+		require.NoError(t, err)
+	}
+	get := func(i int, key string) string {
+		v, err := rcs[i].Do(ctx, rcs[i].B().Get().Key(key).Build()).ToString()
+		if rueidis.IsRedisNil(err) {
+			return ""
+		}
+		require.NoError(t, err)
+		return v
+	}
+	meet := func() { // an acquire of another lock meets every server
+		_, err := q.Acquire(ctx, new(scripts.QuorumKeysOf(layout.MutexOf(t.Name()+":other"))), scripts.Hold{Field: field()}, lease)
+		require.NoError(t, err)
+	}
+	a := scripts.QuorumKeysOf(layout.MutexOf(t.Name() + ":a"))
+	b := scripts.QuorumKeysOf(layout.MutexOf(t.Name() + ":b"))
+	raise(&a, 0, 5) // a's latest, 5, is on servers 0 and 1: server 2 missed it
+	raise(&a, 1, 5)
+	raise(&a, 2, 4)
+	raise(&b, 1, 7) // b's, on 1 and 2
+	raise(&b, 2, 7)
+
+	restart(t, servers[0], q)
+	meet() // the vote says server 0 is stale: it is caught up in the background
+	require.Eventually(t, func() bool { return get(0, a[7]) == "5" && get(0, b[7]) == "7" }, 10*time.Second, 10*time.Millisecond,
+		"server 0's counters, from the others")
+	require.NoError(t, q.CatchUp(ctx, 0), "a caught-up server needs nothing")
+	res, err := q.Acquire(ctx, new(scripts.QuorumKeysOf(layout.MutexOf(t.Name()+":never"))), scripts.Hold{Field: field()}, lease)
+	require.NoError(t, err)
+	assert.Zero(t, res.Counter, "a lock no token was issued for")
+
+	restart(t, servers[1], q) // before 1 is caught up, 2 restarts too: two out at once
+	restart(t, servers[2], q)
+	meet()
+	assert.ErrorIs(t, q.CatchUp(ctx, 1), quorum.ErrFewKeep)
+	assert.ErrorIs(t, q.CatchUp(ctx, 2), quorum.ErrFewKeep)
+	assert.Empty(t, get(1, a[7]))
+	res, err = q.Acquire(ctx, &a, scripts.Hold{Field: field()}, lease)
+	require.NoError(t, err)
+	assert.EqualValues(t, -1, res.Counter, "a's latest is known to server 0 alone: no majority can tell it")
 }

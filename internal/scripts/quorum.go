@@ -16,6 +16,7 @@ var (
 	QuorumRenew   = load("quorum_renew")
 	QuorumToken   = loadWith("quorum_token", "queue_lib", "quorum_lib")
 	QuorumInit    = load("quorum_init")
+	QuorumCatchUp = loadWith("quorum_catchup", "queue_lib", "quorum_lib")
 )
 
 // QuorumKeys are the KEYS of a quorum lock's scripts on one server: the
@@ -37,20 +38,23 @@ type Vote struct {
 	Reply
 	Abstain bool
 	Counter int64
+	// Stale reports a server that restarted empty and cannot tell its
+	// counters until a Client catches it up (see CatchUpQuorum).
+	Stale bool
 }
 
 // AcquireQuorum runs quorum_acquire on one server: hold h takes the lock k
 // there, or re-enters it; a server found without its marker, or marked less
 // than bound ago, abstains.
 func (r *Runner) AcquireQuorum(ctx context.Context, k *QuorumKeys, h Hold, bound string) (Vote, error) {
-	v, err := r.ints(ctx, Call{Script: QuorumAcquire, Keys: k[3:7], Args: []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), bound}}, 3)
-	if err == nil && len(v) != 3 {
+	v, err := r.ints(ctx, Call{Script: QuorumAcquire, Keys: k[3:7], Args: []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), bound}}, 4)
+	if err == nil && len(v) != 4 {
 		err = fmt.Errorf("quorum_acquire replied %v", v)
 	}
 	if err != nil {
 		return Vote{}, err
 	}
-	vote := Vote{Counter: v[2]}
+	vote := Vote{Counter: v[2], Stale: v[3] == 0}
 	switch v[0] {
 	case 1:
 		vote.Outcome = Acquired
@@ -79,6 +83,21 @@ func (r *Runner) RenewQuorum(ctx context.Context, k *QuorumKeys, field, leaseMS 
 // counter there becomes at least value. It returns the counter.
 func (r *Runner) RaiseQuorumToken(ctx context.Context, k *QuorumKeys, value int64, bound string) (int64, error) {
 	return r.integer(ctx, Call{Script: QuorumToken, Keys: k[7:9], Args: []string{strconv.FormatInt(value, 10), bound}, Retryable: true})
+}
+
+// CatchUpQuorum runs quorum_catchup on one server, whose marker's "from"
+// was from when the catch-up began: each counter in keys rises to the value
+// of the same index, and the server is marked caught up when last is set.
+// It reports false, changing nothing, when the marker is another one now.
+func (r *Runner) CatchUpQuorum(ctx context.Context, from string, keys, values []string, last bool) (bool, error) {
+	args := make([]string, 0, 2+len(values))
+	args = append(args, from, "0")
+	if last {
+		args[1] = "1"
+	}
+	n, err := r.integer(ctx, Call{Script: QuorumCatchUp, Keys: append([]string{layout.QuorumMarker}, keys...),
+		Args: append(args, values...), Retryable: true})
+	return n == 1, err
 }
 
 // InitQuorum runs quorum_init on one server: the marker of a server of a

@@ -12,14 +12,16 @@
 -- ARGV[4]  how long (ms) a server found without its marker stays out: the
 --          longest lease any client of the quorum uses, and the drift
 --
--- Reply: {status, value, counter}: status 1 when the hold has ARGV[3] + 1
+-- Reply: {status, value, counter, keeps}: status 1 when the hold has ARGV[3] + 1
 --        holds here now (value 0), or had them (an earlier attempt of this
 --        call took it); 0 when another holds the lock here (value: its
 --        PTTL, -1 without expiry); -3 when a re-entry finds the hold gone;
 --        -4 when a first acquire finds its field's latch (a late copy of an
 --        attempt that was undone); -5 when this server does not vote (value:
 --        ms before it does). counter is the lock's token counter here, -1
---        when the server cannot tell it (see counterOf).
+--        when the server cannot tell it (see counterOf); keeps is 1 when the
+--        server can tell every counter, 0 when it restarted empty and waits
+--        for a Client to bring its counters up (quorum_catchup).
 --
 -- A vote is the Mutex's acquire on this server: the same hold identity,
 -- the same compare-and-set count, the same latch. The counter rides along so
@@ -27,30 +29,34 @@
 local lock, field, expect = KEYS[1], ARGV[2], tonumber(ARGV[3])
 local ok, left = votes(KEYS[4], ARGV[4])
 local counter = counterOf(KEYS[3], KEYS[4])
+local kept = 0
+if keeps(KEYS[4]) then
+	kept = 1
+end
 if not ok then
-	return {-5, left, counter}
+	return {-5, left, counter, kept}
 end
 if expect > 0 then
 	local cur = redis.call('hget', lock, field)
 	if not cur then
-		return {-3, 0, counter}
+		return {-3, 0, counter, kept}
 	end
 	if tonumber(cur) == expect then
 		redis.call('hset', lock, field, expect + 1)
 	end
 	redis.call('pexpire', lock, ARGV[1])
-	return {1, 0, counter}
+	return {1, 0, counter, kept}
 end
 if redis.call('hexists', lock, field) == 1 then
 	redis.call('pexpire', lock, ARGV[1]) -- an earlier attempt of this call took it
-	return {1, 0, counter}
+	return {1, 0, counter, kept}
 end
 if redis.call('exists', lock) == 1 then
-	return {0, redis.call('pttl', lock), counter}
+	return {0, redis.call('pttl', lock), counter, kept}
 end
 if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
-	return {-4, 0, counter}
+	return {-4, 0, counter, kept}
 end
 redis.call('hset', lock, field, 1)
 redis.call('pexpire', lock, ARGV[1])
-return {1, 0, counter}
+return {1, 0, counter, kept}

@@ -65,7 +65,31 @@ func TestQuorumScripts(t *testing.T) {
 	assert.False(t, ok, "a restarted server's marker is not a new quorum's")
 	time.Sleep(350 * time.Millisecond)
 	v = vote("a", 0)
-	assert.Equal(t, scripts.Vote{Reply: scripts.Reply{Outcome: scripts.Acquired}, Counter: 7}, v, "it votes once the bound has passed")
+	assert.Equal(t, scripts.Vote{Reply: scripts.Reply{Outcome: scripts.Acquired}, Counter: 7, Stale: true}, v,
+		"it votes once the bound has passed, its other counters unknown until it is caught up")
+
+	// A catch-up raises its counters from the others', and the last batch
+	// marks it caught up: a counter it does not have is then 0. A catch-up
+	// begun on another marker (the server restarted again) changes nothing.
+	from, err := rc.Do(ctx, rc.B().Hget().Key(layout.QuorumMarker).Field("from").Build()).ToString()
+	require.NoError(t, err)
+	other := scripts.QuorumKeysOf(layout.MutexOf(unique(t) + ":other"))
+	catchUp := func(from string, values []string, last bool) bool {
+		ok, err := r.CatchUpQuorum(ctx, from, []string{token, other[7]}, values, last)
+		require.NoError(t, err)
+		return ok
+	}
+	assert.False(t, catchUp("1", []string{"9", "4"}, true), "another marker's catch-up")
+	assert.True(t, catchUp(from, []string{"9", "4"}, false))
+	assert.EqualValues(t, 9, vote("a", 1).Counter, "raised to the others'")
+	assert.True(t, vote("a", 2).Stale, "not caught up before the last batch")
+	assert.True(t, catchUp(from, []string{"8", "4"}, true))
+	v = vote("a", 3)
+	assert.EqualValues(t, 9, v.Counter, "a catch-up lowers nothing")
+	assert.False(t, v.Stale, "caught up")
+	assert.False(t, catchUp(from, []string{"10", "4"}, true), "a server caught up is not caught up again")
+	del(token, other[7])
+	assert.Zero(t, vote("a", 4).Counter, "a counter a caught-up server does not have is one never issued")
 
 	// A new quorum's server votes at once, with a counter of 0.
 	del(layout.QuorumMarker, lock, token)
