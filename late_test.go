@@ -91,6 +91,18 @@ func (l *lateClient) Caught() int {
 	return len(l.pending)
 }
 
+// Catches reports whether a call of script s waits for Deliver.
+func (l *lateClient) Catches(s *scripts.Script) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, call := range l.pending {
+		if call.rule.sha == s.SHA1 {
+			return true
+		}
+	}
+	return false
+}
+
 // CaughtContext returns the context the oldest caught call was made with.
 func (l *lateClient) CaughtContext(t *testing.T) context.Context {
 	t.Helper()

@@ -78,7 +78,9 @@ const (
 	// place and queued anew at the end of the queue: its heartbeat lapsed
 	// (its process or connection stalled past the heartbeat timeout), or its
 	// place was reaped or deleted, which its heartbeat or its next attempt
-	// found.
+	// found. A call whose heartbeat lapsed and whose next attempt found the
+	// lock free, and took it without queueing anew, gives it too, just
+	// before its [EventAcquired]: it lost its place all the same.
 	EventQueued
 	// EventCompleted: a waiting call ended without taking a hold because
 	// what it waited for had happened: a Once's function had succeeded, a

@@ -16,6 +16,7 @@ import (
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // recorder is an Observer that keeps every event.
@@ -593,4 +594,52 @@ func TestObserverOnceAndWaitGroup(t *testing.T) {
 	assert.Equal(t, []redisync.EventKind{redisync.EventAcquireAttempt, redisync.EventCompleted}, rec.kinds(wgName))
 	assert.Equal(t, redisync.PrimitiveWaitGroup, rec.of(wgName, redisync.EventCompleted)[0].Primitive)
 	assert.Equal(t, "Completed", redisync.EventCompleted.String())
+}
+
+// A FairMutex waiter whose heartbeat lapses (its renewals held up) loses its
+// place, and says so even when its next attempt finds the lock free and
+// takes it at once, without queueing anew: an EventQueued with a Cause comes
+// before its EventAcquired. (Nothing said so: the chaos suite's FIFO
+// checker, I4, then took a caller served in between for one that overtook
+// the waiter's confirmed place, on Redis Cluster after F16.)
+func TestFairMutexLapsedPlaceIsReportedBeforeATakeAtOnce(t *testing.T) {
+	name := freshName(t)
+	rec := &recorder{}
+	c, lc := newLateClient(t, standalone, redisync.WithObserver(rec), redisync.WithHeartbeatTimeout(300*time.Millisecond))
+	other, _ := newClient(t, standalone)
+	holder := other.NewFairMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	warm := c.NewFairMutex(name) // loads the scripts: held calls are no NOSCRIPT
+	require.NoError(t, warm.LockContext(ctx))
+	require.NoError(t, warm.UnlockContext(ctx))
+	require.NoError(t, holder.LockContext(ctx))
+
+	lc.Hold(scripts.FairHeartbeat, 1000) // the waiter's heartbeat lapses
+	got := make(chan error, 1)
+	go func() { got <- c.NewFairMutex(name).LockContext(ctx) }()
+	rec.waitFor(t, name, redisync.EventQueued)
+	lc.Hold(scripts.FairAcquire, 1) // its attempt after the lapse waits
+	require.Eventually(t, func() bool { return lc.Catches(scripts.FairAcquire) }, hang, 5*time.Millisecond,
+		"the waiter tries again once its heartbeat lapsed")
+	require.NoError(t, holder.UnlockContext(ctx)) // the waiter's place is gone: the lock goes free
+	lc.DeliverAll()                               // its attempt finds the lock free and takes it
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(hang):
+		t.Fatal("the waiter did not get the free lock")
+	}
+	var kinds []redisync.EventKind
+	var lost bool
+	for _, e := range rec.of(name, 0) {
+		if e.Kind == redisync.EventQueued && e.Cause != nil {
+			lost = true
+		}
+		if e.Kind == redisync.EventQueued || e.Kind == redisync.EventAcquired {
+			kinds = append(kinds, e.Kind)
+		}
+	}
+	assert.True(t, lost, "the lapse was reported: %v", kinds)
+	assert.Equal(t, redisync.EventAcquired, kinds[len(kinds)-1], "in order: %v", kinds)
 }

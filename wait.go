@@ -115,6 +115,11 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(a.start)})
 		return f, true, nil
 	case res.acquired:
+		if a.lapsed != nil && a.placed {
+			// Its place lapsed, and the lock was free at its next attempt:
+			// it lost the place all the same, and says so.
+			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
+		}
 		a.own = !res.localHandoff && !res.reentered
 		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
