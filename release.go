@@ -113,6 +113,11 @@ func unfinished(err error) bool { return ambiguous(err) || scripts.IsNoScript(er
 // sharedBudget).
 func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Released, error) {
 	if ctx == context.Background() {
+		if mutant.On("unlock-pool") {
+			b, free := mutant.PooledBudget(ctx, releaseBudget)
+			defer free()
+			return p.release(b, r)
+		}
 		return p.release(sharedBudget(), r)
 	}
 	rctx, cancel := context.WithTimeout(ctx, releaseBudget)

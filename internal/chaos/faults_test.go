@@ -26,10 +26,9 @@ func (r *run) fault(k string) {
 		f := Fault{Kind: k, W: s.p.id, G: g, R: slots[g].res, Start: Now()}
 		switch k {
 		case "F1":
-			_ = s.p.cmd.Process.Kill()
+			s.p.kill()
 			f.End = Now()
 			<-s.p.done
-			_ = s.p.cmd.Wait()
 			r.record(f)
 			r.spawn(s)
 			return
@@ -117,7 +116,62 @@ func (r *run) fault(k string) {
 		r.cutOne(s)
 	case "F21":
 		r.restartUnderMinority(s)
+	case "F22":
+		r.slowOne()
+	case "F23":
+		r.cutWhileServing(s)
 	}
+}
+
+// cutWhileServing injects F23: a goroutine of s's worker parks in its
+// critical section, the worker's service starts (goroutines that keep
+// sending their own commands on the worker's clients of the lock servers,
+// a 4 s deadline each, as a service shares its rueidis client with its
+// locks), and the worker is cut off: its connections are reset and new
+// ones accepted and swallowed, so that rueidis connects again and the
+// service's calls wait for that on their own deadline, for two leases. The
+// holder must be told of its loss by its Client's clock, before its lease
+// can have run out on the server and before a rival gets in, whatever the
+// renewals wait for meanwhile.
+func (r *run) cutWhileServing(s *seat) {
+	g, ok := r.park(s)
+	if !ok {
+		return
+	}
+	s.p.send("serve")
+	time.Sleep(50 * time.Millisecond) // the service is under way
+	s.proxy.Blackhole(faultproxy.Both, true)
+	f := Fault{Kind: "F23", W: s.p.id, G: g, R: slots[g].res, Start: Now()} // nothing reaches the server from here on
+	s.proxy.ResetAll()
+	time.Sleep(2 * r.lease)
+	s.proxy.Blackhole(faultproxy.Both, false)
+	f.End = Now()
+	s.p.send("unserve")
+	r.record(f)
+	r.unpark(s, g)
+}
+
+// slowOne injects F22 on a quorum: one server, at random, answers every
+// worker late, its replies coming back after a worker's share of a call on
+// it has run out (a tenth of the lease, at least 50 ms, each way), for two
+// leases. The workers acquire, renew and release on the two others; their
+// releases, Unlock's among them, give up on the late server while their
+// calls there are still in flight. (Late to one worker only, it starved
+// that worker of the locks, whose every attempt waited for the late share:
+// its releases seldom met the late server.)
+func (r *run) slowOne() {
+	srv := r.tp.quorum[r.rng.IntN(len(r.tp.quorum))]
+	f := Fault{Kind: "F22", Sub: srv.Addr, Global: true, W: -1, G: -1, Start: Now()}
+	late := max(r.lease/10, 50*time.Millisecond)
+	for _, s := range r.seats {
+		r.proxyTo(s, srv.Addr).SetLatency(faultproxy.Both, late, 0)
+	}
+	time.Sleep(2 * r.lease)
+	for _, s := range r.seats {
+		r.proxyTo(s, srv.Addr).SetLatency(faultproxy.Both, 0, 0)
+	}
+	f.End = Now()
+	r.record(f)
 }
 
 // restartUnderMinority injects F21 on a quorum, the attack the restart rule
@@ -313,10 +367,9 @@ func (r *run) killQueued(s *seat) {
 			continue
 		}
 		f := Fault{Kind: "F17", W: o.p.id, G: -1, R: queuedRes, Start: Now()}
-		_ = o.p.cmd.Process.Kill()
+		o.p.kill()
 		f.End = Now()
 		<-o.p.done
-		_ = o.p.cmd.Wait()
 		r.record(f)
 		killed = append(killed, o)
 	}
