@@ -580,13 +580,13 @@ func TestToldBeforeRivalWhenCutOff(t *testing.T) {
 	}
 }
 
-// A worker that dies unasked (a panic) breaks I10; its hold ends at its
+// A worker that dies unasked (a panic) breaks I0; its hold ends at its
 // death, as a killed worker's does.
 func TestAlive(t *testing.T) {
 	died := []Event{{T: 40 * ms1, W: 1, K: Died, Err: "exit status 2; its stderr: panic: ..."}}
 	holder := cycle(1, 0, "m", Exclusive, 0, 10, 100)[:3]
-	expect(t, history(nil, holder, died), I10, 0, 1)
+	expect(t, history(nil, holder, died), I0, 0, 1)
 	expect(t, history(nil, holder, died, cycle(2, 0, "m", Exclusive, 5, 45, 50)), I1, 0, 0)
 	expect(t, history(nil, holder, died, cycle(2, 0, "m", Exclusive, 5, 30, 35)), I1, 0, 1)
-	expect(t, history(nil, holder), I10, 0, 0)
+	expect(t, history(nil, holder), I0, 0, 0)
 }

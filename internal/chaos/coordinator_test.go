@@ -62,7 +62,7 @@ type proc struct {
 	done   chan struct{} // closed when its output has been read to the end and it was waited for
 	// asked is set before the coordinator kills the process (F1, F17, the
 	// end of the run) or tells it to exit: an end it did not ask for is a
-	// death (I10). died is set once such a death is recorded; err is the
+	// death (I0). died is set once such a death is recorded; err is the
 	// process's exit error, once done is closed.
 	asked atomic.Bool
 	died  atomic.Bool
@@ -179,7 +179,7 @@ func (r *run) read(p *proc, out io.Reader) {
 	}
 }
 
-// died records the death of worker p, which ended unasked (I10), with the
+// died records the death of worker p, which ended unasked (I0), with the
 // start of what it wrote on its way out (a panic's message and stack, or,
 // in a build with the race detector and GORACE=halt_on_error=1, the first
 // race it reported).
@@ -284,7 +284,7 @@ func (r *run) finish() *History {
 	for _, s := range r.seats {
 		select {
 		case <-s.p.quiet:
-		case <-s.p.done: // it died (I10)
+		case <-s.p.done: // it died (I0)
 		case <-time.After(2 * waitLimit):
 			r.t.Errorf("worker %d did not stop", s.p.id)
 		}

@@ -241,7 +241,7 @@ func build(h *History) *model {
 			}
 		case Write, Stale:
 			m.writes = append(m.writes, write{W: e.W, G: e.G, R: e.R, Tok: e.Tok, T0: e.T0, T: e.T, Accepted: e.K == Write})
-		case Died: // unasked (I10): its calls end there, as a killed worker's
+		case Died: // unasked (I0): its calls end there, as a killed worker's
 			if _, ok := m.kills[e.W]; !ok {
 				m.kills[e.W] = e.T
 			}

@@ -419,7 +419,7 @@ func (m *model) checkLeaks() []Violation {
 	return out
 }
 
-// checkAlive (I10) reports every worker process that ended unasked: no
+// checkAlive (I0) reports every worker process that ended unasked: no
 // fault killed it and the coordinator had not told it to exit (a panic, a
 // fatal error, an exit of its own). Its calls end at its death, as a killed
 // worker's.
@@ -427,7 +427,7 @@ func (m *model) checkAlive() []Violation {
 	var out []Violation
 	for _, e := range m.Events {
 		if e.K == Died {
-			out = append(out, Violation{Invariant: I10, T: e.T, Detail: fmt.Sprintf("w%d died: %s", e.W, e.Err)})
+			out = append(out, Violation{Invariant: I0, T: e.T, Detail: fmt.Sprintf("w%d died: %s", e.W, e.Err)})
 		}
 	}
 	return out

@@ -48,7 +48,7 @@
 //	unlock-pool     Unlock's release budget comes from a pool and goes back
 //	                when the release returns, while a quorum's per-server
 //	                context derived from it may still read it: the process
-//	                crashes (I10, under F22 on the quorum topology)
+//	                crashes (I0, under F22 on the quorum topology)
 //	sem-float       a Semaphore holder's entry is written from the Lua number
 //	                of its permits, which Lua prints with 14 digits, so that
 //	                a holder of 2^52-1 permits counts as 4 (I1)
