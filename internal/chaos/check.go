@@ -182,26 +182,41 @@ func (m *model) leaseBroken(hd *hold, cutOff bool) string {
 // toldFirst returns the kind of a fault that may take a hold away from a
 // holder that goes on running: one quorum server's (F18-F21), when one of
 // the holders inside at t is that fault's parked holder, or one that cut
-// the holder's worker off (F5, F23), when one of the holders inside at t is
-// of that worker; and that holder was told of its loss at or before t (Done
-// closed before the other entered), else "". The holder's Client reckons
-// the lease by its own clock and must tell it before the lease can have run
-// out where others can take the lock (a hold on a bare majority of a quorum
-// is lost with one of its servers; a cut-off hold expires on the server): a
-// rival before the holder was told is a violation. (Only a parked holder
-// records that it was told, under the names of a MultiMutex's hold.)
+// the holder's worker off (F5, F23), or held its replies back (F24: see
+// repliesHeld), when one of the holders inside at t is of that worker; and
+// that holder was told of its loss at or before t (Done closed before the
+// other entered), else "". The holder's Client reckons the lease by its own
+// clock and must tell it before the lease can have run out where others can
+// take the lock (a hold on a bare majority of a quorum is lost with one of
+// its servers; a cut-off hold expires on the server): a rival before the
+// holder was told is a violation. (Only a parked holder records that it was
+// told, under the names of a MultiMutex's hold.)
 func (m *model) toldFirst(inside map[*hold]bool, t int64) string {
 	for hd := range inside {
 		if hd.Lost == 0 || hd.Lost > t {
 			continue
 		}
 		for f := range m.faultsIn(hd.Inv, hd.Exit) {
-			if f.W == hd.W && (f.cutsOff() || f.quorumServer() && f.G == hd.G) {
+			if f.W == hd.W && (f.cutsOff() || f.quorumServer() && f.G == hd.G || repliesHeld(f, hd)) {
 				return f.Kind
 			}
 		}
 	}
 	return ""
+}
+
+// repliesHeld reports whether f held back the replies of a connection of
+// hd's worker (F24) while hd was held, and hd was told of its loss after
+// the replies stopped: its renewals reached the server, their replies did
+// not come back, and its Client, reckoning the lease from the last renewal
+// it heard back from, counted it lost (and stopped renewing it) before the
+// server could. Only a hold returned before the replies came back (Acq
+// before the fault's End) can be such a hold: one returned from a reply
+// read after the fault, the grant F24 holds back among them, was read with
+// its lease by the Client's clock still current or is no hold at all, and
+// a rival beside it is a violation, told or not.
+func repliesHeld(f Fault, hd *hold) bool {
+	return f.Kind == "F24" && hd.Acq < f.End && hd.Lost >= f.Start
 }
 
 // restartBeforeRenewal reports whether f is a restart with AOF (F4) that

@@ -590,3 +590,52 @@ func TestAlive(t *testing.T) {
 	expect(t, history(nil, holder, died, cycle(2, 0, "m", Exclusive, 5, 30, 35)), I1, 0, 1)
 	expect(t, history(nil, holder), I0, 0, 0)
 }
+
+// F24 holds back the replies of one connection of a worker for more than
+// a lease while the server runs its requests. A hold of that worker
+// returned before the replies came back may be lost by its Client's clock
+// (its renewals' replies held up): it excuses an overlap once its holder
+// was told, after the stall began. A grant read after the replies came
+// back (returned after the fault's End) is no hold, and a rival beside it
+// is a violation, told or not. A lost hold's holder is told within a lease
+// of the later of the stall and its acquire, plus the timer's slack (I5).
+func TestLateReplies(t *testing.T) {
+	f := []Fault{{Kind: "F24", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 1400 * ms1}}
+	holder := cycle(1, 0, "m", Exclusive, 0, 50, 3000)
+	told := func(hd []Event, at int64) []Event { // the holder's cycle, told of its loss at at
+		return slices.Insert(slices.Clone(hd), 3, Event{T: at * ms1, W: 1, G: 0, K: Lost, R: "m"})
+	}
+	rival := func(in int64) []Event { return cycle(2, 0, "m", Exclusive, 200, in, in+100) }
+	// Told at +1080 ms, the rival in at +1200 ms: expected.
+	expect(t, history(f, told(holder, 1080), rival(1200)), I1, 1, 0)
+	// The rival in before the holder was told: a violation.
+	expect(t, history(f, told(holder, 1250), rival(1200)), I1, 0, 1)
+	// Told before the stall began: not the fault's doing.
+	expect(t, history(f, told(holder, 80), rival(1200)), I1, 0, 1)
+	// A hold of another worker is not excused.
+	other := []Fault{{Kind: "F24", W: 3, G: 0, R: "m", Start: 100 * ms1, End: 1400 * ms1}}
+	expect(t, history(other, told(holder, 1080), rival(1200)), I1, 0, 1)
+	// A grant read after the stall (called before it, returned at +1402
+	// ms), told at once: the rival beside it is a violation.
+	late := cycle(1, 0, "m", Exclusive, 90, 1402, 3000)
+	expect(t, history(f, told(late, 1403), rival(1500)), I1, 0, 1)
+
+	// I5: within a lease of the stall's start (the hold was taken before
+	// it), plus the timer's slack; never told while a rival got in.
+	check := func(h *History, want int) {
+		t.Helper()
+		h.Params.TimerSlack = 50 * time.Millisecond
+		expect(t, h, I5, 0, want)
+	}
+	check(history(f, told(holder, 1140), rival(1200)), 0)
+	check(history(f, told(holder, 1160), rival(1200)), 1)
+	check(history(f, holder, rival(1200)), 1)
+	// The hold kept (nobody got in, not told): nothing to tell.
+	check(history(f, holder), 0)
+	// Taken during the stall: within a lease of its acquire.
+	during := cycle(1, 0, "m", Exclusive, 300, 350, 3000)
+	check(history(f, told(during, 1390), rival(1450)), 0)
+	check(history(f, told(during, 1410), rival(1450)), 1)
+	// A grant read after the stall is I1's matter, not I5's.
+	check(history(f, told(late, 2500)), 0)
+}

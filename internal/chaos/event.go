@@ -27,7 +27,7 @@ const (
 	Parked        Kind = "parked"   // the holder waits in its critical section for a fault
 	Leak          Kind = "leak"     // a leak found at the end (R says of what, N how many)
 	Quiet         Kind = "quiet"    // the worker stopped and waited out its lingers
-	Hushed        Kind = "hushed"   // the worker's MultiMutex slots are idle, as asked (F17)
+	Hushed        Kind = "hushed"   // the worker's hushed slots are idle, as asked (F17, F24)
 	Died          Kind = "died"     // the coordinator saw the worker's process end unasked (Err: its exit status and the start of its panic)
 	// A Once's and a WaitGroup's own events.
 	Completed Kind = "ok"       // a Once's function returned nil (inside its hold, before Exit)
@@ -71,7 +71,7 @@ type Fault struct {
 }
 
 // The fault kinds.
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20", "F21", "F22", "F23"}
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20", "F21", "F22", "F23", "F24"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
@@ -96,6 +96,7 @@ var FaultNames = map[string]string{
 	"F21": "one quorum server restarted empty under a hold taken on it and one other only",
 	"F22": "one quorum server answers late (past a call's share of it) for two leases",
 	"F23": "holder's connections reset and new ones swallowed while its service keeps using the client",
+	"F24": "a semaphore's grant read after its lease: one connection's replies held back",
 }
 
 // kills reports whether f killed its worker: F1, or F17 (one fault per

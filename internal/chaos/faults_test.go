@@ -120,6 +120,78 @@ func (r *run) fault(k string) {
 		r.slowOne()
 	case "F23":
 		r.cutWhileServing(s)
+	case "F24":
+		r.lateGrant(s)
+	}
+}
+
+// lateGrants are the semaphores whose grants F24 holds back, each with its
+// acquire script and a key that only its own calls of that script name.
+var lateGrants = []struct {
+	res    string
+	script *scripts.Script
+	key    string
+}{
+	{"chaos-sem", scripts.SemAcquire, layout.SemOf("chaos-sem").Holders},
+	{"chaos-bigsem", scripts.SemAcquire, layout.SemOf("chaos-bigsem").Holders},
+	{"chaos-xsem", scripts.RPermAcquire, layout.RPermitOf("chaos-xsem").Leases},
+}
+
+// lateGrant injects F24, a grant read after its lease: the connection of
+// s's worker that carries its next acquire of a semaphore (-chaos.park's,
+// or one at random) delivers no reply from that acquire's on for 1.3
+// leases, while the server runs its requests at once: the permits are
+// taken, their lease runs out, and the other workers take them meanwhile.
+// The grant, read after that, is no hold. The other workers leave that
+// semaphore alone until the acquire is sent, so that it finds permits free
+// and takes them (else it mostly finds none, and its late reply says so);
+// its goroutine parks at its next acquisition, so that a grant taken
+// for a hold stays inside while the others come in (an ExpirableSemaphore's
+// holder is not parked: it leaves at its fixed lease's end, which such a
+// grant has passed). The replies of the worker's other calls on that
+// connection come late too, its renewals' among them: a hold of the worker
+// may be lost by its Client's clock, and its holder must be told before
+// the server lets a rival in (the renewals themselves reached the server;
+// see repliesHeld).
+func (r *run) lateGrant(s *seat) {
+	var aims []int
+	for i, lg := range lateGrants {
+		if *chaosPark == "" || *chaosPark == lg.res {
+			aims = append(aims, i)
+		}
+	}
+	if len(aims) == 0 {
+		aims = []int{0, 1, 2} // -chaos.park names another lock: any semaphore
+	}
+	lg := lateGrants[aims[r.rng.IntN(len(aims))]]
+	g := slotOf(lg.res)
+	if !r.hushOthers(s, "hush "+itoa(g)) {
+		return
+	}
+	before := s.proxy.stalled()
+	resume := s.proxy.StallNextReply(lg.script.SHA1, lg.key)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && s.proxy.stalled() == before; {
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.unhushOthers(s)
+	if s.proxy.stalled() == before {
+		resume() // no acquire came
+		return
+	}
+	f := Fault{Kind: "F24", Sub: lg.script.Name, W: s.p.id, G: -1, R: lg.res, Start: Now()} // the stall began a moment ago
+	park := !resources[lg.res].Fixed
+	if park {
+		r.askPark(s, g)
+	}
+	time.Sleep(r.lease * 13 / 10)
+	f.End = Now() // before any held-back reply is read
+	resume()
+	if park && r.awaitPark(s, g) {
+		f.G = g
+	}
+	r.record(f)
+	if f.G >= 0 {
+		r.unpark(s, g)
 	}
 }
 
@@ -281,17 +353,17 @@ const (
 	queuedSlot = 13
 )
 
-// hushOthers asks every worker but s's to leave its MultiMutexes idle, and
-// reports whether all of them are within a few seconds; if not, it lifts
-// the hush again.
-func (r *run) hushOthers(s *seat) bool {
+// hushOthers asks every worker but s's to leave idle its MultiMutexes
+// (what "hush" names) or slot g ("hush g"), and reports whether all of them
+// are within a few seconds; if not, it lifts the hush again.
+func (r *run) hushOthers(s *seat, what string) bool {
 	for _, o := range r.seats {
 		if o != s {
 			select {
 			case <-o.p.hushed:
 			default:
 			}
-			o.p.send("hush")
+			o.p.send(what)
 		}
 	}
 	timeout := time.After(5 * time.Second)
@@ -335,7 +407,7 @@ func (r *run) killQueued(s *seat) {
 	// The other workers' MultiMutexes stop first: one killed while it held
 	// chaos-multi-a and waited for the holder's name would keep that name
 	// for a lease, which is I3's matter, not this fault's.
-	if !r.hushOthers(s) {
+	if !r.hushOthers(s, "hush") {
 		return
 	}
 	for len(s.p.parked) > 0 {
@@ -528,21 +600,43 @@ func (r *run) park(s *seat) (int, bool) {
 	for *chaosPark != "" && slots[g].res != *chaosPark || !r.tp.slotRuns(g) {
 		g = r.rng.IntN(len(slots))
 	}
+	r.askPark(s, g)
+	return g, r.awaitPark(s, g)
+}
+
+// slotOf returns the first slot on res.
+func slotOf(res string) int {
+	for g, sl := range slots {
+		if sl.res == res {
+			return g
+		}
+	}
+	panic("chaos: no slot on " + res)
+}
+
+// askPark asks goroutine g of s's worker to stay in its critical section at
+// its next acquisition.
+func (r *run) askPark(s *seat, g int) {
 	for len(s.p.parked) > 0 {
 		<-s.p.parked
 	}
 	s.p.send("park " + itoa(g))
+}
+
+// awaitPark waits until goroutine g of s's worker, asked to park, does, and
+// reports whether it did within 5 s; if not, the request is withdrawn.
+func (r *run) awaitPark(s *seat, g int) bool {
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
 		case got := <-s.p.parked:
 			if got == g {
-				return g, true
+				return true
 			}
 		case <-timeout:
 			s.p.send("nopark " + itoa(g))
 			s.p.send("unpark " + itoa(g))
-			return g, false
+			return false
 		}
 	}
 }

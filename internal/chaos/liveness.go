@@ -284,7 +284,9 @@ func (m *model) faultedWhileWaiting(w *wait) bool {
 // (the deletion's reply, the server's return, the process's resumption), or,
 // its master killed (F15, when another holder got in), by the time its
 // lease can have run out on the server. One cut off from Redis (F5, F23)
-// is told by then too, within the timer's slack (Params.TimerSlack).
+// is told by then too, within the timer's slack (Params.TimerSlack), and so
+// is one whose renewals' replies F24 held back, counted from the later of
+// the stall and its acquire.
 func (m *model) checkTold() []Violation {
 	var out []Violation
 	for _, c := range m.losses() {
@@ -342,6 +344,21 @@ func (m *model) losses() []loss {
 			}
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
+		case f.Kind == "F24":
+			// The parked holder may have been returned its hold before the
+			// replies came back, its renewals' replies among those held up
+			// (see repliesHeld): lost, if it was told or another got in,
+			// by the Client's clock within a lease of the later of the
+			// stall and its acquire. One returned after (the usual case)
+			// lost nothing to the fault.
+			hd := m.holdFrom(f.W, f.G, f.Start)
+			if hd == nil || hd.Acq >= f.End || hd.Lost == 0 && !m.overlapped(hd) {
+				continue
+			}
+			c.hd = hd
+			c.observable = f.Start
+			c.bound = max(f.Start, hd.Acq) + int64(m.Params.Lease)
+			slack = m.timerSlack()
 		case m.breaksLeases(f) && (f.Kind == "F15" || f.Kind == "F13"):
 			// A failover may or may not lose the hold: it is lost when
 			// another holder got in. A killed master (F15) takes the
@@ -366,10 +383,13 @@ func (m *model) losses() []loss {
 			continue
 		}
 		c.f, c.bound = f, c.bound+int64(slack)
+		if c.hd == nil {
+			c.hd = m.holdAt(f.W, f.G, f.Start)
+		}
 		// Nothing tells the holder of a fixed lease of a loss before the
 		// lease's end, at which it stops (Resource.Fixed), nor the holder of
 		// permits that have none (Resource.Unleased): not a loss here.
-		if c.hd = m.holdAt(f.W, f.G, f.Start); c.hd != nil && c.hd.Killed == 0 && !resourceOf(m.Resources, c.hd.R).Fixed && !resourceOf(m.Resources, c.hd.R).Unleased {
+		if c.hd != nil && c.hd.Killed == 0 && !resourceOf(m.Resources, c.hd.R).Fixed && !resourceOf(m.Resources, c.hd.R).Unleased {
 			out = append(out, c)
 		}
 	}
@@ -401,6 +421,17 @@ func (m *model) overlapped(hd *hold) bool {
 func (m *model) holdAt(w, g int, t int64) *hold {
 	for _, hd := range m.slots[[2]int{w, g}] {
 		if hd.Acq <= t && t <= hd.Rel {
+			return hd
+		}
+	}
+	return nil
+}
+
+// holdFrom returns the first hold of worker w's goroutine g that was held
+// at t or after it.
+func (m *model) holdFrom(w, g int, t int64) *hold {
+	for _, hd := range m.slots[[2]int{w, g}] {
+		if t <= hd.Rel {
 			return hd
 		}
 	}

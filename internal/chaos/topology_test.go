@@ -45,6 +45,8 @@ var topologyFaults = map[string][]string{
 	"F20": {Quorum},
 	"F21": {Quorum},
 	"F22": {Quorum},
+	// F24 holds back a semaphore's grant: a quorum runs none.
+	"F24": {Standalone, Cluster, Sentinel},
 }
 
 // quorumFaults are the fault kinds injected on a quorum: a worker's (each
@@ -383,6 +385,29 @@ func (ps *proxySet) StallNext(substr string) (resume func()) {
 			r()
 		}
 	}
+}
+
+// StallNextReply arms StallNextReply on every proxy (see stalled).
+func (ps *proxySet) StallNextReply(substrs ...string) (resume func()) {
+	var resumes []func()
+	for _, px := range ps.list {
+		resumes = append(resumes, px.StallNextReply(substrs...))
+	}
+	return func() {
+		for _, r := range resumes {
+			r()
+		}
+	}
+}
+
+// stalled counts the connections stalled so far by StallNext or
+// StallNextReply.
+func (ps *proxySet) stalled() int64 {
+	var n int64
+	for _, px := range ps.list {
+		n += px.Stats().Stalled
+	}
+	return n
 }
 
 func (ps *proxySet) Close() error {

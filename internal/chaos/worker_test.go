@@ -193,10 +193,6 @@ type worker struct {
 	// parkFailed asks the first goroutine whose unlock fails to park at its
 	// next acquisition (F10).
 	parkFailed atomic.Bool
-	// hush keeps the MultiMutex slots from beginning a cycle (F17); idle
-	// counts those that wait for it to go.
-	hush atomic.Bool
-	idle atomic.Int32
 	// renewals counts renewal rounds with leases in them, once counting is on.
 	counting atomic.Bool
 	renewals atomic.Int64
@@ -216,6 +212,10 @@ type slot struct {
 	park   atomic.Bool
 	unpark chan struct{}
 	rest   atomic.Bool // after its next release, the goroutine pauses for two leases (F17)
+	// hush keeps the goroutine from beginning a cycle (F17, F24); hushed
+	// says that it waits for the hush to go.
+	hush   atomic.Bool
+	hushed atomic.Bool
 	lock   func(ctx context.Context) (uint64, error)
 	unlock func(ctx context.Context) error
 	// plain, when set, releases without a context (a Mutex's or a
@@ -348,11 +348,17 @@ func runWorker(raw string) int {
 			w.slots[g].park.Store(false)
 		case "rest":
 			w.slots[g].rest.Store(true)
-		case "hush":
-			w.hush.Store(true)
+		case "hush": // the MultiMutex slots, or slot g
+			for _, s := range w.slots {
+				if arg == "" && s.also != "" || arg != "" && s.g == g {
+					s.hush.Store(true)
+				}
+			}
 			go w.reportHushed()
 		case "unhush":
-			w.hush.Store(false)
+			for _, s := range w.slots {
+				s.hush.Store(false)
+			}
 		case "serve":
 			w.serve()
 		case "unserve":
@@ -673,12 +679,12 @@ func (w *worker) drive(s *slot) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(s.g)))
 	base := context.WithValue(context.Background(), slotKey{}, s)
 	for !w.stop.Load() {
-		if s.also != "" && w.hush.Load() {
-			w.idle.Add(1)
-			for w.hush.Load() && !w.stop.Load() {
+		if s.hush.Load() {
+			s.hushed.Store(true)
+			for s.hush.Load() && !w.stop.Load() {
 				time.Sleep(5 * time.Millisecond)
 			}
-			w.idle.Add(-1)
+			s.hushed.Store(false)
 			continue
 		}
 		lockLimit, unlockLimit := limits(rng)
@@ -734,17 +740,23 @@ func (w *worker) drive(s *slot) {
 	}
 }
 
-// reportHushed tells the coordinator once every MultiMutex slot is idle
-// after a hush, unless the hush is lifted first.
+// reportHushed tells the coordinator once every hushed slot is idle,
+// unless the hush is lifted first.
 func (w *worker) reportHushed() {
-	n := int32(0)
-	for _, s := range w.slots {
-		if s.also != "" {
-			n++
+	for {
+		hush, hushed := 0, 0
+		for _, s := range w.slots {
+			if s.hush.Load() {
+				hush++
+				if s.hushed.Load() || s.idle {
+					hushed++
+				}
+			}
 		}
-	}
-	for w.hush.Load() {
-		if w.idle.Load() == n {
+		switch {
+		case hush == 0:
+			return
+		case hushed == hush:
 			w.emit(Event{K: Hushed})
 			return
 		}

@@ -56,4 +56,7 @@
 //	                renewals itself and waits for them, so that a renewal
 //	                stuck in rueidis holds back the report of every deadline
 //	                (I5, under F23)
+//	sem-late        a Semaphore's grant whose reply was read after the lease
+//	                it set could have run out is returned as a hold (I1,
+//	                under F24)
 package mutant
