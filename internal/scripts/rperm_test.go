@@ -169,3 +169,38 @@ func TestRPermSetsSizeAsGiven(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1152921504606846975", free, "2^60 less the permit taken")
 }
+
+// A repeat of an acquire (the call did not see its earlier attempt's
+// reply) returns the permits only while every lease still runs, and leases
+// them anew from the repeat; once one has ended it answers gone.
+func TestRPermAcquireRepeat(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	l := layout.RPermitOf(unique(t))
+	acquire := func(lease string) scripts.Reply {
+		rep, err := r.AcquireRPerm(ctx, &l, "c1", "2", lease, "60000", []string{"go:1", "go:2"})
+		require.NoError(t, err)
+		return rep
+	}
+	ends := func() int64 {
+		s, err := rc.Do(ctx, rc.B().Zscore().Key(l.Leases).Member("go:2").Build()).AsInt64()
+		require.NoError(t, err)
+		return s
+	}
+	now := func() int64 {
+		ms, err := state.ServerMillis(ctx, rc)
+		require.NoError(t, err)
+		return ms
+	}
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Acquired, Value: 0}, acquire("300"))
+	time.Sleep(150 * time.Millisecond)
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Acquired, Value: 0}, acquire("300"), "a repeat within the leases")
+	assert.InDelta(t, now()+300, ends(), 50, "leased anew from the repeat")
+	time.Sleep(400 * time.Millisecond)
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Gone}, acquire("300"), "a repeat after a lease ended has nothing")
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Refused}, func() scripts.Reply {
+		_, err := r.UndoRPerm(ctx, &l, "c1", "60000", []string{"go:1", "go:2"})
+		require.NoError(t, err)
+		return acquire("300")
+	}(), "once undone, a late copy takes nothing")
+}
