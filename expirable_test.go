@@ -132,7 +132,7 @@ func notYet[T any](t *testing.T, got <-chan T, d time.Duration, what string) {
 // gets it then), a renewed lease does not end, and the bad inputs panic.
 func TestExpirableSemaphore(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "xsem:" + t.Name()
+		name := "xsem:" + freshName(t)
 		c, _ := newClient(t, tg)
 		s := c.NewExpirableSemaphore(name, 3)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -217,7 +217,7 @@ func TestExpirableSemaphore(t *testing.T) {
 // never released) lets Go in when its lease ends.
 func TestExpirableSemaphoreRedissonInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "xsem:" + t.Name()
+		name := "xsem:" + freshName(t)
 		c, rc := newClient(t, tg)
 		s := c.NewExpirableSemaphore(name, 2)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -294,7 +294,7 @@ func TestExpirableSemaphoreRedissonInterop(t *testing.T) {
 // is lost is sent again, answers as the first, and gives back once.
 func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	tg := standalone
-	name := "xsem:" + t.Name()
+	name := "xsem:" + freshName(t)
 	c, lc := newLateClient(t, tg)
 	s := c.NewExpirableSemaphore(name, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -25,7 +26,7 @@ func TestQuorumScripts(t *testing.T) {
 		t.Skip("a quorum's servers are standalone deployments, not a cluster's shards")
 	}
 	ctx := context.Background()
-	k := scripts.QuorumKeysOf(layout.MutexOf(unique(t)))
+	k := scripts.QuorumKeysOf(layout.MutexOf(redistest.Name(t)))
 	lock, token := k[0], k[7]
 	const bound = "300" // ms a restarted server stays out
 	del := func(keys ...string) {

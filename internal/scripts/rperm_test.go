@@ -25,7 +25,7 @@ import (
 func TestRPermScripts(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(unique(t))
+	l := layout.RPermitOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	publish := "publish"
 	if rc.Mode() == rueidis.ClientModeCluster {
@@ -146,7 +146,7 @@ func TestRPermScripts(t *testing.T) {
 	assert.Equal(t, "OK", javaTake(60000, "text:java:4"))
 	assert.Equal(t, [2]int64{1, 0}, release("r5", "java:4"), "a permit recorded as its second member is released")
 
-	unset := layout.RPermitOf(unique(t) + "-unset")
+	unset := layout.RPermitOf(redistest.Name(t) + "-unset")
 	avail, err = r.AvailableRPerm(ctx, &unset)
 	require.NoError(t, err)
 	assert.EqualValues(t, -1, avail, "a count never set")
@@ -159,7 +159,7 @@ func TestRPermScripts(t *testing.T) {
 func TestRPermSetsSizeAsGiven(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(unique(t))
+	l := layout.RPermitOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	rep, err := r.AcquireRPerm(ctx, &l, "c1", "1152921504606846976", "-1", "60000", []string{"go:1"})
 	require.NoError(t, err)
