@@ -74,7 +74,7 @@ func TestQuorumScripts(t *testing.T) {
 	// begun on another marker (the server restarted again) changes nothing.
 	from, err := rc.Do(ctx, rc.B().Hget().Key(layout.QuorumMarker).Field("from").Build()).ToString()
 	require.NoError(t, err)
-	other := scripts.QuorumKeysOf(layout.MutexOf(unique(t) + ":other"))
+	other := scripts.QuorumKeysOf(layout.MutexOf(redistest.Name(t) + ":other"))
 	catchUp := func(from string, values []string, last bool) bool {
 		ok, err := r.CatchUpQuorum(ctx, from, []string{token, other[7]}, values, last)
 		require.NoError(t, err)

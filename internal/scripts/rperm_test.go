@@ -176,7 +176,7 @@ func TestRPermSetsSizeAsGiven(t *testing.T) {
 func TestRPermAcquireRepeat(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(unique(t))
+	l := layout.RPermitOf(redistest.Name(t))
 	acquire := func(lease string) scripts.Reply {
 		rep, err := r.AcquireRPerm(ctx, &l, "c1", "2", lease, "60000", []string{"go:1", "go:2"})
 		require.NoError(t, err)
