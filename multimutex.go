@@ -160,7 +160,7 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(a *call) error) erro
 	for i, g := range m.groups {
 		a := &call{p: g.p, mode: waitFree, n: 1}
 		if err := acquire(a); err != nil {
-			m.undo(ctx, i)
+			m.h.c.cleanUp(func() { m.undo(ctx, i) }) // the call returns by its deadline whatever Redis does
 			return err
 		}
 		terms = append(terms, a.term)

@@ -1,0 +1,243 @@
+package redisync_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/faultproxy"
+	"github.com/go-redisync/redisync/internal/redisserver"
+	"github.com/go-redisync/redisync/internal/redistest"
+)
+
+// The deadline a call is given here, and what it may overrun it by in this
+// test: the target is 50 ms (a take-back Redis does not answer is waited
+// for 20 ms, then goes on in the background), but the test runs under the
+// race detector beside other tests on a 2-core machine, where a goroutine
+// may wait that long to run; the overruns this test guards against were
+// seconds (a synchronous take-back of 2 s), or the whole fault.
+const (
+	callDeadline = 300 * time.Millisecond
+	callSlack    = 250 * time.Millisecond
+)
+
+// A serverFault makes one server unreachable in one way, and heals it.
+type serverFault struct {
+	name         string
+	inject, heal func(t *testing.T)
+}
+
+// faultsOf returns the faults of server s, reached through proxy p: hung
+// (SIGSTOP: connections open, nothing answered), refused (killed, then
+// restarted empty), and a blackhole (every byte swallowed, connections open).
+func faultsOf(s *redisserver.Server, p *faultproxy.Proxy) []serverFault {
+	return []serverFault{
+		{"hung", func(t *testing.T) { require.NoError(t, s.Pause()) }, func(t *testing.T) { require.NoError(t, s.Resume()) }},
+		{"refused", func(t *testing.T) { require.NoError(t, s.Kill()) }, func(t *testing.T) { require.NoError(t, s.Restart()) }},
+		{"blackhole", func(t *testing.T) { p.Blackhole(faultproxy.Both, true) }, func(t *testing.T) { p.Blackhole(faultproxy.Both, false) }},
+	}
+}
+
+// A deadlineCase is one call given callDeadline, and how to check that it
+// left nothing once the server is back: another Client gets what it asked
+// for within the lease.
+type deadlineCase struct {
+	name string
+	// prepare, if set, runs before the fault (a hold to release, say) and
+	// returns the call to make.
+	prepare func(ctx context.Context, c *redisync.Client, name string) (func(ctx context.Context) error, error)
+	call    func(ctx context.Context, c *redisync.Client, name string) error
+	free    func(ctx context.Context, c *redisync.Client, name string) error
+}
+
+// lockFree takes and releases a Mutex on name.
+func lockFree(ctx context.Context, c *redisync.Client, name string) error {
+	m := c.NewMutex(name)
+	if err := m.LockContext(ctx); err != nil {
+		return err
+	}
+	return m.UnlockContext(ctx)
+}
+
+func deadlineCases() []deadlineCase {
+	return []deadlineCase{
+		{name: "Mutex.LockContext", call: lockFree, free: lockFree},
+		{name: "Mutex.TryLockContext",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				_, err := c.NewMutex(name).TryLockContext(ctx)
+				return err
+			}, free: lockFree},
+		{name: "Mutex.UnlockContext",
+			prepare: func(ctx context.Context, c *redisync.Client, name string) (func(ctx context.Context) error, error) {
+				m := c.NewMutex(name)
+				return m.UnlockContext, m.LockContext(ctx)
+			}, free: lockFree},
+		{name: "RWMutex.LockContext",
+			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewRWMutex(name).LockContext(ctx) },
+			free: func(ctx context.Context, c *redisync.Client, name string) error {
+				rw := c.NewRWMutex(name)
+				if err := rw.LockContext(ctx); err != nil {
+					return err
+				}
+				return rw.UnlockContext(ctx)
+			}},
+		{name: "RWMutex.RLockContext",
+			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewRWMutex(name).RLockContext(ctx) },
+			free: func(ctx context.Context, c *redisync.Client, name string) error {
+				rw := c.NewRWMutex(name)
+				if err := rw.LockContext(ctx); err != nil {
+					return err
+				}
+				return rw.UnlockContext(ctx)
+			}},
+		{name: "FairMutex.LockContext",
+			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewFairMutex(name).LockContext(ctx) },
+			free: func(ctx context.Context, c *redisync.Client, name string) error {
+				fm := c.NewFairMutex(name)
+				if err := fm.LockContext(ctx); err != nil {
+					return err
+				}
+				return fm.UnlockContext(ctx)
+			}},
+		{name: "FencedMutex.LockToken",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				_, err := c.NewFencedMutex(name).LockToken(ctx)
+				return err
+			}, free: lockFree},
+		{name: "MultiMutex.LockContext",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewMultiMutex([]string{name, name + ":2"}).LockContext(ctx)
+			}, free: func(ctx context.Context, c *redisync.Client, name string) error {
+				m := c.NewMultiMutex([]string{name, name + ":2"})
+				if err := m.LockContext(ctx); err != nil {
+					return err
+				}
+				return m.UnlockContext(ctx)
+			}},
+		{name: "Semaphore.Acquire",
+			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewSemaphore(name, 2).Acquire(ctx, 1) },
+			free: func(ctx context.Context, c *redisync.Client, name string) error {
+				s := c.NewSemaphore(name, 2)
+				if err := s.Acquire(ctx, 2); err != nil {
+					return err
+				}
+				s.Release(2)
+				return nil
+			}},
+		{name: "CountingSemaphore.Acquire",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewCountingSemaphore(name, 2).Acquire(ctx, 1)
+			}, free: func(ctx context.Context, c *redisync.Client, name string) error {
+				s := c.NewCountingSemaphore(name, 2)
+				if err := s.Acquire(ctx, 2); err != nil { // every permit is there again
+					return err
+				}
+				s.Release(2)
+				return nil
+			}},
+		{name: "ExpirableSemaphore.Acquire",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				_, err := c.NewExpirableSemaphore(name, 2).Acquire(ctx, 10*time.Second)
+				return err
+			}, free: func(ctx context.Context, c *redisync.Client, name string) error {
+				s := c.NewExpirableSemaphore(name, 2)
+				ids, err := s.AcquireN(ctx, 2, time.Second)
+				if err != nil {
+					return err
+				}
+				return s.Release(ctx, ids...)
+			}},
+		{name: "Once.Do",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewOnce(name).Do(ctx, func(context.Context) error { return nil })
+			}, free: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewOnce(name).Do(ctx, func(context.Context) error { return nil })
+			}},
+		{name: "WaitGroup.Wait",
+			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewWaitGroup(name).Wait(ctx) },
+			free: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewWaitGroup(name).Wait(ctx) }},
+		{name: "Election.Campaign",
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewElection(name).Campaign(ctx, "a")
+			}, free: func(ctx context.Context, c *redisync.Client, name string) error {
+				e := c.NewElection(name)
+				if err := e.Campaign(ctx, "b"); err != nil {
+					return err
+				}
+				return e.Resign(ctx)
+			}},
+	}
+}
+
+// Every call that takes a context returns by its deadline, plus a small
+// slack, whatever Redis does: hung, refusing, or behind a blackhole; and
+// once Redis is back, what the call may have taken comes back (another
+// Client gets it within the lease). It returned 2 s late (a synchronous
+// take-back), or, for an RWMutex writer, 4 s late.
+func TestCallsKeepTheirDeadline(t *testing.T) {
+	requireReal(t, standalone, "a server of its own to stop")
+	const lease = 2 * time.Second
+	server := redistest.Servers(t, 1)[0]
+	proxy, err := faultproxy.Start(server.Addr)
+	require.NoError(t, err)
+	defer proxy.Close()
+	opt := redistest.Option(proxy.Addr())
+	rc, err := rueidis.NewClient(opt)
+	require.NoError(t, err)
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(lease), redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	worst := time.Duration(0)
+	for _, f := range faultsOf(server, proxy) {
+		for _, tc := range deadlineCases() {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				name := freshName(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				require.NoError(t, lockFree(ctx, c, name+":warm"), "the Client talked to its server before the fault")
+				call := func(ctx context.Context) error { return tc.call(ctx, c, name) }
+				if tc.prepare != nil {
+					var err error
+					call, err = tc.prepare(ctx, c, name)
+					require.NoError(t, err)
+				}
+				f.inject(t)
+				healed := false
+				defer func() {
+					if !healed {
+						f.heal(t)
+					}
+				}()
+				cctx, ccancel := context.WithTimeout(ctx, callDeadline)
+				start := time.Now()
+				err := call(cctx)
+				took := time.Since(start)
+				ccancel()
+				f.heal(t)
+				healed = true
+				worst = max(worst, took-callDeadline)
+				t.Logf("returned after %v (%v over its deadline): %v", took.Round(time.Millisecond), (took - callDeadline).Round(time.Millisecond), err)
+				assert.Error(t, err, "nothing could be done with the server unreachable")
+				assert.Less(t, took, callDeadline+callSlack, "the call overran its deadline")
+
+				// Back: another Client gets what the call may have taken.
+				orc, err := rueidis.NewClient(redistest.Option(server.Addr))
+				require.NoError(t, err)
+				defer orc.Close()
+				other, err := redisync.New(orc, redisync.WithLogger(testLogger(t)))
+				require.NoError(t, err)
+				defer func() { _ = other.Close() }()
+				fctx, fcancel := context.WithTimeout(ctx, lease+5*time.Second)
+				defer fcancel()
+				assert.NoError(t, tc.free(fctx, other, name), "what the call may have taken came back")
+			})
+		}
+	}
+	t.Logf("the worst overrun: %v", worst)
+}
