@@ -241,3 +241,130 @@ func TestCallsKeepTheirDeadline(t *testing.T) {
 	}
 	t.Logf("the worst overrun: %v", worst)
 }
+
+// The calls that take no context are bounded by the call timeout (here
+// 300 ms, and up to an eighth more), whatever Redis does; TryLock and its
+// kind fail then, Unlock and Release return and finish in the background,
+// and what they left comes back once Redis is back. A Lock that waits on an
+// unreachable Redis ends when the Client closes. TryLock waited for the
+// whole fault.
+func TestCallsWithoutAContextAreBounded(t *testing.T) {
+	requireReal(t, standalone, "a server of its own to stop")
+	const lease, timeout = 2 * time.Second, 300 * time.Millisecond
+	server := redistest.Servers(t, 1)[0]
+	proxy, err := faultproxy.Start(server.Addr)
+	require.NoError(t, err)
+	defer proxy.Close()
+	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
+	require.NoError(t, err)
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(lease), redisync.WithCallTimeout(timeout), redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	type noContextCase struct {
+		name string
+		// prepare runs before the fault and returns the call to make, and
+		// how to check that what it left came back (with another Client).
+		prepare func(ctx context.Context, name string) (call func(), free func(ctx context.Context, other *redisync.Client) error)
+	}
+	locked := func(ok bool) {
+		assert.False(t, ok, "nothing could be done with the server unreachable")
+	}
+	cases := []noContextCase{
+		{"Mutex.TryLock", func(ctx context.Context, name string) (func(), func(context.Context, *redisync.Client) error) {
+			return func() { locked(c.NewMutex(name).TryLock()) }, func(ctx context.Context, o *redisync.Client) error { return lockFree(ctx, o, name) }
+		}},
+		{"RWMutex.TryRLock", func(ctx context.Context, name string) (func(), func(context.Context, *redisync.Client) error) {
+			return func() { locked(c.NewRWMutex(name).TryRLock()) }, func(ctx context.Context, o *redisync.Client) error {
+				rw := o.NewRWMutex(name)
+				if err := rw.LockContext(ctx); err != nil {
+					return err
+				}
+				return rw.UnlockContext(ctx)
+			}
+		}},
+		{"Semaphore.TryAcquire", func(ctx context.Context, name string) (func(), func(context.Context, *redisync.Client) error) {
+			return func() { locked(c.NewSemaphore(name, 1).TryAcquire(1)) }, func(ctx context.Context, o *redisync.Client) error {
+				s := o.NewSemaphore(name, 1)
+				if err := s.Acquire(ctx, 1); err != nil {
+					return err
+				}
+				s.Release(1)
+				return nil
+			}
+		}},
+		{"CountingSemaphore.TryAcquire", func(ctx context.Context, name string) (func(), func(context.Context, *redisync.Client) error) {
+			return func() { locked(c.NewCountingSemaphore(name, 1).TryAcquire(1)) }, func(ctx context.Context, o *redisync.Client) error {
+				return o.NewCountingSemaphore(name, 1).Acquire(ctx, 1)
+			}
+		}},
+		{"Mutex.Unlock", func(ctx context.Context, name string) (func(), func(context.Context, *redisync.Client) error) {
+			m := c.NewMutex(name)
+			require.NoError(t, m.LockContext(ctx))
+			return m.Unlock, func(ctx context.Context, o *redisync.Client) error { return lockFree(ctx, o, name) }
+		}},
+		{"CountingSemaphore.Release", func(ctx context.Context, name string) (func(), func(context.Context, *redisync.Client) error) {
+			s := c.NewCountingSemaphore(name, 1)
+			require.NoError(t, s.Acquire(ctx, 1))
+			return func() { s.Release(1) }, func(ctx context.Context, o *redisync.Client) error {
+				return o.NewCountingSemaphore(name, 1).Acquire(ctx, 1) // the permit was given back
+			}
+		}},
+	}
+	for _, f := range faultsOf(server, proxy) {
+		for _, tc := range cases {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				name := freshName(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				require.NoError(t, lockFree(ctx, c, name+":warm"))
+				call, free := tc.prepare(ctx, name)
+				f.inject(t)
+				start := time.Now()
+				call()
+				took := time.Since(start)
+				f.heal(t)
+				t.Logf("returned after %v", took.Round(time.Millisecond))
+				assert.Less(t, took, timeout+timeout/8+callSlack, "the call overran its bound")
+				orc, err := rueidis.NewClient(redistest.Option(server.Addr))
+				require.NoError(t, err)
+				defer orc.Close()
+				other, err := redisync.New(orc, redisync.WithLogger(testLogger(t)))
+				require.NoError(t, err)
+				defer func() { _ = other.Close() }()
+				fctx, fcancel := context.WithTimeout(ctx, lease+5*time.Second)
+				defer fcancel()
+				if f.name == "refused" && tc.name == "CountingSemaphore.Release" {
+					return // the server restarted empty: the count is the size again, nothing to check
+				}
+				assert.NoError(t, free(fctx, other), "what the call may have left came back")
+			})
+		}
+	}
+
+	t.Run("Lock ends at Close", func(t *testing.T) {
+		rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
+		require.NoError(t, err)
+		defer rc.Close()
+		c, err := redisync.New(rc, redisync.WithCallTimeout(timeout), redisync.WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		require.NoError(t, lockFree(context.Background(), c, freshName(t)))
+		require.NoError(t, server.Pause())
+		defer func() { require.NoError(t, server.Resume()) }()
+		ended := make(chan any, 1)
+		go func() {
+			defer func() { ended <- recover() }()
+			c.NewMutex(freshName(t)).Lock()
+		}()
+		time.Sleep(3 * timeout) // a few bounded attempts
+		start := time.Now()
+		require.NoError(t, c.Close())
+		select {
+		case p := <-ended:
+			assert.NotNil(t, p, "Lock of a closed Client panics, as documented")
+		case <-time.After(timeout + time.Second):
+			t.Fatal("Lock went on after Close")
+		}
+		t.Logf("Close and the end of Lock took %v", time.Since(start).Round(time.Millisecond))
+	})
+}
