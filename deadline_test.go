@@ -78,7 +78,9 @@ func deadlineCases() []deadlineCase {
 				return m.UnlockContext, m.LockContext(ctx)
 			}, free: lockFree},
 		{name: "RWMutex.LockContext",
-			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewRWMutex(name).LockContext(ctx) },
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewRWMutex(name).LockContext(ctx)
+			},
 			free: func(ctx context.Context, c *redisync.Client, name string) error {
 				rw := c.NewRWMutex(name)
 				if err := rw.LockContext(ctx); err != nil {
@@ -87,7 +89,9 @@ func deadlineCases() []deadlineCase {
 				return rw.UnlockContext(ctx)
 			}},
 		{name: "RWMutex.RLockContext",
-			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewRWMutex(name).RLockContext(ctx) },
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewRWMutex(name).RLockContext(ctx)
+			},
 			free: func(ctx context.Context, c *redisync.Client, name string) error {
 				rw := c.NewRWMutex(name)
 				if err := rw.LockContext(ctx); err != nil {
@@ -96,7 +100,9 @@ func deadlineCases() []deadlineCase {
 				return rw.UnlockContext(ctx)
 			}},
 		{name: "FairMutex.LockContext",
-			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewFairMutex(name).LockContext(ctx) },
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewFairMutex(name).LockContext(ctx)
+			},
 			free: func(ctx context.Context, c *redisync.Client, name string) error {
 				fm := c.NewFairMutex(name)
 				if err := fm.LockContext(ctx); err != nil {
@@ -120,7 +126,9 @@ func deadlineCases() []deadlineCase {
 				return m.UnlockContext(ctx)
 			}},
 		{name: "Semaphore.Acquire",
-			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewSemaphore(name, 2).Acquire(ctx, 1) },
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewSemaphore(name, 2).Acquire(ctx, 1)
+			},
 			free: func(ctx context.Context, c *redisync.Client, name string) error {
 				s := c.NewSemaphore(name, 2)
 				if err := s.Acquire(ctx, 2); err != nil {
@@ -159,8 +167,12 @@ func deadlineCases() []deadlineCase {
 				return c.NewOnce(name).Do(ctx, func(context.Context) error { return nil })
 			}},
 		{name: "WaitGroup.Wait",
-			call: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewWaitGroup(name).Wait(ctx) },
-			free: func(ctx context.Context, c *redisync.Client, name string) error { return c.NewWaitGroup(name).Wait(ctx) }},
+			call: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewWaitGroup(name).Wait(ctx)
+			},
+			free: func(ctx context.Context, c *redisync.Client, name string) error {
+				return c.NewWaitGroup(name).Wait(ctx)
+			}},
 		{name: "Election.Campaign",
 			call: func(ctx context.Context, c *redisync.Client, name string) error {
 				return c.NewElection(name).Campaign(ctx, "a")
