@@ -31,24 +31,24 @@ func contextLocks(c *redisync.Client, rc rueidis.Client, name string) []contextL
 	multi := c.NewMultiMutex([]string{name + ":a", name + ":b"})
 	return []contextLock{
 		{"Mutex", m.LockContext, m.UnlockContext, m.Context, func(ctx context.Context, o *redisync.Client) error {
-			_, err := o.NewMutex(name+":m").ForceUnlock(ctx)
+			_, err := o.NewMutex(name + ":m").ForceUnlock(ctx)
 			return err
 		}},
 		{"FencedMutex", func(ctx context.Context) error { _, err := fm.LockToken(ctx); return err }, fm.UnlockContext, fm.Context,
 			func(ctx context.Context, o *redisync.Client) error {
-				_, err := o.NewFencedMutex(name+":f").ForceUnlock(ctx)
+				_, err := o.NewFencedMutex(name + ":f").ForceUnlock(ctx)
 				return err
 			}},
 		{"RWMutex write", rw.LockContext, rw.UnlockContext, rw.Context, func(ctx context.Context, o *redisync.Client) error {
-			_, err := o.NewRWMutex(name+":w").ForceUnlock(ctx)
+			_, err := o.NewRWMutex(name + ":w").ForceUnlock(ctx)
 			return err
 		}},
 		{"RWMutex read", rr.RLockContext, rr.RUnlockContext, rr.Context, func(ctx context.Context, o *redisync.Client) error {
-			_, err := o.NewRWMutex(name+":r").ForceUnlock(ctx)
+			_, err := o.NewRWMutex(name + ":r").ForceUnlock(ctx)
 			return err
 		}},
 		{"FairMutex", fair.LockContext, fair.UnlockContext, fair.Context, func(ctx context.Context, o *redisync.Client) error {
-			_, err := o.NewFairMutex(name+":fair").ForceUnlock(ctx)
+			_, err := o.NewFairMutex(name + ":fair").ForceUnlock(ctx)
 			return err
 		}},
 		{"Semaphore", func(ctx context.Context) error { return sem.Acquire(ctx, 1) },
@@ -58,7 +58,7 @@ func contextLocks(c *redisync.Client, rc rueidis.Client, name string) []contextL
 				return err
 			}},
 		{"MultiMutex", multi.LockContext, multi.UnlockContext, multi.Context, func(ctx context.Context, o *redisync.Client) error {
-			_, err := o.NewMutex(name+":b").ForceUnlock(ctx)
+			_, err := o.NewMutex(name + ":b").ForceUnlock(ctx)
 			return err
 		}},
 		{"Election", func(ctx context.Context) error { return e.Campaign(ctx, "v") }, e.Resign, e.Context,
@@ -129,12 +129,12 @@ func TestHoldContextQuorum(t *testing.T) {
 	m, fm := c.NewMutex(name+":m"), c.NewFencedMutex(name+":f")
 	for _, l := range []contextLock{
 		{"Mutex", m.LockContext, m.UnlockContext, m.Context, func(ctx context.Context, o *redisync.Client) error {
-			_, err := o.NewMutex(name+":m").ForceUnlock(ctx)
+			_, err := o.NewMutex(name + ":m").ForceUnlock(ctx)
 			return err
 		}},
 		{"FencedMutex", func(ctx context.Context) error { _, err := fm.LockToken(ctx); return err }, fm.UnlockContext, fm.Context,
 			func(ctx context.Context, o *redisync.Client) error {
-				_, err := o.NewFencedMutex(name+":f").ForceUnlock(ctx)
+				_, err := o.NewFencedMutex(name + ":f").ForceUnlock(ctx)
 				return err
 			}},
 	} {

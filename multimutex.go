@@ -241,7 +241,9 @@ func (m *MultiMutex) UnlockContext(ctx context.Context) error {
 // Context returns a copy of parent that is cancelled when the latest hold
 // of m ends, by Unlock or the loss of any one of its names, like
 // [Mutex.Context].
-func (m *MultiMutex) Context(parent context.Context) context.Context { return m.cur.Load().context(parent) }
+func (m *MultiMutex) Context(parent context.Context) context.Context {
+	return m.cur.Load().context(parent)
+}
 
 // Done returns a channel that is closed when the latest hold of m ends: by
 // Unlock, or when any one of its names is lost. It returns a closed channel
