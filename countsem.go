@@ -101,8 +101,8 @@ func (s *CountingSemaphore) Name() string { return s.h.name }
 // Acquire takes n permits, blocking until n are free or ctx is done. On
 // success it returns nil; when ctx ends first, ctx.Err(), having taken
 // nothing. A request for 0 succeeds at once. A Redis failure is returned,
-// wrapped; an attempt whose outcome is unknown is undone before Acquire
-// returns. It panics if n is negative or above [MaxSemaphoreSize] (the count
+// wrapped; what an attempt of unknown outcome may have taken is given back
+// (in the background when Redis does not answer at once, until it does). It panics if n is negative or above [MaxSemaphoreSize] (the count
 // itself may be larger, set by Java or by releases).
 func (s *CountingSemaphore) Acquire(ctx context.Context, n int64) error {
 	checkCount(n)
