@@ -62,6 +62,8 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster
 		holds:     newHoldTable(),
 		handovers: newHandovers(),
 		quorum:    q,
+		sharded:   sharded,
+		rcs:       rcs,
 	}}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option
@@ -74,6 +76,7 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster
 	}
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
 	c.notify = notify.NewOver(rcs, sharded, cfg.logger, notifyOpts...)
+	c.listen()
 	return c
 }
 

@@ -141,3 +141,57 @@ func TestHoldContextQuorum(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) { testHoldContext(t, l, other.Client, lease) })
 	}
 }
+
+// A force unlock through another Client tells the holding Client at once,
+// on the holder's own channel: its Done closes (and its hold's context is
+// cancelled, with ErrForceUnlocked) long before its next renewal, which with
+// the default watchdog timeout is 10 s away. It learned at that renewal.
+func TestForceUnlockTellsTheHolder(t *testing.T) {
+	check := func(t *testing.T, holder, other *redisync.Client) {
+		name := freshName(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, l := range contextLocks(holder, nil, name)[:6] { // the handles with ForceUnlock
+			t.Run(l.name, func(t *testing.T) {
+				require.NoError(t, l.lock(ctx))
+				work := l.context(ctx)
+				start := time.Now()
+				require.NoError(t, l.forceUnlockBy(ctx, other))
+				select {
+				case <-work.Done():
+				case <-time.After(5 * time.Second):
+					t.Fatal("the holder was not told")
+				}
+				took := time.Since(start)
+				t.Logf("told %v after the force unlock returned", took.Round(time.Microsecond))
+				assert.Less(t, took, time.Second, "told at once, not at the next renewal (generous: the target is 100 ms)")
+				assert.ErrorIs(t, context.Cause(work), redisync.ErrForceUnlocked)
+				_ = l.unlock(ctx)
+			})
+		}
+	}
+	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
+		holder, _ := newClient(t, tg)
+		other, _ := newClient(t, tg)
+		check(t, holder, other)
+	})
+	t.Run("quorum", func(t *testing.T) {
+		servers := redistest.Servers(t, 3)
+		holder := newQuorumClient(t, servers)
+		other := newQuorumClient(t, servers)
+		name := freshName(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m := holder.NewMutex(name)
+		require.NoError(t, m.LockContext(ctx))
+		work := m.Context(ctx)
+		_, err := other.NewMutex(name).ForceUnlock(ctx)
+		require.NoError(t, err)
+		select {
+		case <-work.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the holder was not told")
+		}
+		assert.ErrorIs(t, context.Cause(work), redisync.ErrForceUnlocked)
+	})
+}

@@ -146,7 +146,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		if m.c.isClosed() { // the servers are asked through the quorum's clients, not the gate
 			return false, lockError(m.name, ErrClosed)
 		}
-		ok, err := m.forceUnlocked(m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0"))
+		fields, err := m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0")
+		ok, err := m.forceUnlocked(ctx, fields, err)
 		if ok {
 			m.c.wakeEvery(m.keys.Channel())
 		}

@@ -158,7 +158,8 @@ func (s *Semaphore) Held() int64 {
 // size and the queue are kept. Permits it took from handles of this Client
 // end as lost (see [Semaphore.Done]); Release them as usual.
 func (s *Semaphore) ForceUnlock(ctx context.Context) (bool, error) {
-	return s.forceUnlocked(s.c.direct.ForceUnlockSem(ctx, &s.l))
+	fields, err := s.c.direct.ForceUnlockSem(ctx, &s.l)
+	return s.forceUnlocked(ctx, fields, err)
 }
 
 // IsLocked reports whether any permit is held (by a holder whose lease runs).
