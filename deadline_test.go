@@ -2,6 +2,8 @@ package redisync_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/faultproxy"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
@@ -379,4 +382,87 @@ func TestCallsWithoutAContextAreBounded(t *testing.T) {
 		}
 		t.Logf("Close and the end of Lock took %v", time.Since(start).Round(time.Millisecond))
 	})
+}
+
+// Calls keep their deadlines through a failover too: on a cluster (CLUSTER
+// FAILOVER of the lock's master) and behind Sentinel (SENTINEL FAILOVER),
+// goroutines of two Clients lock and unlock one name with 300 ms deadlines
+// throughout; none returns later than its deadline plus the slack, and once
+// the failover is over another Client gets the lock within the lease.
+func TestCallsKeepTheirDeadlineThroughFailovers(t *testing.T) {
+	requireReal(t, standalone, "a topology of its own to fail over")
+	failovers := map[string]func(t *testing.T) (*redisserver.Target, func(ctx context.Context, name string) error){
+		"cluster": func(t *testing.T) (*redisserver.Target, func(context.Context, string) error) {
+			tg := ownCluster(t)
+			return tg, func(ctx context.Context, name string) error {
+				_, err := tg.Cluster.Failover(ctx, layout.Slot(name))
+				return err
+			}
+		},
+		"sentinel": func(t *testing.T) (*redisserver.Target, func(context.Context, string) error) {
+			tg, err := redisserver.StartSentinelTarget()
+			if err != nil {
+				if !redisserver.RequireServer() {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tg.Stop() })
+			return tg, func(ctx context.Context, _ string) error {
+				_, err := tg.Sentinel.Failover(ctx)
+				return err
+			}
+		},
+	}
+	for topology, start := range failovers {
+		t.Run(topology, func(t *testing.T) {
+			const lease = 2 * time.Second
+			tg, failover := start(t)
+			name := freshName(t)
+			var worst atomic.Int64
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 2 {
+				c, _ := newClient(t, tg, redisync.WithWatchdogTimeout(lease))
+				for range 2 {
+					m := c.NewMutex(name)
+					wg.Go(func() {
+						for {
+							select {
+							case <-done:
+								return
+							default:
+							}
+							timed := func(f func(ctx context.Context) error) error {
+								ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
+								defer cancel()
+								start := time.Now()
+								err := f(ctx)
+								if over := int64(time.Since(start) - callDeadline); over > worst.Load() {
+									worst.Store(over)
+								}
+								return err
+							}
+							if timed(m.LockContext) == nil {
+								_ = timed(m.UnlockContext)
+							}
+						}
+					})
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			require.NoError(t, failover(ctx, name))
+			time.Sleep(time.Second) // the calls carry on on the new master
+			close(done)
+			wg.Wait()
+			t.Logf("the worst overrun of a 300 ms deadline through the failover: %v", time.Duration(worst.Load()))
+			assert.Less(t, time.Duration(worst.Load()), callSlack, "a call overran its deadline")
+			other, _ := newClient(t, tg)
+			fctx, fcancel := context.WithTimeout(ctx, lease+5*time.Second)
+			defer fcancel()
+			assert.NoError(t, lockFree(fctx, other, name), "nothing is left held after the failover")
+		})
+	}
 }
