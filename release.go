@@ -113,6 +113,11 @@ func unfinished(err error) bool { return ambiguous(err) || scripts.IsNoScript(er
 // its release is finished in the background (see settle).
 func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Released, error) {
 	if ctx.Done() == nil {
+		if mutant.On("unlock-pool") {
+			b, free := mutant.PooledBudget(ctx, releaseBudget)
+			defer free()
+			return p.release(b, r)
+		}
 		ctx, cancel := p.cfg.calls.within(ctx)
 		defer cancel()
 		return p.release(ctx, r)

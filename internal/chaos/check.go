@@ -9,6 +9,7 @@ import (
 
 // The invariants.
 const (
+	I0 = "I0" // no worker process dies unless a fault kills it
 	I1 = "I1" // at most one holder (a writer alone, or N permits)
 	I2 = "I2" // the fence never accepts a stale token; tokens grow
 	I3 = "I3" // no lost wake-ups
@@ -21,7 +22,7 @@ const (
 )
 
 // Invariants lists them in order.
-var Invariants = []string{I1, I2, I3, I4, I5, I6, I7, I8, I9}
+var Invariants = []string{I0, I1, I2, I3, I4, I5, I6, I7, I8, I9}
 
 // A Violation is one breach of an invariant. Expected ones are allowed by the
 // fault that caused them (I1 under F2, F3, F5 and F9's deletions).
@@ -48,6 +49,7 @@ func Check(h *History) []Violation {
 	out = append(out, m.checkOnce()...)
 	out = append(out, m.checkWaitGroup()...)
 	out = append(out, m.checkPrompt()...)
+	out = append(out, m.checkAlive()...)
 	return out
 }
 
@@ -92,7 +94,7 @@ func (m *model) checkExclusion() []Violation {
 			var who []string
 			for hd := range inside {
 				who = append(who, fmt.Sprintf("w%d/g%d", hd.W, hd.G))
-				if k := m.leaseBroken(hd); k != "" && (cause == "" || k < cause) {
+				if k := m.leaseBroken(hd, false); k != "" && (cause == "" || k < cause) {
 					cause = k // the same one whatever the map's order
 				}
 			}
@@ -143,8 +145,8 @@ func admissible(res Resource, inside map[*hold]bool) bool {
 	switch {
 	case writers > 1, writers == 1 && readers > 0:
 		return false
-	case res.Shared > 0 && readers > res.Shared:
-		return false
+	case res.Shared > 0 && readers*max(1, res.Weight) > res.Shared:
+		return false // permits are counted, not holders
 	}
 	return true
 }
@@ -162,9 +164,14 @@ func (m *model) breaksLeases(f Fault) bool {
 // worker (or the server) while hd was held, "" when there is none: from the
 // acquire's call (the hold may have begun in Redis at any time after it, say
 // just before a SIGSTOP that delayed the reply's reading) to the end of the
-// critical section.
-func (m *model) leaseBroken(hd *hold) string {
+// critical section. A fault that cut the worker off (F5, F23) counts only
+// with cutOff: I1 excuses an overlap with its holder once that holder was
+// told, not before (toldFirst).
+func (m *model) leaseBroken(hd *hold, cutOff bool) string {
 	for f := range m.faultsIn(hd.Inv, hd.Exit) {
+		if f.cutsOff() && !cutOff {
+			continue
+		}
 		if (m.breaksLeases(f) || m.restartBeforeRenewal(f, hd)) && (f.Global || f.W == hd.W) {
 			return f.Kind
 		}
@@ -172,24 +179,44 @@ func (m *model) leaseBroken(hd *hold) string {
 	return ""
 }
 
-// toldFirst returns the kind of a fault of one quorum server (F18-F21)
-// when one of the holders inside at t is that fault's parked holder and
-// was told of its loss at or before t (Done closed before the other
-// entered), else "". A hold on a bare majority is lost with one of its
-// servers; the quorum must keep a rival out until its holder can know: a
-// rival before the holder was told is a violation.
+// toldFirst returns the kind of a fault that may take a hold away from a
+// holder that goes on running: one quorum server's (F18-F21), when one of
+// the holders inside at t is that fault's parked holder, or one that cut
+// the holder's worker off (F5, F23), or held its replies back (F24: see
+// repliesHeld), when one of the holders inside at t is of that worker; and
+// that holder was told of its loss at or before t (Done closed before the
+// other entered), else "". The holder's Client reckons the lease by its own
+// clock and must tell it before the lease can have run out where others can
+// take the lock (a hold on a bare majority of a quorum is lost with one of
+// its servers; a cut-off hold expires on the server): a rival before the
+// holder was told is a violation. (Only a parked holder records that it was
+// told, under the names of a MultiMutex's hold.)
 func (m *model) toldFirst(inside map[*hold]bool, t int64) string {
 	for hd := range inside {
 		if hd.Lost == 0 || hd.Lost > t {
 			continue
 		}
 		for f := range m.faultsIn(hd.Inv, hd.Exit) {
-			if f.quorumServer() && f.W == hd.W && f.G == hd.G {
+			if f.W == hd.W && (f.cutsOff() || f.quorumServer() && f.G == hd.G || repliesHeld(f, hd)) {
 				return f.Kind
 			}
 		}
 	}
 	return ""
+}
+
+// repliesHeld reports whether f held back the replies of a connection of
+// hd's worker (F24) while hd was held, and hd was told of its loss after
+// the replies stopped: its renewals reached the server, their replies did
+// not come back, and its Client, reckoning the lease from the last renewal
+// it heard back from, counted it lost (and stopped renewing it) before the
+// server could. Only a hold returned before the replies came back (Acq
+// before the fault's End) can be such a hold: one returned from a reply
+// read after the fault, the grant F24 holds back among them, was read with
+// its lease by the Client's clock still current or is no hold at all, and
+// a rival beside it is a violation, told or not.
+func repliesHeld(f Fault, hd *hold) bool {
+	return f.Kind == "F24" && hd.Acq < f.End && hd.Lost >= f.Start
 }
 
 // restartBeforeRenewal reports whether f is a restart with AOF (F4) that

@@ -25,6 +25,8 @@ var testResources = map[string]Resource{
 	"mm":   {Name: "mm", Primitive: "MultiMutex", With: "m"},
 	"xsem": {Name: "xsem", Primitive: "ExpirableSemaphore", Shared: 2, Fixed: true},
 	"csem": {Name: "csem", Primitive: "CountingSemaphore", Shared: 2, Unleased: true},
+	// Each holder takes 2^52-1 permits of 2^53-1: two fit, a third does not.
+	"bigsem": {Name: "bigsem", Primitive: "Semaphore", Shared: 1<<53 - 1, Weight: 1<<52 - 1},
 }
 
 // cycle returns the events of one waiting lock cycle of worker w's goroutine
@@ -524,4 +526,116 @@ func TestRestartUnderMinority(t *testing.T) {
 	expect(t, history(cut, told(900), cycle(2, 0, "m", Exclusive, 200, 1200, 1300)), I1, 1, 0)
 	expect(t, history(cut, told(900), cycle(2, 0, "m", Exclusive, 200, 300, 400)), I1, 0, 1)
 	expect(t, history(cut, holder), I5, 0, 0)
+}
+
+// A Semaphore whose holders take many permits each is counted in permits:
+// two holders of 2^52-1 fit in 2^53-1, a third does not (I1); and it is
+// free for a waiter while fewer than two hold it (I3).
+func TestSemaphoreWeights(t *testing.T) {
+	two := [][]Event{cycle(1, 0, "bigsem", Shared, 0, 10, 50), cycle(2, 0, "bigsem", Shared, 0, 20, 60)}
+	expect(t, history(nil, two...), I1, 0, 0)
+	expect(t, history(nil, append(two, cycle(3, 0, "bigsem", Shared, 0, 30, 40))...), I1, 0, 1)
+	one := slices.Concat(cycle(1, 0, "bigsem", Shared, 0, 10, 5000), cycle(2, 0, "bigsem", Shared, 0, 10, 100))
+	stuck := []Event{{T: 50 * ms1, W: 3, G: 0, K: Invoke, R: "bigsem", Mode: Shared}}
+	expect(t, history(nil, one, stuck), I3, 0, 2) // free at 100 ms (one of two inside), and at 5 s
+	expect(t, history(nil, one, cycle(3, 0, "bigsem", Shared, 50, 200, 300)), I3, 0, 0)
+}
+
+// A holder cut off from Redis while its process runs on (F5; F23, its
+// connections reset while its service keeps the client busy) excuses an
+// overlap once it was told of its loss, not before: its Client reckons the
+// lease by its own clock and must tell it before the lease can run out on
+// the server. It is told within the lease from the cut, plus the timer's
+// slack (I5).
+func TestToldBeforeRivalWhenCutOff(t *testing.T) {
+	holder := cycle(1, 0, "m", Exclusive, 0, 50, 3000)
+	told := func(at int64) []Event { // the holder's cycle, told of its loss at at
+		return slices.Insert(slices.Clone(holder), 3, Event{T: at * ms1, W: 1, G: 0, K: Lost, R: "m"})
+	}
+	for _, kind := range []string{"F5", "F23"} {
+		f := []Fault{{Kind: kind, W: 1, G: 0, R: "m", Start: 100 * ms1, End: 2100 * ms1}}
+		// Told at +1080 ms, the rival in at +1120 ms: expected.
+		expect(t, history(f, told(1080), cycle(2, 0, "m", Exclusive, 200, 1120, 1200)), I1, 1, 0)
+		// The rival in before the holder was told: a violation, as is
+		// one that was never told.
+		expect(t, history(f, told(1150), cycle(2, 0, "m", Exclusive, 200, 1120, 1200)), I1, 0, 1)
+		expect(t, history(f, holder, cycle(2, 0, "m", Exclusive, 200, 1120, 1200)), I1, 0, 1)
+		// A hold of another worker is not excused.
+		other := []Fault{{Kind: kind, W: 3, G: 0, R: "m", Start: 100 * ms1, End: 2100 * ms1}}
+		expect(t, history(other, told(1080), cycle(2, 0, "m", Exclusive, 200, 1120, 1200)), I1, 0, 1)
+		// A MultiMutex's hold is recorded, told too, under the goroutine
+		// number of its second name, which is not the fault's.
+		alias := told(1080)
+		for i := range alias {
+			alias[i].G = 100
+		}
+		expect(t, history(f, alias, cycle(2, 0, "m", Exclusive, 200, 1120, 1200)), I1, 1, 0)
+		// I5: within the lease from the cut plus the timer's slack.
+		h := history(f, told(1140), cycle(2, 0, "m", Exclusive, 200, 1160, 1200))
+		h.Params.TimerSlack = 50 * time.Millisecond
+		expect(t, h, I5, 0, 0)
+		h = history(f, told(1160), cycle(2, 0, "m", Exclusive, 200, 1170, 1200))
+		h.Params.TimerSlack = 50 * time.Millisecond
+		expect(t, h, I5, 0, 1)
+	}
+}
+
+// A worker that dies unasked (a panic) breaks I0; its hold ends at its
+// death, as a killed worker's does.
+func TestAlive(t *testing.T) {
+	died := []Event{{T: 40 * ms1, W: 1, K: Died, Err: "exit status 2; its stderr: panic: ..."}}
+	holder := cycle(1, 0, "m", Exclusive, 0, 10, 100)[:3]
+	expect(t, history(nil, holder, died), I0, 0, 1)
+	expect(t, history(nil, holder, died, cycle(2, 0, "m", Exclusive, 5, 45, 50)), I1, 0, 0)
+	expect(t, history(nil, holder, died, cycle(2, 0, "m", Exclusive, 5, 30, 35)), I1, 0, 1)
+	expect(t, history(nil, holder), I0, 0, 0)
+}
+
+// F24 holds back the replies of one connection of a worker for more than
+// a lease while the server runs its requests. A hold of that worker
+// returned before the replies came back may be lost by its Client's clock
+// (its renewals' replies held up): it excuses an overlap once its holder
+// was told, after the stall began. A grant read after the replies came
+// back (returned after the fault's End) is no hold, and a rival beside it
+// is a violation, told or not. A lost hold's holder is told within a lease
+// of the later of the stall and its acquire, plus the timer's slack (I5).
+func TestLateReplies(t *testing.T) {
+	f := []Fault{{Kind: "F24", W: 1, G: 0, R: "m", Start: 100 * ms1, End: 1400 * ms1}}
+	holder := cycle(1, 0, "m", Exclusive, 0, 50, 3000)
+	told := func(hd []Event, at int64) []Event { // the holder's cycle, told of its loss at at
+		return slices.Insert(slices.Clone(hd), 3, Event{T: at * ms1, W: 1, G: 0, K: Lost, R: "m"})
+	}
+	rival := func(in int64) []Event { return cycle(2, 0, "m", Exclusive, 200, in, in+100) }
+	// Told at +1080 ms, the rival in at +1200 ms: expected.
+	expect(t, history(f, told(holder, 1080), rival(1200)), I1, 1, 0)
+	// The rival in before the holder was told: a violation.
+	expect(t, history(f, told(holder, 1250), rival(1200)), I1, 0, 1)
+	// Told before the stall began: not the fault's doing.
+	expect(t, history(f, told(holder, 80), rival(1200)), I1, 0, 1)
+	// A hold of another worker is not excused.
+	other := []Fault{{Kind: "F24", W: 3, G: 0, R: "m", Start: 100 * ms1, End: 1400 * ms1}}
+	expect(t, history(other, told(holder, 1080), rival(1200)), I1, 0, 1)
+	// A grant read after the stall (called before it, returned at +1402
+	// ms), told at once: the rival beside it is a violation.
+	late := cycle(1, 0, "m", Exclusive, 90, 1402, 3000)
+	expect(t, history(f, told(late, 1403), rival(1500)), I1, 0, 1)
+
+	// I5: within a lease of the stall's start (the hold was taken before
+	// it), plus the timer's slack; never told while a rival got in.
+	check := func(h *History, want int) {
+		t.Helper()
+		h.Params.TimerSlack = 50 * time.Millisecond
+		expect(t, h, I5, 0, want)
+	}
+	check(history(f, told(holder, 1140), rival(1200)), 0)
+	check(history(f, told(holder, 1160), rival(1200)), 1)
+	check(history(f, holder, rival(1200)), 1)
+	// The hold kept (nobody got in, not told): nothing to tell.
+	check(history(f, holder), 0)
+	// Taken during the stall: within a lease of its acquire.
+	during := cycle(1, 0, "m", Exclusive, 300, 350, 3000)
+	check(history(f, told(during, 1390), rival(1450)), 0)
+	check(history(f, told(during, 1410), rival(1450)), 1)
+	// A grant read after the stall is I1's matter, not I5's.
+	check(history(f, told(late, 2500)), 0)
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -58,7 +59,14 @@ type proc struct {
 	parked chan int      // goroutines that report being parked
 	quiet  chan struct{} // closed when the worker has quiesced
 	hushed chan struct{} // the worker's MultiMutex slots are idle, as asked
-	done   chan struct{} // closed when its output has been read to the end
+	done   chan struct{} // closed when its output has been read to the end and it was waited for
+	// asked is set before the coordinator kills the process (F1, F17, the
+	// end of the run) or tells it to exit: an end it did not ask for is a
+	// death (I0). died is set once such a death is recorded; err is the
+	// process's exit error, once done is closed.
+	asked atomic.Bool
+	died  atomic.Bool
+	err   error
 }
 
 func newRun(t *testing.T, seed int64, kinds []string, lease time.Duration, topology string) *run {
@@ -94,10 +102,9 @@ func (r *run) start(n int) {
 		r.seats = append(r.seats, s)
 		r.t.Cleanup(func() {
 			if s.p != nil {
-				_ = s.p.cmd.Process.Kill()
+				s.p.kill()
 				_ = syscall.Kill(s.p.cmd.Process.Pid, syscall.SIGCONT)
 				<-s.p.done
-				_ = s.p.cmd.Wait()
 			}
 			_ = px.Close()
 		})
@@ -139,9 +146,16 @@ func (r *run) spawn(s *seat) {
 	go r.read(p, stdout)
 }
 
-// read follows p's control lines (parked, quiet) until its output ends.
+// read follows p's control lines (parked, quiet) until its output ends,
+// then waits for the process and, if it ended unasked, records its death.
 func (r *run) read(p *proc, out io.Reader) {
 	defer close(p.done)
+	defer func() {
+		p.err = p.cmd.Wait()
+		if !p.asked.Load() {
+			r.died(p)
+		}
+	}()
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		var e Event
@@ -161,6 +175,45 @@ func (r *run) read(p *proc, out io.Reader) {
 			}
 		case Quiet:
 			close(p.quiet)
+		}
+	}
+}
+
+// died records the death of worker p, which ended unasked (I0), with the
+// start of what it wrote on its way out (a panic's message and stack, or,
+// in a build with the race detector and GORACE=halt_on_error=1, the first
+// race it reported).
+func (r *run) died(p *proc) {
+	t := Now()
+	log, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", p.id)))
+	text := string(log)
+	for _, mark := range []string{"panic:", "fatal error:", "WARNING: DATA RACE"} {
+		if i := strings.Index(text, mark); i >= 0 {
+			text = text[i:]
+			break
+		}
+	}
+	if len(text) > 1500 {
+		text = text[:1500] + " ..."
+	}
+	p.died.Store(true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, Event{T: t, W: p.id, K: Died, Err: fmt.Sprintf("%v; its stderr: %s", p.err, text)})
+}
+
+// kill ends p with SIGKILL, as the coordinator asked.
+func (p *proc) kill() {
+	p.asked.Store(true)
+	_ = p.cmd.Process.Kill()
+}
+
+// revive starts a new worker on each seat whose process died unasked, so
+// that the run goes on with every seat taken.
+func (r *run) revive() {
+	for _, s := range r.seats {
+		if s.p.died.Load() {
+			r.spawn(s)
 		}
 	}
 }
@@ -216,6 +269,7 @@ func (r *run) record(f Fault) {
 func (r *run) inject(d time.Duration) {
 	time.Sleep(3 * time.Second)
 	for end := time.Now().Add(d); time.Now().Before(end); {
+		r.revive()
 		r.fault(r.sched.pick())
 		time.Sleep(time.Duration(500+r.rng.IntN(1500)) * time.Millisecond)
 	}
@@ -230,15 +284,17 @@ func (r *run) finish() *History {
 	for _, s := range r.seats {
 		select {
 		case <-s.p.quiet:
+		case <-s.p.done: // it died (I0)
 		case <-time.After(2 * waitLimit):
 			r.t.Errorf("worker %d did not stop", s.p.id)
 		}
 	}
 	r.leaks()
 	for _, s := range r.seats {
+		s.p.asked.Store(true)
 		s.p.send("exit")
 		<-s.p.done
-		if err := s.p.cmd.Wait(); err != nil {
+		if err := s.p.err; err != nil && !s.p.died.Load() {
 			log, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", s.p.id)))
 			r.t.Errorf("worker %d: %v; its stderr:\n%s", s.p.id, err, log)
 		}
@@ -249,8 +305,19 @@ func (r *run) finish() *History {
 	defer r.mu.Unlock()
 	return &History{Events: append(r.history(), r.events...), Faults: r.faults, Resources: resources, End: Now(), Params: Params{
 		Lease: r.lease, Interval: r.lease / 3, Recovery: max(r.lease, 3*time.Second),
-		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: heartbeat(r.lease)}}
+		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: heartbeat(r.lease),
+		TimerSlack: timerSlack}}
 }
+
+// timerSlack is I5's allowance for a holder cut off (F5, F23) beyond the
+// end of its lease on the server. Its Client counts the hold lost a fiftieth
+// of the lease (30 ms of 1.5 s) before the lease ends as reckoned from the
+// sending of its last renewal, itself before the cut; what comes after is
+// the machine's: the scheduler's timer goroutine woken, Done closed, the
+// parked goroutine woken to record it, on two cores shared with the
+// servers and the other workers, where a wake-up takes a few milliseconds
+// at times and tens under bursts.
+const timerSlack = 50 * time.Millisecond
 
 // leaks records the subscriptions left on the lock servers once every worker
 // has quiesced (their Clients still open), other than the sentinels' own.

@@ -27,7 +27,8 @@ const (
 	Parked        Kind = "parked"   // the holder waits in its critical section for a fault
 	Leak          Kind = "leak"     // a leak found at the end (R says of what, N how many)
 	Quiet         Kind = "quiet"    // the worker stopped and waited out its lingers
-	Hushed        Kind = "hushed"   // the worker's MultiMutex slots are idle, as asked (F17)
+	Hushed        Kind = "hushed"   // the worker's hushed slots are idle, as asked (F17, F24)
+	Died          Kind = "died"     // the coordinator saw the worker's process end unasked (Err: its exit status and the start of its panic)
 	// A Once's and a WaitGroup's own events.
 	Completed Kind = "ok"       // a Once's function returned nil (inside its hold, before Exit)
 	Finished  Kind = "done"     // a waiting call returned nil without a hold: the Once was done, the WaitGroup at zero
@@ -70,7 +71,7 @@ type Fault struct {
 }
 
 // The fault kinds.
-var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20", "F21"}
+var FaultKinds = []string{"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F13", "F14", "F15", "F16", "F17", "F18", "F19", "F20", "F21", "F22", "F23", "F24"}
 
 // FaultNames describes the fault kinds for reports.
 var FaultNames = map[string]string{
@@ -93,6 +94,9 @@ var FaultNames = map[string]string{
 	"F19": "one quorum server SIGKILLed, down for two leases, restarted from its AOF",
 	"F20": "one quorum server cut off from one worker (blackhole) for two leases",
 	"F21": "one quorum server restarted empty under a hold taken on it and one other only",
+	"F22": "one quorum server answers late (past a call's share of it) for two leases",
+	"F23": "holder's connections reset and new ones swallowed while its service keeps using the client",
+	"F24": "a semaphore's grant read after its lease: one connection's replies held back",
 }
 
 // kills reports whether f killed its worker: F1, or F17 (one fault per
@@ -100,7 +104,7 @@ var FaultNames = map[string]string{
 func (f Fault) kills() bool { return f.Kind == "F1" || f.Kind == "F17" }
 
 // breaksLeases reports whether f may let a second holder in while a holder
-// still works: the holder was paused (F2) or cut off (F5), or the server
+// still works: the holder was paused (F2) or cut off (F5, F23), or the server
 // forgot the locks (F3, and F9's deletions, which are F3's data loss without
 // the restart), or a failover promoted a replica that had not received every
 // acknowledged write: an unplanned one (F15), or a Sentinel's (F13 behind
@@ -109,8 +113,14 @@ func (f Fault) kills() bool { return f.Kind == "F1" || f.Kind == "F17" }
 // Cluster's manual failover waits for the replica and pauses the master's
 // writes meanwhile: it loses nothing.
 func (f Fault) breaksLeases() bool {
-	return f.Kind == "F2" || f.Kind == "F5" || f.losesData()
+	return f.Kind == "F2" || f.cutsOff() || f.losesData()
 }
+
+// cutsOff reports whether f cut its worker off from every lock server
+// while the process ran on (F5, F23): its parked holder can be told of its
+// loss by its own clock before the lease runs out on the server, and so
+// must be, before anyone else gets in (model.toldFirst).
+func (f Fault) cutsOff() bool { return f.Kind == "F5" || f.Kind == "F23" }
 
 // losesData reports whether f may make Redis forget what it recorded: a
 // restart without persistence (F3), a DEL or FLUSHDB (F9), a failover that
@@ -157,9 +167,13 @@ func (f Fault) keepsHold() bool {
 type Resource struct {
 	Name      string `json:"name"`
 	Primitive string `json:"primitive"` // a redisync.Primitive* name
-	// Shared is how many shared holders may be inside together (a
+	// Shared is how many permits shared holders may take together (a
 	// Semaphore's size; unlimited readers of an RWMutex: 0).
 	Shared int `json:"shared,omitempty"`
+	// Weight is how many of those permits each shared holder takes (1 when
+	// 0): a Semaphore whose holders acquire many permits at once admits
+	// Shared/Weight of them.
+	Weight int `json:"weight,omitempty"`
 	// FIFO marks a FairMutex, whose waiters are served in queue order.
 	FIFO bool `json:"fifo,omitempty"`
 	// Fenced marks a FencedMutex, whose holders write to a Fence.
@@ -200,6 +214,20 @@ type Params struct {
 	// Heartbeat is the queued waiters' heartbeat timeout, shorter than the
 	// lease; 0 (a history from before I9) leaves I9 unchecked.
 	Heartbeat time.Duration `json:",omitempty"`
+	// TimerSlack is I5's allowance beyond the end of a cut-off holder's
+	// lease (F5, F23): the time from the scheduler's timer firing to the
+	// holder's record of Done closing. 0 (a history from before it) means
+	// RoundTrip.
+	TimerSlack time.Duration `json:",omitempty"`
+}
+
+// room returns how many shared holders r admits together: Shared over
+// Weight; one for a lock without shared holders (a writer alone).
+func (r Resource) room() int {
+	if r.Shared == 0 {
+		return 1
+	}
+	return max(1, r.Shared/max(1, r.Weight))
 }
 
 // resourceOf returns the Resource of the lock name: rs's entry for it, or,

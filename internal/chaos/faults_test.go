@@ -26,10 +26,9 @@ func (r *run) fault(k string) {
 		f := Fault{Kind: k, W: s.p.id, G: g, R: slots[g].res, Start: Now()}
 		switch k {
 		case "F1":
-			_ = s.p.cmd.Process.Kill()
+			s.p.kill()
 			f.End = Now()
 			<-s.p.done
-			_ = s.p.cmd.Wait()
 			r.record(f)
 			r.spawn(s)
 			return
@@ -117,7 +116,134 @@ func (r *run) fault(k string) {
 		r.cutOne(s)
 	case "F21":
 		r.restartUnderMinority(s)
+	case "F22":
+		r.slowOne()
+	case "F23":
+		r.cutWhileServing(s)
+	case "F24":
+		r.lateGrant(s)
 	}
+}
+
+// lateGrants are the semaphores whose grants F24 holds back, each with its
+// acquire script and a key that only its own calls of that script name.
+var lateGrants = []struct {
+	res    string
+	script *scripts.Script
+	key    string
+}{
+	{"chaos-sem", scripts.SemAcquire, layout.SemOf("chaos-sem").Holders},
+	{"chaos-bigsem", scripts.SemAcquire, layout.SemOf("chaos-bigsem").Holders},
+	{"chaos-xsem", scripts.RPermAcquire, layout.RPermitOf("chaos-xsem").Leases},
+}
+
+// lateGrant injects F24, a grant read after its lease: the connection of
+// s's worker that carries its next acquire of a semaphore (-chaos.park's,
+// or one at random) delivers no reply from that acquire's on for 1.3
+// leases, while the server runs its requests at once: the permits are
+// taken, their lease runs out, and the other workers take them meanwhile.
+// The grant, read after that, is no hold. The other workers leave that
+// semaphore alone until the acquire is sent, so that it finds permits free
+// and takes them (else it mostly finds none, and its late reply says so);
+// its goroutine parks at its next acquisition, so that a grant taken
+// for a hold stays inside while the others come in (an ExpirableSemaphore's
+// holder is not parked: it leaves at its fixed lease's end, which such a
+// grant has passed). The replies of the worker's other calls on that
+// connection come late too, its renewals' among them: a hold of the worker
+// may be lost by its Client's clock, and its holder must be told before
+// the server lets a rival in (the renewals themselves reached the server;
+// see repliesHeld).
+func (r *run) lateGrant(s *seat) {
+	var aims []int
+	for i, lg := range lateGrants {
+		if *chaosPark == "" || *chaosPark == lg.res {
+			aims = append(aims, i)
+		}
+	}
+	if len(aims) == 0 {
+		aims = []int{0, 1, 2} // -chaos.park names another lock: any semaphore
+	}
+	lg := lateGrants[aims[r.rng.IntN(len(aims))]]
+	g := slotOf(lg.res)
+	if !r.hushOthers(s, "hush "+itoa(g)) {
+		return
+	}
+	before := s.proxy.stalled()
+	resume := s.proxy.StallNextReply(lg.script.SHA1, lg.key)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && s.proxy.stalled() == before; {
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.unhushOthers(s)
+	if s.proxy.stalled() == before {
+		resume() // no acquire came
+		return
+	}
+	f := Fault{Kind: "F24", Sub: lg.script.Name, W: s.p.id, G: -1, R: lg.res, Start: Now()} // the stall began a moment ago
+	park := !resources[lg.res].Fixed
+	if park {
+		r.askPark(s, g)
+	}
+	time.Sleep(r.lease * 13 / 10)
+	f.End = Now() // before any held-back reply is read
+	resume()
+	if park && r.awaitPark(s, g) {
+		f.G = g
+	}
+	r.record(f)
+	if f.G >= 0 {
+		r.unpark(s, g)
+	}
+}
+
+// cutWhileServing injects F23: a goroutine of s's worker parks in its
+// critical section, the worker's service starts (goroutines that keep
+// sending their own commands on the worker's clients of the lock servers,
+// a 4 s deadline each, as a service shares its rueidis client with its
+// locks), and the worker is cut off: its connections are reset and new
+// ones accepted and swallowed, so that rueidis connects again and the
+// service's calls wait for that on their own deadline, for two leases. The
+// holder must be told of its loss by its Client's clock, before its lease
+// can have run out on the server and before a rival gets in, whatever the
+// renewals wait for meanwhile.
+func (r *run) cutWhileServing(s *seat) {
+	g, ok := r.park(s)
+	if !ok {
+		return
+	}
+	s.p.send("serve")
+	time.Sleep(50 * time.Millisecond) // the service is under way
+	s.proxy.Blackhole(faultproxy.Both, true)
+	f := Fault{Kind: "F23", W: s.p.id, G: g, R: slots[g].res, Start: Now()} // nothing reaches the server from here on
+	s.proxy.ResetAll()
+	time.Sleep(2 * r.lease)
+	s.proxy.Blackhole(faultproxy.Both, false)
+	f.End = Now()
+	s.p.send("unserve")
+	r.record(f)
+	r.unpark(s, g)
+}
+
+// slowOne injects F22 on a quorum: one server, at random, answers every
+// worker late, its replies coming back after a worker's share of a call on
+// it has run out (a tenth of the lease, at least 50 ms, each way), for two
+// leases. The workers acquire, renew and release on the two others; their
+// releases, Unlock's among them, give up on the late server while their
+// calls there are still in flight. (Late to one worker only, it starved
+// that worker of the locks, whose every attempt waited for the late share:
+// its releases seldom met the late server.)
+func (r *run) slowOne() {
+	srv := r.tp.quorum[r.rng.IntN(len(r.tp.quorum))]
+	f := Fault{Kind: "F22", Sub: srv.Addr, Global: true, W: -1, G: -1, Start: Now()}
+	late := max(r.lease/10, 50*time.Millisecond)
+	for _, s := range r.seats {
+		r.proxyTo(s, srv.Addr).SetLatency(faultproxy.Both, late, 0)
+	}
+	time.Sleep(2 * r.lease)
+	for _, s := range r.seats {
+		r.proxyTo(s, srv.Addr).SetLatency(faultproxy.Both, 0, 0)
+	}
+	f.End = Now()
+	r.record(f)
 }
 
 // restartUnderMinority injects F21 on a quorum, the attack the restart rule
@@ -227,17 +353,17 @@ const (
 	queuedSlot = 13
 )
 
-// hushOthers asks every worker but s's to leave its MultiMutexes idle, and
-// reports whether all of them are within a few seconds; if not, it lifts
-// the hush again.
-func (r *run) hushOthers(s *seat) bool {
+// hushOthers asks every worker but s's to leave idle its MultiMutexes
+// (what "hush" names) or slot g ("hush g"), and reports whether all of them
+// are within a few seconds; if not, it lifts the hush again.
+func (r *run) hushOthers(s *seat, what string) bool {
 	for _, o := range r.seats {
 		if o != s {
 			select {
 			case <-o.p.hushed:
 			default:
 			}
-			o.p.send("hush")
+			o.p.send(what)
 		}
 	}
 	timeout := time.After(5 * time.Second)
@@ -281,7 +407,7 @@ func (r *run) killQueued(s *seat) {
 	// The other workers' MultiMutexes stop first: one killed while it held
 	// chaos-multi-a and waited for the holder's name would keep that name
 	// for a lease, which is I3's matter, not this fault's.
-	if !r.hushOthers(s) {
+	if !r.hushOthers(s, "hush") {
 		return
 	}
 	for len(s.p.parked) > 0 {
@@ -313,10 +439,9 @@ func (r *run) killQueued(s *seat) {
 			continue
 		}
 		f := Fault{Kind: "F17", W: o.p.id, G: -1, R: queuedRes, Start: Now()}
-		_ = o.p.cmd.Process.Kill()
+		o.p.kill()
 		f.End = Now()
 		<-o.p.done
-		_ = o.p.cmd.Wait()
 		r.record(f)
 		killed = append(killed, o)
 	}
@@ -475,21 +600,43 @@ func (r *run) park(s *seat) (int, bool) {
 	for *chaosPark != "" && slots[g].res != *chaosPark || !r.tp.slotRuns(g) {
 		g = r.rng.IntN(len(slots))
 	}
+	r.askPark(s, g)
+	return g, r.awaitPark(s, g)
+}
+
+// slotOf returns the first slot on res.
+func slotOf(res string) int {
+	for g, sl := range slots {
+		if sl.res == res {
+			return g
+		}
+	}
+	panic("chaos: no slot on " + res)
+}
+
+// askPark asks goroutine g of s's worker to stay in its critical section at
+// its next acquisition.
+func (r *run) askPark(s *seat, g int) {
 	for len(s.p.parked) > 0 {
 		<-s.p.parked
 	}
 	s.p.send("park " + itoa(g))
+}
+
+// awaitPark waits until goroutine g of s's worker, asked to park, does, and
+// reports whether it did within 5 s; if not, the request is withdrawn.
+func (r *run) awaitPark(s *seat, g int) bool {
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
 		case got := <-s.p.parked:
 			if got == g {
-				return g, true
+				return true
 			}
 		case <-timeout:
 			s.p.send("nopark " + itoa(g))
 			s.p.send("unpark " + itoa(g))
-			return g, false
+			return false
 		}
 	}
 }

@@ -241,6 +241,10 @@ func build(h *History) *model {
 			}
 		case Write, Stale:
 			m.writes = append(m.writes, write{W: e.W, G: e.G, R: e.R, Tok: e.Tok, T0: e.T0, T: e.T, Accepted: e.K == Write})
+		case Died: // unasked (I0): its calls end there, as a killed worker's
+			if _, ok := m.kills[e.W]; !ok {
+				m.kills[e.W] = e.T
+			}
 		}
 	}
 	for _, w := range waiting {

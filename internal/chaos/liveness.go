@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 )
 
 // checkWakeups (I3): whenever a lock becomes free while callers wait for it,
@@ -190,7 +191,7 @@ func (m *model) freeings(res Resource, hs []*hold) []freeing {
 		}
 	}
 	sort.Slice(pts, func(i, j int) bool { return pts[i].t < pts[j].t })
-	room := max(1, res.Shared) // a semaphore's size, else one
+	room := res.room() // a semaphore's holders that fit, else one
 	var out []freeing
 	n := 0
 	for _, p := range pts {
@@ -281,8 +282,11 @@ func (m *model) faultedWhileWaiting(w *wait) bool {
 // takes its lease away sees Done close within the bound of that fault: one
 // renewal interval plus one round trip after the loss became observable
 // (the deletion's reply, the server's return, the process's resumption), or,
-// cut off from Redis (F5; its master killed, F15, when another holder got
-// in), by the time its lease can have run out on the server.
+// its master killed (F15, when another holder got in), by the time its
+// lease can have run out on the server. One cut off from Redis (F5, F23)
+// is told by then too, within the timer's slack (Params.TimerSlack), and so
+// is one whose renewals' replies F24 held back, counted from the later of
+// the stall and its acquire.
 func (m *model) checkTold() []Violation {
 	var out []Violation
 	for _, c := range m.losses() {
@@ -315,13 +319,21 @@ func (m *model) losses() []loss {
 			continue
 		}
 		var c loss
+		slack := m.Params.RoundTrip
 		switch {
 		case f.Kind == "F9" && f.Sub != "pubsub", f.Kind == "F3", f.Kind == "F2":
 			c.observable = f.End
 			c.bound = f.End + int64(m.Params.Interval)
-		case f.Kind == "F5":
+		case f.cutsOff():
+			// Its lease ends on the server a lease after the last request
+			// that reached it, before the cut; the Client reckons it from
+			// that request's sending, less a fiftieth, on its own clock,
+			// whatever its calls wait for (F23: a reconnection that follows
+			// another caller's deadline). Only the timer's and the
+			// goroutines' wake-ups are allowed beyond (TimerSlack).
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
+			slack = m.timerSlack()
 		case f.quorumServer():
 			// A hold on a bare majority, one of whose servers the fault
 			// took, renews no majority from then and ends at its lease
@@ -332,6 +344,21 @@ func (m *model) losses() []loss {
 			}
 			c.observable = f.Start
 			c.bound = f.Start + int64(m.Params.Lease)
+		case f.Kind == "F24":
+			// The parked holder may have been returned its hold before the
+			// replies came back, its renewals' replies among those held up
+			// (see repliesHeld): lost, if it was told or another got in,
+			// by the Client's clock within a lease of the later of the
+			// stall and its acquire. One returned after (the usual case)
+			// lost nothing to the fault.
+			hd := m.holdFrom(f.W, f.G, f.Start)
+			if hd == nil || hd.Acq >= f.End || hd.Lost == 0 && !m.overlapped(hd) {
+				continue
+			}
+			c.hd = hd
+			c.observable = f.Start
+			c.bound = max(f.Start, hd.Acq) + int64(m.Params.Lease)
+			slack = m.timerSlack()
 		case m.breaksLeases(f) && (f.Kind == "F15" || f.Kind == "F13"):
 			// A failover may or may not lose the hold: it is lost when
 			// another holder got in. A killed master (F15) takes the
@@ -355,15 +382,27 @@ func (m *model) losses() []loss {
 		default:
 			continue
 		}
-		c.f, c.bound = f, c.bound+int64(m.Params.RoundTrip)
+		c.f, c.bound = f, c.bound+int64(slack)
+		if c.hd == nil {
+			c.hd = m.holdAt(f.W, f.G, f.Start)
+		}
 		// Nothing tells the holder of a fixed lease of a loss before the
 		// lease's end, at which it stops (Resource.Fixed), nor the holder of
 		// permits that have none (Resource.Unleased): not a loss here.
-		if c.hd = m.holdAt(f.W, f.G, f.Start); c.hd != nil && c.hd.Killed == 0 && !resourceOf(m.Resources, c.hd.R).Fixed && !resourceOf(m.Resources, c.hd.R).Unleased {
+		if c.hd != nil && c.hd.Killed == 0 && !resourceOf(m.Resources, c.hd.R).Fixed && !resourceOf(m.Resources, c.hd.R).Unleased {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// timerSlack is I5's allowance for a cut-off holder (Params.TimerSlack;
+// RoundTrip in a history from before it).
+func (m *model) timerSlack() time.Duration {
+	if m.Params.TimerSlack == 0 {
+		return m.Params.RoundTrip
+	}
+	return m.Params.TimerSlack
 }
 
 // overlapped reports whether another holder that may not be inside together
@@ -388,6 +427,17 @@ func (m *model) holdAt(w, g int, t int64) *hold {
 	return nil
 }
 
+// holdFrom returns the first hold of worker w's goroutine g that was held
+// at t or after it.
+func (m *model) holdFrom(w, g int, t int64) *hold {
+	for _, hd := range m.slots[[2]int{w, g}] {
+		if t <= hd.Rel {
+			return hd
+		}
+	}
+	return nil
+}
+
 // checkLeaks (I6) reports the leaks the workers and the coordinator found.
 func (m *model) checkLeaks() []Violation {
 	var out []Violation
@@ -395,6 +445,20 @@ func (m *model) checkLeaks() []Violation {
 		if e.K == Leak && e.N > 0 {
 			out = append(out, Violation{Invariant: I6, T: e.T,
 				Detail: fmt.Sprintf("w%d: %d %s left: %s", e.W, e.N, e.R, e.Err)})
+		}
+	}
+	return out
+}
+
+// checkAlive (I0) reports every worker process that ended unasked: no
+// fault killed it and the coordinator had not told it to exit (a panic, a
+// fatal error, an exit of its own). Its calls end at its death, as a killed
+// worker's.
+func (m *model) checkAlive() []Violation {
+	var out []Violation
+	for _, e := range m.Events {
+		if e.K == Died {
+			out = append(out, Violation{Invariant: I0, T: e.T, Detail: fmt.Sprintf("w%d died: %s", e.W, e.Err)})
 		}
 	}
 	return out

@@ -51,9 +51,9 @@ func (m *model) checkOnce() []Violation {
 			if slices.ContainsFunc(resets[name], func(c call) bool { return c.T > first.Exit && c.T0 < next.Acq }) {
 				continue
 			}
-			cause := m.leaseBroken(first)
+			cause := m.leaseBroken(first, true)
 			if cause == "" {
-				cause = m.leaseBroken(next)
+				cause = m.leaseBroken(next, true)
 			}
 			if cause == "" {
 				cause = m.lostDataIn(name, first.Exit, next.Acq)

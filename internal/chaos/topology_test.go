@@ -44,6 +44,9 @@ var topologyFaults = map[string][]string{
 	"F19": {Quorum},
 	"F20": {Quorum},
 	"F21": {Quorum},
+	"F22": {Quorum},
+	// F24 holds back a semaphore's grant: a quorum runs none.
+	"F24": {Standalone, Cluster, Sentinel},
 }
 
 // quorumFaults are the fault kinds injected on a quorum: a worker's (each
@@ -52,7 +55,7 @@ var topologyFaults = map[string][]string{
 // without its restart marker lets it vote for a rival at once: the quorum
 // detects restarts, not deletions; docs/guarantees.md) nor F17 (no queue in
 // Redis).
-var quorumFaults = []string{"F1", "F2", "F5", "F6", "F7", "F8", "F10", "F18", "F19", "F20", "F21"}
+var quorumFaults = []string{"F1", "F2", "F5", "F6", "F7", "F8", "F10", "F18", "F19", "F20", "F21", "F22", "F23"}
 
 // standaloneOnly are the fault kinds that restart the lone server.
 var standaloneOnly = []string{"F3", "F4"}
@@ -241,7 +244,7 @@ func (tp *topology) slotRuns(g int) bool {
 
 // quorumSlot reports whether a slot on resource res runs on a quorum.
 func quorumSlot(res string) bool {
-	return res == "chaos-mutex" || res == "chaos-shared" || res == "chaos-fenced"
+	return res == "chaos-mutex" || res == "chaos-shared" || res == "chaos-fenced" || res == plainRes
 }
 
 // settle waits until every data server is a master or a replica in sync,
@@ -338,6 +341,13 @@ func (ps *proxySet) Blackhole(dir faultproxy.Direction, on bool) {
 	}
 }
 
+// ResetAll closes every open connection abruptly (RST).
+func (ps *proxySet) ResetAll() {
+	for _, px := range ps.list {
+		px.ResetAll()
+	}
+}
+
 func (ps *proxySet) SetLatency(dir faultproxy.Direction, base, jitter time.Duration) {
 	for _, px := range ps.list {
 		px.SetLatency(dir, base, jitter)
@@ -377,6 +387,29 @@ func (ps *proxySet) StallNext(substr string) (resume func()) {
 	}
 }
 
+// StallNextReply arms StallNextReply on every proxy (see stalled).
+func (ps *proxySet) StallNextReply(substrs ...string) (resume func()) {
+	var resumes []func()
+	for _, px := range ps.list {
+		resumes = append(resumes, px.StallNextReply(substrs...))
+	}
+	return func() {
+		for _, r := range resumes {
+			r()
+		}
+	}
+}
+
+// stalled counts the connections stalled so far by StallNext or
+// StallNextReply.
+func (ps *proxySet) stalled() int64 {
+	var n int64
+	for _, px := range ps.list {
+		n += px.Stats().Stalled
+	}
+	return n
+}
+
 func (ps *proxySet) Close() error {
 	var errs []error
 	for _, px := range ps.list {
@@ -393,7 +426,7 @@ func TestQuorumTopologyFaults(t *testing.T) {
 		t.Errorf("quorum faults: got %v, want %v", got, quorumFaults)
 	}
 	for _, kind := range []string{Standalone, Cluster, Sentinel} {
-		for _, k := range []string{"F18", "F19", "F20", "F21"} {
+		for _, k := range []string{"F18", "F19", "F20", "F21", "F22"} {
 			if applies(k, kind) {
 				t.Errorf("%s applies to %s", k, kind)
 			}
@@ -406,7 +439,7 @@ func TestQuorumTopologyFaults(t *testing.T) {
 			running = append(running, slots[g].res)
 		}
 	}
-	want := []string{"chaos-mutex", "chaos-mutex", "chaos-fenced", "chaos-shared", "chaos-shared"}
+	want := []string{"chaos-mutex", "chaos-mutex", "chaos-fenced", "chaos-shared", "chaos-shared", plainRes}
 	if !slices.Equal(running, want) {
 		t.Errorf("slots on a quorum: got %v, want %v", running, want)
 	}

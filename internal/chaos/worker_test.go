@@ -68,7 +68,19 @@ var slots = []struct {
 	// on the second (see multiNames).
 	{"chaos-multi-a", Exclusive}, {"chaos-multi-a", Exclusive}, {"chaos-multi-b", Exclusive},
 	{"chaos-xsem", Shared}, {"chaos-rfair", Exclusive}, {"chaos-csem", Shared},
+	{"chaos-bigsem", Shared}, {plainRes, Exclusive},
 }
+
+// plainRes is the lock of the plain slot: a Mutex that one goroutine of
+// each worker takes through a Client of its own and releases with Unlock,
+// which has no context (its release has a deadline of the Client's own).
+// That Client's connections carry nothing else but its renewals, so they
+// are idle when a call begins, and rueidis then waits for the reply on the
+// connection with the call's deadline as the connection's: on a quorum, a
+// server's share of a release that runs out (a late server, F22) ends on
+// the connection's deadline and on its context's timer at once. (A busy
+// connection waits on the context alone.)
+const plainRes = "chaos-plain"
 
 // On replicated lock servers the chaos-mutex slot syncSlot acquires
 // WithSyncReplicas(1, syncTimeout), beside the worker's plain handle on the
@@ -122,7 +134,19 @@ var resources = map[string]Resource{
 	"chaos-csem": {Name: "chaos-csem", Primitive: string(redisync.PrimitiveCountingSemaphore), Shared: semSize, Unleased: true},
 	// An ExpirableSemaphore's permit is held for its fixed lease at most.
 	"chaos-xsem": {Name: "chaos-xsem", Primitive: string(redisync.PrimitiveExpirableSemaphore), Shared: semSize, Fixed: true},
+	// A Semaphore of the largest size whose holders take nearly half of it
+	// each: two fit, a third does not (see bigSemWeight).
+	plainRes:       {Name: plainRes, Primitive: string(redisync.PrimitiveMutex)},
+	"chaos-bigsem": {Name: "chaos-bigsem", Primitive: string(redisync.PrimitiveSemaphore), Shared: redisync.MaxSemaphoreSize, Weight: bigSemWeight},
 }
+
+// bigSemWeight is how many permits of chaos-bigsem, a Semaphore of
+// redisync.MaxSemaphoreSize (2^53-1), each of its holders takes: 2^52-1, so
+// that two holders leave one permit free and a third never fits. Numbers
+// this large are where the scripts' arithmetic and their text must be exact
+// (Lua prints a number with 14 digits: 4503599627370495 as
+// "4.5035996273705e+15", which reads back as 4).
+const bigSemWeight = 1<<52 - 1
 
 // csemEpoch is how long the chaos-csem slots use one name ("chaos-csem:<n>",
 // n the epoch's number, the same for all workers since Now is the
@@ -169,14 +193,15 @@ type worker struct {
 	// parkFailed asks the first goroutine whose unlock fails to park at its
 	// next acquisition (F10).
 	parkFailed atomic.Bool
-	// hush keeps the MultiMutex slots from beginning a cycle (F17); idle
-	// counts those that wait for it to go.
-	hush atomic.Bool
-	idle atomic.Int32
 	// renewals counts renewal rounds with leases in them, once counting is on.
 	counting atomic.Bool
 	renewals atomic.Int64
 	client   *redisync.Client // the lock servers' (see driveWaitGroup)
+	// rcs are the worker's rueidis clients of the lock servers, which its
+	// service uses too while it runs (F23: see serve); unserve ends it.
+	rcs     []rueidis.Client
+	unserve chan struct{}
+	service sync.WaitGroup
 }
 
 // A slot is one goroutine's lock and its parking state.
@@ -187,12 +212,22 @@ type slot struct {
 	park   atomic.Bool
 	unpark chan struct{}
 	rest   atomic.Bool // after its next release, the goroutine pauses for two leases (F17)
+	// hush keeps the goroutine from beginning a cycle (F17, F24); hushed
+	// says that it waits for the hush to go.
+	hush   atomic.Bool
+	hushed atomic.Bool
 	lock   func(ctx context.Context) (uint64, error)
 	unlock func(ctx context.Context) error
-	done   func() <-chan struct{}
-	write  func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
-	once   *redisync.Once                                // a Once's slot runs its function instead
-	also   string                                        // a MultiMutex's second name, whose events emit repeats
+	// plain, when set, releases without a context (a Mutex's or a
+	// FencedMutex's Unlock): the cycles whose unlock would get waitLimit
+	// call it instead, and every cycle when unlock is nil, so that Unlock's
+	// own deadline is exercised (a quorum's release under it meets a late
+	// server under F22).
+	plain func()
+	done  func() <-chan struct{}
+	write func(ctx context.Context, token uint64) error // a FencedMutex's write to its Fence
+	once  *redisync.Once                                // a Once's slot runs its function instead
+	also  string                                        // a MultiMutex's second name, whose events emit repeats
 	// epochs, when set, is the base name of an Unleased lock: each cycle's
 	// name is epochs + ":<epoch>" (see csemEpoch), set in res by drive.
 	epochs string
@@ -313,11 +348,24 @@ func runWorker(raw string) int {
 			w.slots[g].park.Store(false)
 		case "rest":
 			w.slots[g].rest.Store(true)
-		case "hush":
-			w.hush.Store(true)
+		case "hush": // the MultiMutex slots, or slot g
+			for _, s := range w.slots {
+				if arg == "" && s.also != "" || arg != "" && s.g == g {
+					s.hush.Store(true)
+				}
+			}
 			go w.reportHushed()
 		case "unhush":
-			w.hush.Store(false)
+			for _, s := range w.slots {
+				s.hush.Store(false)
+			}
+		case "serve":
+			w.serve()
+		case "unserve":
+			if w.unserve != nil {
+				close(w.unserve)
+				w.unserve = nil
+			}
 		case "unpark":
 			select {
 			case w.slots[g].unpark <- struct{}{}:
@@ -325,7 +373,12 @@ func runWorker(raw string) int {
 			}
 		case "stop":
 			w.stop.Store(true)
+			if w.unserve != nil {
+				close(w.unserve)
+				w.unserve = nil
+			}
 			wg.Wait()
+			w.service.Wait()
 			w.quiesce()
 		case "exit":
 			closeAll()
@@ -335,6 +388,44 @@ func runWorker(raw string) int {
 	}
 	return 0
 }
+
+// serve starts the worker's service: on every lock server its clients
+// reach, a goroutine that sends PING after PING with a 4 s deadline each
+// through the same connections as the locks, until unserve closes. Cut
+// off (F23), the service's calls make rueidis connect again, and every
+// other call on the connection, a renewal included, waits on that
+// reconnection, whose deadline is the service's.
+func (w *worker) serve() {
+	if w.unserve != nil {
+		return
+	}
+	stop := make(chan struct{})
+	w.unserve = stop
+	for _, rc := range w.rcs {
+		for _, node := range rc.Nodes() {
+			w.service.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					begun := time.Now()
+					ctx, cancel := context.WithTimeout(context.Background(), serviceDeadline)
+					err := node.Do(ctx, node.B().Ping().Build()).Error()
+					cancel()
+					if err != nil && time.Since(begun) < 10*time.Millisecond {
+						time.Sleep(10 * time.Millisecond) // refused at once: no busy loop
+					}
+				}
+			})
+		}
+	}
+}
+
+// serviceDeadline is the deadline of each of the service's calls (see
+// serve): longer than a lease, as a service's own timeouts often are.
+const serviceDeadline = 4 * time.Second
 
 // quiesce waits for the subscriptions' linger, counts renewal rounds over two
 // intervals (none may have leases in them when nothing is held or queued),
@@ -362,14 +453,23 @@ func goroutinesLeft(baseline int) int64 {
 
 // connect makes the worker's Clients and slots, and returns what closes them.
 func (w *worker) connect() (func(), error) {
-	lockRCs, err := w.lockClients()
-	if err != nil {
-		return nil, err
-	}
+	var lockRCs []rueidis.Client
 	closeLocks := func() {
 		for _, rc := range lockRCs {
 			rc.Close()
 		}
+	}
+	c, rcs, err := w.lockClient()
+	if err != nil {
+		return nil, err
+	}
+	lockRCs = append(lockRCs, rcs...)
+	// The plain slot's Client has connections of its own, which it alone
+	// uses (see plainRes).
+	pc, rcs, err := w.lockClient()
+	if err != nil {
+		closeLocks()
+		return nil, err
 	}
 	resRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{w.cfg.Resource}, DisableCache: true})
 	if err != nil {
@@ -377,17 +477,6 @@ func (w *worker) connect() (func(), error) {
 		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	opts := []redisync.Option{redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(heartbeat(w.cfg.Lease)),
-		redisync.WithObserver(w), redisync.WithLogger(quiet)}
-	var c *redisync.Client
-	if w.cfg.Quorum {
-		c, err = redisync.NewQuorum(lockRCs, opts...)
-	} else {
-		c, err = redisync.New(lockRCs[0], opts...)
-	}
-	if err != nil {
-		return nil, err
-	}
 	rc, err := redisync.New(resRC, redisync.WithLogger(quiet))
 	if err != nil {
 		return nil, err
@@ -399,6 +488,10 @@ func (w *worker) connect() (func(), error) {
 		switch {
 		case w.cfg.Quorum && !quorumSlot(sl.res):
 			s.idle = true
+		case sl.res == plainRes:
+			m := pc.NewMutex(sl.res)
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
+			s.plain, s.done = m.Unlock, m.Done
 		case sl.res == "chaos-multi-a":
 			m := c.NewMultiMutex(multiNames[g%2])
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, m.LockContext(ctx) }
@@ -415,7 +508,7 @@ func (w *worker) connect() (func(), error) {
 			if sl.res == "chaos-shared" {
 				s.lock = tryFirst(m)
 			}
-			s.unlock, s.done = m.UnlockContext, m.Done
+			s.unlock, s.plain, s.done = m.UnlockContext, m.Unlock, m.Done
 			s.brief = sl.res != "chaos-multi-b"
 		case sl.res == "chaos-rw" && sl.mode == Shared:
 			rw := c.NewRWMutex(sl.res) // its own owner: one owner's read and write holds may overlap
@@ -435,7 +528,7 @@ func (w *worker) connect() (func(), error) {
 		case sl.res == "chaos-fenced":
 			fm := c.NewFencedMutex(sl.res)
 			s.lock = fm.LockToken
-			s.unlock, s.done = fm.UnlockContext, fm.Done
+			s.unlock, s.plain, s.done = fm.UnlockContext, fm.Unlock, fm.Done
 			s.write = func(ctx context.Context, tok uint64) error {
 				return fence.Set(ctx, tok, strconv.Itoa(w.cfg.ID))
 			}
@@ -458,21 +551,51 @@ func (w *worker) connect() (func(), error) {
 			s.done = func() <-chan struct{} { return nil } // nothing ends its permit
 		case sl.res == "chaos-xsem":
 			w.expirable(s, c.NewExpirableSemaphore(sl.res, semSize))
-		case sl.res == "chaos-sem":
-			sem := c.NewSemaphore(sl.res, semSize)
-			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, 1) }
-			s.unlock = func(context.Context) error { sem.Release(1); return nil }
+		case sl.res == "chaos-sem" || sl.res == "chaos-bigsem":
+			size, n := int64(semSize), int64(1)
+			if sl.res == "chaos-bigsem" {
+				size, n = redisync.MaxSemaphoreSize, bigSemWeight
+			}
+			sem := c.NewSemaphore(sl.res, size)
+			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, n) }
+			s.unlock = func(context.Context) error { sem.Release(n); return nil }
 			s.done = sem.Done
 		}
 		w.slots = append(w.slots, s)
 	}
-	w.client = c
+	w.client, w.rcs = c, lockRCs
+	lockRCs = append(lockRCs, rcs...)
 	return func() {
 		_ = c.Close()
+		_ = pc.Close()
 		_ = rc.Close()
 		closeLocks()
 		resRC.Close()
 	}, nil
+}
+
+// lockClient returns a new Client of the lock servers, with the rueidis
+// clients it uses.
+func (w *worker) lockClient() (*redisync.Client, []rueidis.Client, error) {
+	rcs, err := w.lockClients()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []redisync.Option{redisync.WithWatchdogTimeout(w.cfg.Lease), redisync.WithHeartbeatTimeout(heartbeat(w.cfg.Lease)),
+		redisync.WithObserver(w), redisync.WithLogger(slog.New(slog.DiscardHandler))}
+	var c *redisync.Client
+	if w.cfg.Quorum {
+		c, err = redisync.NewQuorum(rcs, opts...)
+	} else {
+		c, err = redisync.New(rcs[0], opts...)
+	}
+	if err != nil {
+		for _, rc := range rcs {
+			rc.Close()
+		}
+		return nil, nil, err
+	}
+	return c, rcs, nil
 }
 
 // lockClients returns the worker's clients of the lock servers: one, or on a
@@ -556,12 +679,12 @@ func (w *worker) drive(s *slot) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(s.g)))
 	base := context.WithValue(context.Background(), slotKey{}, s)
 	for !w.stop.Load() {
-		if s.also != "" && w.hush.Load() {
-			w.idle.Add(1)
-			for w.hush.Load() && !w.stop.Load() {
+		if s.hush.Load() {
+			s.hushed.Store(true)
+			for s.hush.Load() && !w.stop.Load() {
 				time.Sleep(5 * time.Millisecond)
 			}
-			w.idle.Add(-1)
+			s.hushed.Store(false)
 			continue
 		}
 		lockLimit, unlockLimit := limits(rng)
@@ -592,9 +715,14 @@ func (w *worker) drive(s *slot) {
 		}
 		w.emit(Event{G: s.g, K: Exit, R: s.res, Mode: s.mode})
 		t0 := Now()
-		ctx, cancel = context.WithTimeout(base, unlockLimit)
-		err = s.unlock(ctx)
-		cancel()
+		if s.plain != nil && (s.unlock == nil || unlockLimit == waitLimit) {
+			s.plain()
+			err = nil
+		} else {
+			ctx, cancel = context.WithTimeout(base, unlockLimit)
+			err = s.unlock(ctx)
+			cancel()
+		}
 		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode}
 		if err != nil {
 			e.Err = err.Error()
@@ -612,17 +740,23 @@ func (w *worker) drive(s *slot) {
 	}
 }
 
-// reportHushed tells the coordinator once every MultiMutex slot is idle
-// after a hush, unless the hush is lifted first.
+// reportHushed tells the coordinator once every hushed slot is idle,
+// unless the hush is lifted first.
 func (w *worker) reportHushed() {
-	n := int32(0)
-	for _, s := range w.slots {
-		if s.also != "" {
-			n++
+	for {
+		hush, hushed := 0, 0
+		for _, s := range w.slots {
+			if s.hush.Load() {
+				hush++
+				if s.hushed.Load() || s.idle {
+					hushed++
+				}
+			}
 		}
-	}
-	for w.hush.Load() {
-		if w.idle.Load() == n {
+		switch {
+		case hush == 0:
+			return
+		case hushed == hush:
 			w.emit(Event{K: Hushed})
 			return
 		}

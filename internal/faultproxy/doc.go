@@ -17,6 +17,11 @@
 //   - [Proxy.Pause] stops forwarding a direction and buffers what arrives;
 //     [Proxy.Resume] delivers it late but intact, like a network stall (or a
 //     SIGSTOP of the network) that heals before anyone times out.
+//   - [Proxy.StallOne] and [Proxy.StallNext] hold back the requests of one
+//     connection while the others go on (F10, late delivery), and
+//     [Proxy.StallNextReply] the replies of the one that carries a given
+//     request (F24): the server acts on it at once, the client reads the
+//     outcome late.
 //   - [Proxy.ResetAll] closes every connection abruptly with a TCP RST, and
 //     [Proxy.CloseAll] with an orderly FIN (F9-like: a killed client or
 //     connection, as after CLIENT KILL or a middlebox timeout).

@@ -31,7 +31,7 @@ type link struct {
 
 	drop    atomic.Bool    // a matching request went out: swallow the reply
 	lost    [2]atomic.Bool // a blackhole discarded bytes of way i
-	stalled [2]atomic.Bool // way i of this link alone is paused (StallOne)
+	stalled [2]atomic.Bool // way i of this link alone is paused (StallOne, StallNext, StallNextReply)
 }
 
 // chunk is bytes in transit and the time they are due.
@@ -197,15 +197,24 @@ func (l *link) waitResumed(i int) bool {
 	}
 }
 
-// matchStall stalls l's requests, from this one on, if request contains the
-// string armed by StallNext.
+// matchStall stalls a way of l, from this request on (its requests) or from
+// its reply on (its replies), if request contains every string armed by
+// StallNext or StallNextReply. It runs before the request is delivered, so
+// that its reply cannot slip past.
 func (p *Proxy) matchStall(request []byte, l *link) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stall != nil && bytes.Contains(request, p.stall) {
-		p.stall = nil
-		l.stalled[0].Store(true)
+	if p.stall == nil {
+		return
 	}
+	for _, s := range p.stall {
+		if !bytes.Contains(request, s) {
+			return
+		}
+	}
+	p.stall = nil
+	l.stalled[p.stallWay].Store(true)
+	p.stalls.Add(1)
 }
 
 // match marks l to lose its next reply if request contains the armed string.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,9 @@ type Stats struct {
 	// Resets counts connections closed by ResetAll, CloseAll, or the lifting
 	// of a blackhole that had discarded some of their bytes.
 	Resets int64
+	// Stalled counts connections stalled by StallNext or StallNextReply (a
+	// matching request came).
+	Stalled int64
 }
 
 // faults is the state of one way through the proxy.
@@ -96,13 +100,17 @@ type Proxy struct {
 	links   map[*link]struct{}
 	arm     []byte // drop the reply to the next request containing this
 	always  bool   // keep arm after a drop: drop every such reply
-	stall   []byte // stall the connection of the next request containing this
+	// stall stalls way stallWay of the connection of the next request
+	// containing every one of these.
+	stall    [][]byte
+	stallWay int
 
 	accepted   atomic.Int64
 	bytes      [2]atomic.Int64
 	blackholed atomic.Int64
 	dropped    atomic.Int64
 	resets     atomic.Int64
+	stalls     atomic.Int64
 }
 
 // Start starts a proxy to target (a "host:port" address) listening on a
@@ -218,17 +226,44 @@ func (p *Proxy) StallNext(substr string) (resume func()) {
 	if substr == "" {
 		panic("faultproxy: empty substring to stall on")
 	}
+	return p.armStall(ClientToServer, substr)
+}
+
+// StallNextReply stalls the replies of the connection that carries the next
+// request containing every one of substrs, from the reply to that request
+// on, until the returned resume is called: the server runs the request, and
+// those sent after it, at once, and the client reads their replies only on
+// resume, in order (unless the connection was closed meanwhile). The other
+// connections carry on. That is a reply whose segments are being
+// retransmitted: a client reads the outcome of a request long after the
+// server acted on it. Calling resume before such a request came disarms it.
+// The match is made per chunk, as for DropNextReply: each of substrs should
+// be short enough not to straddle two chunks (a script's SHA, a key).
+func (p *Proxy) StallNextReply(substrs ...string) (resume func()) {
+	if len(substrs) == 0 || slices.Contains(substrs, "") {
+		panic("faultproxy: empty substring to stall on")
+	}
+	return p.armStall(ServerToClient, substrs...)
+}
+
+// armStall arms StallNext (dir ClientToServer) or StallNextReply (dir
+// ServerToClient) and returns their resume.
+func (p *Proxy) armStall(dir Direction, substrs ...string) (resume func()) {
+	way := dir.indexes()[0]
 	p.mu.Lock()
-	p.stall = []byte(substr)
+	p.stall, p.stallWay = nil, way
+	for _, s := range substrs {
+		p.stall = append(p.stall, []byte(s))
+	}
 	p.mu.Unlock()
 	return func() {
 		p.mu.Lock()
 		p.stall = nil
 		p.mu.Unlock()
 		for _, l := range p.snapshot() {
-			l.stalled[0].Store(false)
+			l.stalled[way].Store(false)
 		}
-		p.update(ClientToServer, func(*faults) {})
+		p.update(dir, func(*faults) {})
 	}
 }
 
@@ -274,6 +309,7 @@ func (p *Proxy) Stats() Stats {
 		BytesBlackholed:     p.blackholed.Load(),
 		RepliesDropped:      p.dropped.Load(),
 		Resets:              p.resets.Load(),
+		Stalled:             p.stalls.Load(),
 	}
 }
 

@@ -299,6 +299,47 @@ func TestStallNext(t *testing.T) {
 	assert.Equal(t, "a", get(t, direct, "fp:stall2"))
 }
 
+// StallNextReply lets the matching request through at once and holds back
+// its reply, and the replies after it on its connection, until resume.
+func TestStallNextReply(t *testing.T) {
+	p := startProxy(t)
+	direct := newClient(t, target.Addrs[0])
+	require.NoError(t, direct.Do(context.Background(), direct.B().Del().Key("fp:stall3").Build()).Error())
+	a, b := rawConn(t, p), rawConn(t, p)
+	resume := p.StallNextReply("SET", "fp:stall3")
+	// A request with one of the strings only goes by.
+	_, err := fmt.Fprint(a, "*2\r\n$3\r\nGET\r\n$9\r\nfp:stall3\r\n")
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	n, err := a.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "$-1\r\n", string(buf[:n]))
+	assert.Zero(t, p.Stats().Stalled)
+	_, err = fmt.Fprint(a, "*3\r\n$3\r\nSET\r\n$9\r\nfp:stall3\r\n$1\r\na\r\n*1\r\n$4\r\nPING\r\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return get(t, direct, "fp:stall3") == "a" }, 3*time.Second, 5*time.Millisecond,
+		"the SET reached the server at once")
+	assert.EqualValues(t, 1, p.Stats().Stalled)
+	_, err = fmt.Fprint(b, "*1\r\n$4\r\nPING\r\n")
+	require.NoError(t, err)
+	n, err = b.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "+PONG\r\n", string(buf[:n]), "the other connection goes on")
+	require.NoError(t, a.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+	_, err = a.Read(buf)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "the replies are held back")
+	resume()
+	require.NoError(t, a.SetReadDeadline(time.Now().Add(3*time.Second)))
+	var got []byte
+	for len(got) < len("+OK\r\n+PONG\r\n") {
+		n, err = a.Read(buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	require.Equal(t, "+OK\r\n+PONG\r\n", string(got), "delivered in order on resume")
+	assert.Zero(t, p.Stats().Resets)
+}
+
 func TestResetAll(t *testing.T) {
 	p, c, _ := clients(t)
 	warm(t, c, "fp:reset")

@@ -45,4 +45,18 @@
 //	quorum-vote-at-once  a quorum server that restarted empty votes at
 //	                once, not after every lease it could have granted ran
 //	                out (I1, under F21 on the quorum topology)
+//	unlock-pool     Unlock's release budget comes from a pool and goes back
+//	                when the release returns, while a quorum's per-server
+//	                context derived from it may still read it: the process
+//	                crashes (I0, under F22 on the quorum topology)
+//	sem-float       a Semaphore holder's entry is written from the Lua number
+//	                of its permits, which Lua prints with 14 digits, so that
+//	                a holder of 2^52-1 permits counts as 4 (I1)
+//	renew-inline    the renewal scheduler's goroutine sends each round's
+//	                renewals itself and waits for them, so that a renewal
+//	                stuck in rueidis holds back the report of every deadline
+//	                (I5, under F23)
+//	sem-late        a Semaphore's grant whose reply was read after the lease
+//	                it set could have run out is returned as a hold (I1,
+//	                under F24)
 package mutant

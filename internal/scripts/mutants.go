@@ -37,6 +37,10 @@ var mutants = []struct {
 	{"xsem-overdraw", &RPermAcquire, "if n < want then", "if n < want - 1 then"},
 	{"csem-overdraw", &RSemAcquire, "if free < n then", "if free < n - 1 then"},
 	{"rfair-barge", &RFairAcquire, "if ARGV[7] == 'own' and not held and (not head or head == id) then", "if ARGV[7] == 'own' and not held then"},
+	// sem-float: a holder's entry is written from the Lua numbers of its
+	// permits and version, as it once was; Lua prints a number with 14
+	// digits (4503599627370495 as "4.5035996273705e+15", read back as 4).
+	{"sem-float", &SemAcquire, "redis.call('hset', holders, holder, ARGV[4] .. ':' .. ARGV[10])", "redis.call('hset', holders, holder, target .. ':' .. version)"},
 	{"multi-partial", &MultiAcquire, "if redis.call('exists', lock) == 1 then", "if i == 1 and redis.call('exists', lock) == 1 then"},
 }
 
