@@ -94,7 +94,7 @@ type engine struct {
 	notify  *notify.Registry
 
 	closed     chan struct{}
-	background sync.WaitGroup // runs the releases that outlive their caller's context
+	background tasks // runs what calls leave to do in Redis after they return
 
 	// sharded publishes with SPUBLISH (a cluster's sharded Pub/Sub); rcs
 	// are the deployments a force unlock tells a holder on (a quorum's
@@ -110,6 +110,41 @@ type engine struct {
 	// quorum, on a Client from NewQuorum, asks every deployment of the
 	// quorum for the holds of its Mutex handles; nil otherwise.
 	quorum *quorum.Quorum
+}
+
+// tasks run what the Client's calls leave to do in Redis after they
+// return (take-backs, releases finished in the background), and Close waits
+// for them. A task started once Close waits runs in its caller: a
+// sync.WaitGroup may not be added to, from zero, while it is waited for.
+type tasks struct {
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	waiting bool
+}
+
+// Go runs f in a goroutine of its own, or, once Wait has begun, in the
+// caller.
+func (b *tasks) Go(f func()) {
+	b.mu.Lock()
+	if b.waiting {
+		b.mu.Unlock()
+		f()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
+}
+
+// Wait waits for the tasks started so far.
+func (b *tasks) Wait() {
+	b.mu.Lock()
+	b.waiting = true
+	b.mu.Unlock()
+	b.wg.Wait()
 }
 
 // isClosed reports whether the Client was closed.
