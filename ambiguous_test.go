@@ -24,7 +24,7 @@ func proxied(t *testing.T) (*redisync.Client, *redistest.Proxy) {
 	c, _ := newClient(t, through)
 	// Load the scripts, so that a request whose reply is dropped has run
 	// rather than failed with NOSCRIPT.
-	warm := c.NewMutex(t.Name() + ":warm-up")
+	warm := c.NewMutex(freshName(t) + ":warm-up")
 	warm.Lock()
 	//lint:ignore SA2001 taking the lock once loads the scripts
 	warm.Unlock()
@@ -36,8 +36,9 @@ func proxied(t *testing.T) (*redisync.Client, *redistest.Proxy) {
 // hold may outlive the failed call.
 func TestMutexAmbiguousAcquireIsUndone(t *testing.T) {
 	c, p := proxied(t)
+	name := freshName(t)
 	_, rc := newClient(t, standalone)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	// Every retry's reply is lost too, until LockContext gives up.
 	p.DropReplies(scripts.MutexAcquire.SHA1)
 	defer p.StopDropping()
@@ -48,7 +49,7 @@ func TestMutexAmbiguousAcquireIsUndone(t *testing.T) {
 	require.Error(t, err, "every acquire reply was lost")
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	assert.Positive(t, p.Dropped())
-	exists, err2 := rc.Do(context.Background(), rc.B().Exists().Key(t.Name()).Build()).AsInt64()
+	exists, err2 := rc.Do(context.Background(), rc.B().Exists().Key(name).Build()).AsInt64()
 	require.NoError(t, err2)
 	assert.Zero(t, exists, "LockContext failed with %v but left the lock behind", err)
 }
@@ -57,7 +58,8 @@ func TestMutexAmbiguousAcquireIsUndone(t *testing.T) {
 // second hold when the first one took the lock.
 func TestMutexAmbiguousAcquireIsRepeatedOnce(t *testing.T) {
 	c, p := proxied(t)
-	m := c.NewMutex(t.Name())
+	name := freshName(t)
+	m := c.NewMutex(name)
 	p.DropNextReply(scripts.MutexAcquire.SHA1)
 	m.Lock()
 	assert.EqualValues(t, 1, p.Dropped(), "the acquire reply was not dropped")
@@ -74,7 +76,8 @@ func TestMutexAmbiguousAcquireIsRepeatedOnce(t *testing.T) {
 // answers as the first attempt did: a clean release, not a loss.
 func TestMutexAmbiguousReleaseIsIdempotent(t *testing.T) {
 	c, p := proxied(t)
-	m := c.NewMutex(t.Name())
+	name := freshName(t)
+	m := c.NewMutex(name)
 	m.Lock()
 	p.DropNextReply(scripts.MutexRelease.SHA1)
 	require.NoError(t, m.UnlockContext(context.Background()))

@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -256,8 +257,9 @@ func panicOf(f func()) (text string) {
 	return ""
 }
 
-// snapshot returns every key whose name contains part, with its value
-// (DUMP's serialization: the value without its expiry).
+// snapshot returns every key whose name contains part, with its type and
+// value (without its expiry). It reads each type with its own command, not
+// DUMP, which miniredis answers for strings only.
 func snapshot(ctx context.Context, t *testing.T, rc rueidis.Client, part string) map[string]string {
 	t.Helper()
 	keys := map[string]string{}
@@ -266,9 +268,7 @@ func snapshot(ctx context.Context, t *testing.T, rc rueidis.Client, part string)
 		entry, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match("*"+part+"*").Count(1000).Build()).AsScanEntry()
 		require.NoError(t, err)
 		for _, k := range entry.Elements {
-			v, err := rc.Do(ctx, rc.B().Dump().Key(k).Build()).ToString()
-			if !rueidis.IsRedisNil(err) {
-				require.NoError(t, err)
+			if v, ok := valueOf(ctx, t, rc, k); ok {
 				keys[k] = v
 			}
 		}
@@ -276,4 +276,56 @@ func snapshot(ctx context.Context, t *testing.T, rc rueidis.Client, part string)
 			return keys
 		}
 	}
+}
+
+// valueOf returns key's type and value as text, and false if it is gone.
+func valueOf(ctx context.Context, t *testing.T, rc rueidis.Client, key string) (string, bool) {
+	t.Helper()
+	kind, err := rc.Do(ctx, rc.B().Type().Key(key).Build()).ToString()
+	require.NoError(t, err)
+	var cmd rueidis.Completed
+	switch kind {
+	case "none":
+		return "", false
+	case "string":
+		cmd = rc.B().Get().Key(key).Build()
+	case "hash":
+		cmd = rc.B().Hgetall().Key(key).Build()
+	case "zset":
+		cmd = rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()
+	case "list":
+		cmd = rc.B().Lrange().Key(key).Start(0).Stop(-1).Build()
+	case "set":
+		cmd = rc.B().Smembers().Key(key).Build()
+	default:
+		t.Fatalf("key %q has a type the snapshot cannot read: %s", key, kind)
+	}
+	v, err := rc.Do(ctx, cmd).ToAny()
+	if rueidis.IsRedisNil(err) {
+		return "", false
+	}
+	require.NoError(t, err)
+	if m, ok := v.(map[string]any); ok { // a hash: in a stable order
+		names := make([]string, 0, len(m))
+		for f := range m {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		pairs := make([]string, 0, 2*len(names))
+		for _, f := range names {
+			pairs = append(pairs, f, fmt.Sprint(m[f]))
+		}
+		v = pairs
+	}
+	if kind == "set" {
+		if members, ok := v.([]any); ok {
+			s := make([]string, len(members))
+			for i, m := range members {
+				s[i] = fmt.Sprint(m)
+			}
+			sort.Strings(s)
+			v = s
+		}
+	}
+	return kind + " " + fmt.Sprint(v), true
 }

@@ -32,14 +32,16 @@ func namesOnEveryMaster(t *testing.T, tg *redisserver.Target, prefix string, per
 
 func TestClusterHashTaggedNames(t *testing.T) {
 	tg := clusterTarget(t)
-	hammer(t, tg, []string{"{" + t.Name() + "}:a", "x{" + t.Name() + "}y"}, 2, 4, 50)
+	base := freshName(t)
+	hammer(t, tg, []string{"{" + base + "}:a", "x{" + base + "}y"}, 2, 4, 50)
 }
 
 // On a cluster, waiters subscribe with SSUBSCRIBE on the node that owns the
 // lock's slot, and the release script's SPUBLISH wakes them there.
 func TestClusterMutexWakeupByShardedPubSub(t *testing.T) {
 	tg := clusterTarget(t)
-	for _, name := range namesOnEveryMaster(t, tg, t.Name(), 1) {
+	base := freshName(t)
+	for _, name := range namesOnEveryMaster(t, tg, base, 1) {
 		holder, _ := newClient(t, tg)
 		waiter, rc := newClient(t, tg)
 		h := holder.NewMutex(name)
@@ -93,7 +95,8 @@ func TestClusterNamesWithClosingBrace(t *testing.T) {
 		assert.Panics(t, func() { c.NewSemaphore(bad, 1) }, "NewSemaphore(%q)", bad)
 	}
 	ctx := context.Background()
-	for _, good := range []string{"x}{" + t.Name() + "}", "{" + t.Name() + "}}"} {
+	base := freshName(t)
+	for _, good := range []string{"x}{" + base + "}", "{" + base + "}}"} {
 		m := c.NewMutex(good)
 		m.Lock()
 		//lint:ignore SA2001 taking and leaving the lock is what is tested

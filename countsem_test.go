@@ -56,7 +56,7 @@ func (j *javaSem) free() int64 {
 // held panics), on every topology.
 func TestCountingSemaphoreCounts(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "csem:" + t.Name()
+		name := "csem:" + freshName(t)
 		c, _ := newClient(t, tg)
 		s := c.NewCountingSemaphore(name, 3)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -105,7 +105,7 @@ func TestCountingSemaphoreCounts(t *testing.T) {
 // publishes the count as Redisson's does, which a Java waiter hears.
 func TestCountingSemaphoreRedissonInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "csem:" + t.Name()
+		name := "csem:" + freshName(t)
 		c, rc := newClient(t, tg)
 		s := c.NewCountingSemaphore(name, 2)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -148,7 +148,7 @@ func TestCountingSemaphoreRedissonInterop(t *testing.T) {
 // is repeated and adds once.
 func TestCountingSemaphoreLateAndLost(t *testing.T) {
 	tg := standalone
-	name := "csem:" + t.Name()
+	name := "csem:" + freshName(t)
 	c, lc := newLateClient(t, tg)
 	s := c.NewCountingSemaphore(name, 2)
 	java := newJavaSem(t, newRueidis(t, tg), name)

@@ -86,7 +86,7 @@ func TestDeadQueuedWaiterDelaysNoOneForALease(t *testing.T) {
 	}
 	for _, kind := range kinds {
 		t.Run(kind.name, func(t *testing.T) {
-			name := t.Name()
+			name := freshName(t)
 			hc, rc := newClient(t, standalone)
 			h := hc.NewMutex(name)
 			h.Lock()

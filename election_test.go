@@ -28,7 +28,7 @@ const childElection = "REDISYNC_TEST_ELECTION"
 func TestElectionOneLeader(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "election:" + t.Name()
+		name := "election:" + freshName(t)
 		var clients []*redisync.Client
 		for range 4 {
 			c, _ := newClient(t, tg)
@@ -88,7 +88,7 @@ func TestElectionLeaderKilled(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		requireReal(t, tg, "a child process")
-		name := "election:" + t.Name()
+		name := "election:" + freshName(t)
 		const lease = time.Second
 		child := startChildSaying(t, tg, name, lease, "leading", childElection+"=1")
 		c, _ := newClient(t, tg)
@@ -126,7 +126,7 @@ func TestElectionObserve(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg)
 		b, _ := newClient(t, tg)
-		name := "election:" + t.Name()
+		name := "election:" + freshName(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		first, second := a.NewElection(name), b.NewElection(name)
@@ -178,7 +178,7 @@ func TestElectionErrors(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg)
 		b, rc := newClient(t, tg)
-		name := "election:" + t.Name()
+		name := "election:" + freshName(t)
 		l := layout.ElectionOf(name)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -213,7 +213,7 @@ func TestElectionErrors(t *testing.T) {
 func TestElectionLost(t *testing.T) {
 	a, rc := newClient(t, standalone)
 	b, _ := newClient(t, standalone)
-	name := "election:" + t.Name()
+	name := "election:" + freshName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	e := a.NewElection(name)

@@ -132,7 +132,7 @@ func notYet[T any](t *testing.T, got <-chan T, d time.Duration, what string) {
 // gets it then), a renewed lease does not end, and the bad inputs panic.
 func TestExpirableSemaphore(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "xsem:" + t.Name()
+		name := "xsem:" + freshName(t)
 		c, _ := newClient(t, tg)
 		s := c.NewExpirableSemaphore(name, 3)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -217,7 +217,7 @@ func TestExpirableSemaphore(t *testing.T) {
 // never released) lets Go in when its lease ends.
 func TestExpirableSemaphoreRedissonInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "xsem:" + t.Name()
+		name := "xsem:" + freshName(t)
 		c, rc := newClient(t, tg)
 		s := c.NewExpirableSemaphore(name, 2)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -294,7 +294,7 @@ func TestExpirableSemaphoreRedissonInterop(t *testing.T) {
 // is lost is sent again, answers as the first, and gives back once.
 func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	tg := standalone
-	name := "xsem:" + t.Name()
+	name := "xsem:" + freshName(t)
 	c, lc := newLateClient(t, tg)
 	s := c.NewExpirableSemaphore(name, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -328,6 +328,44 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	assert.EqualValues(t, 2, free(), "a repeated release gave back twice")
 }
 
+// acquired is what an Acquire returned.
+type acquired struct {
+	id  string
+	err error
+}
+
+// acquireLater runs s.Acquire(ctx, lease) in a goroutine and sends what it
+// returned.
+func acquireLater(ctx context.Context, s *redisync.ExpirableSemaphore, lease time.Duration) <-chan acquired {
+	got := make(chan acquired, 1)
+	go func() {
+		id, err := s.Acquire(ctx, lease)
+		got <- acquired{id, err}
+	}()
+	return got
+}
+
+// waitsForRival checks that the Acquire whose outcome got carries does not
+// return for quiet while the rival holds the permit rid, releases it, and
+// returns what the Acquire then got.
+func waitsForRival(ctx context.Context, t *testing.T, got <-chan acquired, rival *redisync.ExpirableSemaphore, rid string, quiet time.Duration) acquired {
+	t.Helper()
+	select {
+	case r := <-got:
+		t.Fatalf("Acquire returned %q, %v with another holder inside (a grant read after its lease)", r.id, r.err)
+	case <-time.After(quiet):
+	}
+	require.NoError(t, rival.Release(ctx, rid))
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call did not get the permit after the other released it")
+	}
+	return acquired{}
+}
+
 // An ExpirableSemaphore acquire whose reply is read after its permits'
 // lease ran out returns no permit: by then they came back and another took
 // them. Acquire and TryAcquire both; the count stays whole.
@@ -347,33 +385,13 @@ func TestExpirableSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 
 	// A waiting Acquire.
 	lc.DelayReply(scripts.RPermAcquire, 1)
-	type result struct {
-		id  string
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		id, err := s.Acquire(ctx, lease)
-		got <- result{id, err}
-	}()
+	got := acquireLater(ctx, s, lease)
 	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
 	time.Sleep(lease + 200*time.Millisecond) // the permit's lease ends in Redis
 	rid, err := rival.Acquire(ctx, 10*time.Second)
 	require.NoError(t, err, "the expired permit is free")
 	lc.Deliver(t) // the late reply: taken, 700 ms ago
-	select {
-	case r := <-got:
-		t.Fatalf("Acquire returned %q, %v on a reply that came after its lease, with another holder inside", r.id, r.err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	require.NoError(t, rival.Release(ctx, rid))
-	var r result
-	select {
-	case r = <-got:
-		require.NoError(t, r.err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting call did not get the permit after the other released it")
-	}
+	r := waitsForRival(ctx, t, got, rival, rid, 300*time.Millisecond)
 	n, err := s.Available(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n, "the one permit is taken once")
@@ -399,6 +417,55 @@ func TestExpirableSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 		n, err := s.Available(ctx)
 		return err == nil && n == 1
 	}, 5*time.Second, 10*time.Millisecond, "the count is whole again")
+}
+
+// A retry of an ExpirableSemaphore acquire whose first attempt took the
+// permits but lost its reply finds the call's latch saying "taken". The
+// permits' lease began at that first attempt: when it has run out by the
+// retry, another may hold them, and the retry must not return them. The
+// chaos suite saw it (sentinel run, seed 494040919): a worker cut off for
+// 3 s got its permits back from a retry while two others held the
+// semaphore of size 2. The retry returns them only while their lease runs
+// (and then from the retry on); else the call asks anew.
+func TestExpirableSemaphoreRetryAfterTheLeaseIsNoHold(t *testing.T) {
+	tg := standalone
+	c, lc := newLateClient(t, tg)
+	other, _ := newClient(t, tg)
+	name := freshName(t)
+	s, rival := c.NewExpirableSemaphore(name, 1), other.NewExpirableSemaphore(name, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const lease = 500 * time.Millisecond
+
+	id, err := s.Acquire(ctx, lease) // loads the scripts
+	require.NoError(t, err)
+	require.NoError(t, s.Release(ctx, id))
+
+	// The first attempt takes the permit; its reply is lost after the
+	// lease ended, and the rival took the permit meanwhile.
+	lc.LoseReply(scripts.RPermAcquire, 1, lease+300*time.Millisecond)
+	got := acquireLater(ctx, s, lease)
+	require.Eventually(t, func() bool { return available(ctx, t, s) == 0 }, 5*time.Second, time.Millisecond, "the first attempt takes the permit")
+	rid, err := rival.Acquire(ctx, 10*time.Second)
+	require.NoError(t, err, "the expired permit is free")
+	r := waitsForRival(ctx, t, got, rival, rid, time.Second)
+	assert.Zero(t, available(ctx, t, s), "the one permit is taken once")
+	require.NoError(t, s.Release(ctx, r.id))
+	assert.EqualValues(t, 1, available(ctx, t, s))
+
+	// A retry within the lease returns the permit, leased from the retry
+	// on: it is still held a lease after the first attempt.
+	lc.LoseReply(scripts.RPermAcquire, 1, lease/2)
+	start := time.Now()
+	id, err = s.Acquire(ctx, lease)
+	require.NoError(t, err)
+	took := time.Since(start)
+	if took < lease {
+		time.Sleep(lease - took + 100*time.Millisecond) // past the first attempt's lease
+		assert.Zero(t, available(ctx, t, s), "the retry's permit is leased from the retry on")
+	}
+	require.NoError(t, s.Release(ctx, id))
+	assert.EqualValues(t, 1, available(ctx, t, s))
 }
 
 // A request for more permits than one call carries is refused at once,
@@ -475,8 +542,15 @@ func TestExpirableSemaphoreManyPermitsAtOnce(t *testing.T) {
 		}
 		return ids
 	}
-	take(300 * time.Millisecond)
-	time.Sleep(500 * time.Millisecond) // every lease ends
+	// A short lease that still outlives a call: on miniredis, whose scripts
+	// run in an interpreter in this process, a call of MaxPermitsPerCall
+	// permits takes longer than 300 ms under -race.
+	short := 300 * time.Millisecond
+	if !standalone.Real() {
+		short = 5 * time.Second
+	}
+	take(short)
+	time.Sleep(short + 200*time.Millisecond) // every lease ends
 	n, err := s.Available(ctx)
 	assert.NoError(t, err)
 	assert.EqualValues(t, 2*redisync.MaxPermitsPerCall, n, "the ended leases counted back")

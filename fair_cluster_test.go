@@ -8,8 +8,9 @@ import "testing"
 // holder's 30 s lease and fail the round.
 func TestClusterFairMutex(t *testing.T) {
 	tg := clusterTarget(t)
-	names := namesOnEveryMaster(t, tg, t.Name(), 1)
-	for _, name := range append(names, "{"+t.Name()+"}:tagged") {
+	base := freshName(t)
+	names := namesOnEveryMaster(t, tg, base, 1)
+	for _, name := range append(names, "{"+base+"}:tagged") {
 		fifo(t, tg, name, 20, 1)
 	}
 	crashFair(t, tg, names[0])

@@ -41,10 +41,11 @@ func waitQueued(t testing.TB, rc rueidis.Client, name string, n int64) {
 func TestFairMutexLockUnlock(t *testing.T) { forEachTopology(t, testFairMutexLockUnlock) }
 
 func testFairMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
-	fm := c.NewFairMutex(t.Name())
-	assert.Equal(t, t.Name(), fm.Name())
+	fm := c.NewFairMutex(name)
+	assert.Equal(t, name, fm.Name())
 	fm.Lock()
 	locked, err := fm.IsLocked(ctx)
 	require.NoError(t, err)
@@ -55,7 +56,7 @@ func testFairMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
 	ttl, err := fm.TTL(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 25*time.Second, "watchdog lease is 30s by default")
-	fields, err := rc.Do(ctx, rc.B().Hgetall().Key("redisync_fair:{"+t.Name()+"}").Build()).AsStrMap()
+	fields, err := rc.Do(ctx, rc.B().Hgetall().Key("redisync_fair:{"+name+"}").Build()).AsStrMap()
 	require.NoError(t, err)
 	assert.Len(t, fields, 1, "one field per owner in redisync_fair:{name}")
 	assert.False(t, fm.TryLock(), "a held handle does not re-enter")
@@ -71,7 +72,7 @@ func testFairMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
 	assert.Zero(t, ttl)
 	assert.True(t, fm.TryLock())
 	fm.Unlock()
-	q, a := queueLen(t, rc, t.Name())
+	q, a := queueLen(t, rc, name)
 	assert.Zero(t, q+a, "uncontended locking leaves no queue")
 }
 
@@ -136,9 +137,10 @@ func TestFairMutexFIFO(t *testing.T) {
 }
 
 func testFairMutexFIFO(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	start := time.Now()
 	rounds := scaled(tg, 200)
-	fifo(t, tg, t.Name(), rounds, 2)
+	fifo(t, tg, name, rounds, 2)
 	t.Logf("%d rounds of 6 queued waiters from 3 Clients in %v", rounds, time.Since(start))
 }
 
@@ -150,19 +152,20 @@ func TestFairMutexCrashedWaiter(t *testing.T) {
 }
 
 func testFairMutexCrashedWaiter(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	const heartbeat = time.Second
 	hc, rc := newClient(t, tg)
-	h := hc.NewFairMutex(t.Name())
+	h := hc.NewFairMutex(name)
 	h.Lock()
-	child := startQueuedChild(t, tg, "fair-wait", t.Name(), 30*time.Second, heartbeat, "waiting")
-	waitQueued(t, rc, t.Name(), 1)
+	child := startQueuedChild(t, tg, "fair-wait", name, 30*time.Second, heartbeat, "waiting")
+	waitQueued(t, rc, name, 1)
 	acquired := make(chan int, 2)
 	killed := make(chan time.Time, 2)
 	var elapsed [2]time.Duration
 	var wg sync.WaitGroup
 	for i := range 2 {
 		c, _ := newClient(t, tg, redisync.WithHeartbeatTimeout(heartbeat))
-		w := c.NewFairMutex(t.Name())
+		w := c.NewFairMutex(name)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -175,10 +178,10 @@ func testFairMutexCrashedWaiter(t *testing.T, tg *redisserver.Target) {
 			acquired <- i
 			w.Unlock()
 		})
-		waitQueued(t, rc, t.Name(), int64(i+2))
+		waitQueued(t, rc, name, int64(i+2))
 	}
 	time.Sleep(heartbeat) // the child's heartbeat is renewed meanwhile
-	q, _ := queueLen(t, rc, t.Name())
+	q, _ := queueLen(t, rc, name)
 	require.EqualValues(t, 3, q, "a live waiter stays queued")
 	require.NoError(t, child.Process.Kill())
 	at := time.Now()
@@ -206,15 +209,16 @@ func TestFairMutexLongWaitKeepsPlace(t *testing.T) {
 }
 
 func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	const heartbeat = 300 * time.Millisecond
 	hc, rc := newClient(t, tg)
-	h := hc.NewFairMutex(t.Name())
+	h := hc.NewFairMutex(name)
 	h.Lock()
 	served := make(chan int, 3)
 	var wg sync.WaitGroup
 	start := func(i int) {
 		c, _ := newClient(t, tg, redisync.WithHeartbeatTimeout(heartbeat))
-		w := c.NewFairMutex(t.Name())
+		w := c.NewFairMutex(name)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -227,14 +231,14 @@ func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redisserver.Target) {
 		})
 	}
 	start(0)
-	waitQueued(t, rc, t.Name(), 1)
+	waitQueued(t, rc, name, 1)
 	start(1)
-	waitQueued(t, rc, t.Name(), 2)
+	waitQueued(t, rc, name, 2)
 	time.Sleep(3*heartbeat + 100*time.Millisecond)
 	start(2) // arrives after the first two have waited 3 heartbeat timeouts
-	waitQueued(t, rc, t.Name(), 3)
+	waitQueued(t, rc, name, 3)
 	time.Sleep(heartbeat)
-	q, a := queueLen(t, rc, t.Name())
+	q, a := queueLen(t, rc, name)
 	assert.EqualValues(t, 3, q)
 	assert.EqualValues(t, 3, a)
 	h.Unlock()
@@ -250,8 +254,9 @@ func testFairMutexLongWaitKeepsPlace(t *testing.T, tg *redisserver.Target) {
 func TestFairMutexCancelLeavesQueue(t *testing.T) { forEachTopology(t, testFairMutexCancelLeavesQueue) }
 
 func testFairMutexCancelLeavesQueue(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	hc, rc := newClient(t, tg)
-	h := hc.NewFairMutex(t.Name())
+	h := hc.NewFairMutex(name)
 	h.Lock()
 	// A live waiter stays queued throughout.
 	c1, _ := newClient(t, tg)
@@ -259,34 +264,34 @@ func testFairMutexCancelLeavesQueue(t *testing.T, tg *redisserver.Target) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
 		defer cancel()
-		w := c1.NewFairMutex(t.Name())
+		w := c1.NewFairMutex(name)
 		err := w.LockContext(ctx)
 		if err == nil {
 			w.Unlock()
 		}
 		first <- err
 	}()
-	waitQueued(t, rc, t.Name(), 1)
+	waitQueued(t, rc, name, 1)
 
 	c2, _ := newClient(t, tg)
-	w := c2.NewFairMutex(t.Name())
+	w := c2.NewFairMutex(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	assert.Equal(t, context.DeadlineExceeded, w.LockContext(ctx), "ctx.Err() comes back unwrapped")
-	q, a := queueLen(t, rc, t.Name())
+	q, a := queueLen(t, rc, name)
 	assert.EqualValues(t, 1, q, "queue length after a timed-out waiter")
 	assert.EqualValues(t, 1, a, "heartbeats after a timed-out waiter")
 
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	assert.Equal(t, context.Canceled, w.LockContext(ctx))
-	q, a = queueLen(t, rc, t.Name())
+	q, a = queueLen(t, rc, name)
 	assert.EqualValues(t, 1, q, "queue length after a cancelled waiter")
 	assert.EqualValues(t, 1, a, "heartbeats after a cancelled waiter")
 
 	h.Unlock()
 	require.NoError(t, <-first)
-	q, a = queueLen(t, rc, t.Name())
+	q, a = queueLen(t, rc, name)
 	assert.Zero(t, q+a)
 }
 
@@ -300,7 +305,7 @@ func TestFairMutexCancelledHeadPassesTurn(t *testing.T) {
 func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redisserver.Target) {
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
-	name := t.Name()
+	name := freshName(t)
 	queue, alive := layout.Aux(layout.FairQueuePrefix, name), layout.Aux(layout.FairAlivePrefix, name)
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "slow").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Arbitrary("ZADD").Keys(alive).Args("999999999999999", "slow").Build()).Error())
@@ -339,9 +344,10 @@ func testFairMutexCancelledHeadPassesTurn(t *testing.T, tg *redisserver.Target) 
 func TestFairMutexWakesOnlyHead(t *testing.T) { forEachTopology(t, testFairMutexWakesOnlyHead) }
 
 func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	const waiters = 10
 	hc, rc := newClient(t, tg)
-	h := hc.NewFairMutex(t.Name())
+	h := hc.NewFairMutex(name)
 	h.Lock()
 	acquired := make(chan int)
 	release := make([]chan struct{}, waiters)
@@ -350,7 +356,7 @@ func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
 	for i := range waiters {
 		release[i] = make(chan struct{})
 		c, _ := newClient(t, tg, countPubSubWakeups(&wakeups))
-		w := c.NewFairMutex(t.Name())
+		w := c.NewFairMutex(name)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -362,7 +368,7 @@ func testFairMutexWakesOnlyHead(t *testing.T, tg *redisserver.Target) {
 			<-release[i]
 			w.Unlock()
 		})
-		waitQueued(t, rc, t.Name(), int64(i+1))
+		waitQueued(t, rc, name, int64(i+1))
 	}
 	time.Sleep(50 * time.Millisecond) // subscriptions confirmed, second tries done
 	before := wakeups.Load()
@@ -383,7 +389,8 @@ func TestFairMutexCrashedHolder(t *testing.T) {
 }
 
 func testFairMutexCrashedHolder(t *testing.T, tg *redisserver.Target) {
-	crashFair(t, tg, t.Name())
+	name := freshName(t)
+	crashFair(t, tg, name)
 }
 
 // crashFair has a child process hold the fair mutex name with a 1 s watchdog
@@ -418,18 +425,19 @@ func TestFairMutexTryLockDoesNotBarge(t *testing.T) {
 }
 
 func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
-	fm := c.NewFairMutex(t.Name())
+	fm := c.NewFairMutex(name)
 	// A queued waiter that has not taken its turn yet (a slow process).
-	queue, alive := layout.Aux(layout.FairQueuePrefix, t.Name()), layout.Aux(layout.FairAlivePrefix, t.Name())
+	queue, alive := layout.Aux(layout.FairQueuePrefix, name), layout.Aux(layout.FairAlivePrefix, name)
 	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "slow").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Arbitrary("ZADD").Keys(alive).Args("999999999999999", "slow").Build()).Error())
 	assert.False(t, fm.TryLock(), "TryLock barged past a queued waiter")
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	assert.Equal(t, context.DeadlineExceeded, fm.LockContext(short), "LockContext must queue behind it")
-	q, _ := queueLen(t, rc, t.Name())
+	q, _ := queueLen(t, rc, name)
 	assert.EqualValues(t, 1, q)
 	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(queue, alive).Build()).Error())
 	assert.True(t, fm.TryLock())
@@ -439,16 +447,17 @@ func testFairMutexTryLockDoesNotBarge(t *testing.T, tg *redisserver.Target) {
 func TestFairMutexReentrantOwner(t *testing.T) { forEachTopology(t, testFairMutexReentrantOwner) }
 
 func testFairMutexReentrantOwner(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
-	fm := c.NewFairMutex(t.Name())
+	fm := c.NewFairMutex(name)
 	owner := redisync.WithOwner(context.Background())
 	require.NoError(t, fm.LockContext(owner))
 	other, _ := newClient(t, tg)
 	done := make(chan error, 1)
-	go func() { done <- other.NewFairMutex(t.Name()).LockContext(context.Background()) }()
-	waitQueued(t, rc, t.Name(), 1)
+	go func() { done <- other.NewFairMutex(name).LockContext(context.Background()) }()
+	waitQueued(t, rc, name, 1)
 	// Re-entry does not queue behind the waiter.
-	require.NoError(t, c.NewFairMutex(t.Name()).LockContext(owner))
+	require.NoError(t, c.NewFairMutex(name).LockContext(owner))
 	n, err := fm.HoldCount(owner)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
@@ -479,23 +488,24 @@ func TestFairMutexSecondLockOnHandleQueues(t *testing.T) {
 }
 
 func testFairMutexSecondLockOnHandleQueues(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
-	fm := c.NewFairMutex(t.Name())
+	fm := c.NewFairMutex(name)
 	fm.Lock()
 	second := make(chan struct{})
 	go func() {
 		fm.Lock()
 		close(second)
 	}()
-	waitQueued(t, rc, t.Name(), 1)
+	waitQueued(t, rc, name, 1)
 	other, _ := newClient(t, tg)
 	third := make(chan struct{})
-	o := other.NewFairMutex(t.Name())
+	o := other.NewFairMutex(name)
 	go func() {
 		o.Lock()
 		close(third)
 	}()
-	waitQueued(t, rc, t.Name(), 2)
+	waitQueued(t, rc, name, 2)
 	fm.Unlock()
 	select {
 	case <-second:
@@ -516,12 +526,13 @@ func testFairMutexSecondLockOnHandleQueues(t *testing.T, tg *redisserver.Target)
 func TestFairMutexMisuse(t *testing.T) { forEachTopology(t, testFairMutexMisuse) }
 
 func testFairMutexMisuse(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	fm := c.NewFairMutex(t.Name())
+	fm := c.NewFairMutex(name)
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", fm.Unlock)
 	assert.ErrorIs(t, fm.UnlockContext(context.Background()), redisync.ErrNotHeld)
 	fm.Lock()
-	assert.ErrorIs(t, c.NewFairMutex(t.Name()).UnlockContext(context.Background()), redisync.ErrNotHeld)
+	assert.ErrorIs(t, c.NewFairMutex(name).UnlockContext(context.Background()), redisync.ErrNotHeld)
 	fm.Unlock()
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", fm.Unlock, "double unlock")
 	assert.Panics(t, func() { c.NewFairMutex("") })
@@ -534,20 +545,21 @@ func TestFairMutexForceUnlockWakesHead(t *testing.T) {
 }
 
 func testFairMutexForceUnlockWakesHead(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	hc, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	h := hc.NewFairMutex(t.Name())
+	h := hc.NewFairMutex(name)
 	h.Lock()
 	wc, _ := newClient(t, tg)
-	w := wc.NewFairMutex(t.Name())
+	w := wc.NewFairMutex(name)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
 		defer cancel()
 		got <- w.LockContext(ctx)
 	}()
-	waitQueued(t, rc, t.Name(), 1)
+	waitQueued(t, rc, name, 1)
 	admin, _ := newClient(t, tg)
-	ok, err := admin.NewFairMutex(t.Name()).ForceUnlock(context.Background())
+	ok, err := admin.NewFairMutex(name).ForceUnlock(context.Background())
 	require.NoError(t, err)
 	assert.True(t, ok)
 	require.NoError(t, <-got)
@@ -564,10 +576,11 @@ func testFairMutexForceUnlockWakesHead(t *testing.T, tg *redisserver.Target) {
 func TestFairMutexLossIsReported(t *testing.T) { forEachTopology(t, testFairMutexLossIsReported) }
 
 func testFairMutexLossIsReported(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	fm := c.NewFairMutex(t.Name())
+	fm := c.NewFairMutex(name)
 	fm.Lock()
-	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key("redisync_fair:{"+t.Name()+"}").Build()).Error())
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key("redisync_fair:{"+name+"}").Build()).Error())
 	select {
 	case <-fm.Done():
 	case <-time.After(hang):

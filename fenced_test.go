@@ -88,7 +88,8 @@ func TestFencedMutexTokensIncrease(t *testing.T) {
 
 func testFencedMutexTokensIncrease(t *testing.T, tg *redisserver.Target) {
 	rounds := scaled(tg, 200)
-	grants := fencedHammer(t, tg, t.Name(), 4, 8, rounds)
+	name := freshName(t)
+	grants := fencedHammer(t, tg, name, 4, 8, rounds)
 	require.Len(t, grants, 4*8*rounds)
 	checkGrants(t, grants)
 }
@@ -96,8 +97,9 @@ func testFencedMutexTokensIncrease(t *testing.T, tg *redisserver.Target) {
 func TestFencedMutexTokenLifecycle(t *testing.T) { forEachTopology(t, testFencedMutexTokenLifecycle) }
 
 func testFencedMutexTokenLifecycle(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	fm := c.NewFencedMutex(t.Name())
+	fm := c.NewFencedMutex(name)
 	assert.Zero(t, fm.Token(), "not held")
 	owner := redisync.WithOwner(context.Background())
 	t1, err := fm.LockToken(owner)
@@ -106,7 +108,7 @@ func testFencedMutexTokenLifecycle(t *testing.T, tg *redisserver.Target) {
 	require.NoError(t, err)
 	assert.Greater(t, t2, t1, "a reentrant acquisition gets a new token too")
 	assert.Equal(t, t2, fm.Token())
-	_, ok, err := c.NewFencedMutex(t.Name()).TryLockToken(context.Background())
+	_, ok, err := c.NewFencedMutex(name).TryLockToken(context.Background())
 	require.NoError(t, err)
 	assert.False(t, ok, "another owner is excluded")
 	require.NoError(t, fm.UnlockContext(owner))
@@ -167,28 +169,29 @@ func TestFencedMutexStaleHolderIsFenced(t *testing.T) {
 }
 
 func testFencedMutexStaleHolderIsFenced(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	a, _ := newClient(t, tg)
 	b, _ := newClient(t, tg)
 	ctx := context.Background()
-	slow := a.NewFencedMutex(t.Name(), redisync.WithLease(300*time.Millisecond))
+	slow := a.NewFencedMutex(name, redisync.WithLease(300*time.Millisecond))
 	staleToken, err := slow.LockToken(ctx)
 	require.NoError(t, err)
 	time.Sleep(500 * time.Millisecond) // a pause past the lease
 
-	next := b.NewFencedMutex(t.Name())
+	next := b.NewFencedMutex(name)
 	token, err := next.LockToken(ctx)
 	require.NoError(t, err)
 	require.Greater(t, token, staleToken)
-	require.NoError(t, b.NewFence(t.Name()).Set(ctx, token, "written by the new holder"))
+	require.NoError(t, b.NewFence(name).Set(ctx, token, "written by the new holder"))
 
-	err = a.NewFence(t.Name()).Set(ctx, staleToken, "written by the stale holder")
+	err = a.NewFence(name).Set(ctx, staleToken, "written by the stale holder")
 	assert.ErrorIs(t, err, redisync.ErrStaleToken)
-	value, seen, err := a.NewFence(t.Name()).Get(ctx)
+	value, seen, err := a.NewFence(name).Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "written by the new holder", value)
 	assert.Equal(t, token, seen)
 	assert.ErrorIs(t, slow.Err(), redisync.ErrLockLost, "the stale holder was told")
-	require.NoError(t, b.NewFence(t.Name()).Set(ctx, token, "again, same token"))
+	require.NoError(t, b.NewFence(name).Set(ctx, token, "again, same token"))
 	next.Unlock()
 	slow.Unlock()
 }
@@ -227,7 +230,7 @@ return -1`
 func TestFencedMutexRedissonInterop(t *testing.T) {
 	c, rc := newClient(t, standalone)
 	ctx := context.Background()
-	name := t.Name()
+	name := freshName(t)
 	java := func() int64 {
 		n, err := rc.Do(ctx, rc.B().Eval().Script(redissonFencedAcquire).Numkeys(2).
 			Key(name, layout.Aux(layout.TokenPrefix, name)).Arg("30000", "0f0e0d0c-java:1").Build()).AsInt64()

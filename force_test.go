@@ -2,11 +2,9 @@ package redisync_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,7 +64,7 @@ func TestForceUnlockCatchesHoldsBeingRecorded(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind.name, func(t *testing.T) {
 			var lost, held int
-			base := fmt.Sprint(t.Name(), ":", time.Now().UnixNano(), ":") // a Once is done for good
+			base := freshName(t) + ":" // a Once is done for good
 			for round := range 300 {
 				name := base + strconv.Itoa(round)
 				start, forced := make(chan struct{}), make(chan struct{})
@@ -105,7 +103,7 @@ func TestForceUnlockCatchesHandedHolds(t *testing.T) {
 	ctx := context.Background()
 	holder, _ := newClient(t, standalone)
 	c, rc := newClient(t, standalone)
-	base := fmt.Sprint(t.Name(), ":", time.Now().UnixNano(), ":")
+	base := freshName(t) + ":"
 	var lost, held int
 	for round := range 60 {
 		name := base + strconv.Itoa(round)

@@ -18,8 +18,9 @@ import (
 // they go on: after at most 64 handovers (or 1 ms) the hold goes back to Redis.
 func TestMutexLocalHandoff(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
+	name := freshName(t)
 	c, rc := newClient(t, standalone)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	var ex exclusion
 	var sections atomic.Int64
 	stop := make(chan struct{})
@@ -30,7 +31,7 @@ func TestMutexLocalHandoff(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // the local goroutines are busy
 	other, _ := newClient(t, standalone)
-	remote := other.NewMutex(t.Name())
+	remote := other.NewMutex(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	began := time.Now()
@@ -52,8 +53,9 @@ func TestMutexLocalHandoff(t *testing.T) {
 // A caller that gives up while queued for a handover is not handed the hold;
 // the release goes to Redis instead.
 func TestMutexHandoffToLeaver(t *testing.T) {
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	m.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -72,8 +74,9 @@ func TestMutexHandoffToLeaver(t *testing.T) {
 // A FencedMutex never hands a hold over locally: each acquisition takes a
 // new token from Redis.
 func TestFencedMutexNoLocalHandoff(t *testing.T) {
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
-	fm := c.NewFencedMutex(t.Name())
+	fm := c.NewFencedMutex(name)
 	var mu sync.Mutex
 	var grants []grant
 	var wg sync.WaitGroup
@@ -104,8 +107,9 @@ func TestFencedMutexNoLocalHandoff(t *testing.T) {
 // sections costs an acquire and a release in Redis.
 func TestMutexHandoffTimeBound(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
+	name := freshName(t)
 	c, rc := newClient(t, standalone)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	const goroutines, rounds = 4, 10
 	before := redistest.CommandCalls(t, rc, "evalsha")
 	var wg sync.WaitGroup

@@ -46,7 +46,8 @@ func lockers(c *redisync.Client, name string) []lockCtx {
 func TestWrongTypeKeyIsAnError(t *testing.T) {
 	ctx := context.Background()
 	c, rc := newClient(t, standalone)
-	for _, l := range lockers(c, t.Name()) {
+	name := freshName(t)
+	for _, l := range lockers(c, name) {
 		t.Run(l.kind, func(t *testing.T) {
 			require.NoError(t, rc.Do(ctx, rc.B().Set().Key(l.key).Value("not a lock").Build()).Error())
 			defer rc.Do(ctx, rc.B().Del().Key(l.key).Build())
@@ -55,7 +56,7 @@ func TestWrongTypeKeyIsAnError(t *testing.T) {
 			err := l.lock(wctx)
 			require.Error(t, err)
 			assert.NotErrorIs(t, err, context.DeadlineExceeded, "a permanent error is returned, not waited out")
-			assert.Contains(t, err.Error(), t.Name()[:len("TestWrongTypeKeyIsAnError")], "the error names the lock")
+			assert.Contains(t, err.Error(), name, "the error names the lock")
 			assert.Contains(t, err.Error(), "WRONGTYPE")
 			assert.False(t, l.try())
 			v, err := rc.Do(ctx, rc.B().Get().Key(l.key).Build()).ToString()
@@ -72,7 +73,7 @@ func TestWrongTypeKeyIsAnError(t *testing.T) {
 func TestCorruptedQueueEntries(t *testing.T) {
 	ctx := context.Background()
 	c, rc := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	sl := layout.SemOf(name)
 	now, err := state.ServerMillis(ctx, rc)
 	require.NoError(t, err)
@@ -108,7 +109,7 @@ func TestCorruptedQueueEntries(t *testing.T) {
 // A very long name works like any other (Redis keys may be large).
 func TestHugeName(t *testing.T) {
 	c, _ := newClient(t, standalone)
-	name := strings.Repeat("n", 1<<20)
+	name := strings.Repeat("n", 1<<20) + uniqueSuffix()
 	for _, l := range lockers(c, name) {
 		t.Run(l.kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -129,15 +130,16 @@ func TestScriptErrorReply(t *testing.T) {
 	require.NoError(t, rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("maxmemory", "1").Build()).Error())
 	restore := func() { rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("maxmemory", "0").Build()) }
 	defer restore()
-	m := c.NewMutex(t.Name())
+	name := freshName(t)
+	m := c.NewMutex(name)
 	wctx, cancel := context.WithTimeout(ctx, hang)
 	defer cancel()
 	err := m.LockContext(wctx)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "OOM")
-	assert.Contains(t, err.Error(), t.Name())
+	assert.Contains(t, err.Error(), name)
 	restore()
-	n, err := rc.Do(ctx, rc.B().Exists().Key(t.Name()).Build()).AsInt64()
+	n, err := rc.Do(ctx, rc.B().Exists().Key(name).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	require.NoError(t, m.LockContext(wctx))
@@ -150,7 +152,7 @@ func TestLockLogsRefusalAtOnce(t *testing.T) {
 	ctx := context.Background()
 	var logged safeBuffer
 	c, rc := newClient(t, standalone, redisync.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
-	name := t.Name()
+	name := freshName(t)
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(name).Value("not a lock").Build()).Error())
 	m := c.NewMutex(name)
 	done := make(chan struct{})

@@ -34,7 +34,7 @@ func ran(t *testing.T, res rueidis.RedisResult) {
 func warmUp(t *testing.T, c *redisync.Client) {
 	t.Helper()
 	ctx := context.Background()
-	name := t.Name() + ":warm-up"
+	name := freshName(t) + ":warm-up"
 	m := c.NewMutex(name)
 	for force := range 2 {
 		m.Lock()
@@ -95,7 +95,7 @@ func TestLateReleaseSparesNextHold(t *testing.T) {
 	c, late := newLateClient(t, standalone)
 	warmUp(t, c)
 	rivals, _ := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	m := c.NewMutex(name+":mutex", lease)
 	fm := c.NewFairMutex(name+":fair", lease)
 	w := c.NewRWMutex(name+":write", lease)
@@ -132,7 +132,7 @@ func TestLateReleaseSparesNextHold(t *testing.T) {
 func TestLateAcquireAfterUndoTakesNothing(t *testing.T) {
 	c, late := newLateClient(t, standalone)
 	warmUp(t, c)
-	name := t.Name()
+	name := freshName(t)
 	m := c.NewMutex(name + ":mutex")
 	f := c.NewFencedMutex(name + ":fenced")
 	fm := c.NewFairMutex(name + ":fair")
@@ -170,7 +170,7 @@ func TestSemaphoreLateReleaseKeepsCount(t *testing.T) {
 	c, late := newLateClient(t, standalone)
 	warmUp(t, c)
 	rivals, _ := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	ctx := context.Background()
 	t.Run("within a term", func(t *testing.T) {
 		s := c.NewSemaphore(name+":term", 2)
@@ -208,7 +208,7 @@ func TestSemaphoreLateReleaseKeepsCount(t *testing.T) {
 // rewritten by someone else is a loss.
 func TestSemaphoreRenewalChecksCount(t *testing.T) {
 	c, rc := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	s := c.NewSemaphore(name, 3, redisync.WithWatchdogTimeout(300*time.Millisecond))
 	require.NoError(t, s.Acquire(context.Background(), 1))
 	holders := layout.Aux(layout.SemHoldersPrefix, name)
@@ -229,8 +229,9 @@ func TestSemaphoreRenewalChecksCount(t *testing.T) {
 // sync.RWMutex's does; before, it entered at once (a downgrade is only for an
 // explicit owner).
 func TestRWMutexReadWaitsForOwnHandlesWriter(t *testing.T) {
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
-	rw := c.NewRWMutex(t.Name())
+	rw := c.NewRWMutex(name)
 	rw.Lock()
 	assert.False(t, rw.TryRLock(), "a reader entered while its own handle's writer held the lock")
 	assert.ErrorIs(t, rw.RLockContext(short(t, 200*time.Millisecond)), context.DeadlineExceeded)
@@ -268,7 +269,7 @@ func TestRWMutexReadHoldsShareTheLatestLease(t *testing.T) {
 	const lease = 2 * time.Second
 	c, _ := newClient(t, standalone)
 	others, _ := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	rw := c.NewRWMutex(name, redisync.WithLease(lease))
 	start := time.Now()
 	rw.RLock()
@@ -289,7 +290,7 @@ func TestRWMutexReadHoldsShareTheLatestLease(t *testing.T) {
 // A read hold whose timeout key is gone is lost, and its renewal says so.
 func TestRWMutexRenewalFindsTimeoutKeyGone(t *testing.T) {
 	c, rc := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	rw := c.NewRWMutex(name, redisync.WithWatchdogTimeout(300*time.Millisecond))
 	rw.RLock()
 	ctx := context.Background()
@@ -309,8 +310,9 @@ func TestRWMutexRenewalFindsTimeoutKeyGone(t *testing.T) {
 
 // A fixed lease that runs out is a loss whose cause is the lease.
 func TestLossCauseLeaseExpired(t *testing.T) {
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
-	m := c.NewMutex(t.Name(), redisync.WithLease(100*time.Millisecond))
+	m := c.NewMutex(name, redisync.WithLease(100*time.Millisecond))
 	m.Lock()
 	select {
 	case <-m.Done():
@@ -328,7 +330,7 @@ func TestLossCauseLeaseExpired(t *testing.T) {
 func TestForceUnlockSparesLaterHold(t *testing.T) {
 	c, late := newLateClient(t, standalone)
 	warmUp(t, c)
-	name := t.Name()
+	name := freshName(t)
 	for _, tc := range []struct {
 		name   string
 		script *scripts.Script
@@ -383,7 +385,7 @@ func TestForceUnlockSparesLaterHold(t *testing.T) {
 func TestUnlockContextEndedStillReleases(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	others, _ := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	m := c.NewMutex(name)
 	m.Lock()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -408,7 +410,7 @@ func TestUnlockContextEndedStillReleases(t *testing.T) {
 func TestOwnerCallsHonourContext(t *testing.T) {
 	c, late := newLateClient(t, standalone)
 	warmUp(t, c)
-	name := t.Name()
+	name := freshName(t)
 	m := c.NewMutex(name + ":mutex")
 	fm := c.NewFairMutex(name + ":fair")
 	s := c.NewSemaphore(name+":sem", 2)
@@ -461,7 +463,7 @@ func TestOwnerCallsHonourContext(t *testing.T) {
 // check in tryHold, LockContext returned nil with the other inside.
 func TestMutexLateAcquireReplyIsNoHold(t *testing.T) {
 	tg := standalone
-	name := t.Name()
+	name := freshName(t)
 	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second))
 	other, _ := newClient(t, tg)
 	m, rival := c.NewMutex(name), other.NewMutex(name)
@@ -507,7 +509,7 @@ func TestMutexLateAcquireReplyIsNoHold(t *testing.T) {
 // rival, and its loss reported when the lease runs out.
 func TestMutexHandoverReturnsBeforeLeavingTheQueue(t *testing.T) {
 	tg := standalone
-	name := t.Name()
+	name := freshName(t)
 	defer redisync.LongHandoffsForTest()() // n's hold, from Redis a while ago, is handed within the Client
 	// A heartbeat timeout within the lease: holds may be handed in Redis.
 	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second), redisync.WithHeartbeatTimeout(time.Second/3))

@@ -2,6 +2,8 @@ package redisync_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,6 +39,10 @@ type lateRule struct {
 	sha   string
 	reply bool // delay the reply instead of holding the call
 	left  int  // calls still to catch
+	// lose, when set, makes the call run at once and its caller get, lose
+	// after the call was made, a connection's error instead of the reply
+	// (the connection broke after the request was written). No Deliver.
+	lose time.Duration
 }
 
 // A lateCall is a call held back by a lateClient, or one whose reply is.
@@ -83,6 +89,18 @@ func (l *lateClient) DelayReply(s *scripts.Script, n int) {
 	defer l.mu.Unlock()
 	l.rules = append(l.rules, &lateRule{sha: s.SHA1, left: n, reply: true})
 }
+
+// LoseReply makes the next n calls of script s run at once, and their
+// callers get, after, the error of a connection that broke after the
+// request was written: what the call did in Redis stays unknown to it.
+func (l *lateClient) LoseReply(s *scripts.Script, n int, after time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rules = append(l.rules, &lateRule{sha: s.SHA1, left: n, lose: after})
+}
+
+// errLostReply is what a caller whose reply LoseReply lost gets.
+var errLostReply = fmt.Errorf("lateClient: the connection broke before the reply: %w", io.ErrUnexpectedEOF)
 
 // Caught returns how many calls are waiting for Deliver.
 func (l *lateClient) Caught() int {
@@ -166,7 +184,9 @@ func (l *lateClient) catch(cmd rueidis.Completed) *lateCall {
 			l.rules = append(l.rules[:i:i], l.rules[i+1:]...)
 		}
 		call := &lateCall{cmd: append([]string(nil), words...), rule: r, done: make(chan struct{}), let: make(chan struct{})}
-		l.pending = append(l.pending, call)
+		if r.lose == 0 {
+			l.pending = append(l.pending, call)
+		}
 		return call
 	}
 	return nil
@@ -179,6 +199,18 @@ func (l *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 		return l.Client.Do(ctx, cmd)
 	}
 	call.ctx = ctx
+	if call.rule.lose > 0 {
+		res := l.Client.Do(context.Background(), l.rebuild(call.cmd))
+		if res.Error() != nil {
+			return res
+		}
+		select {
+		case <-time.After(call.rule.lose):
+			return rueidis.NewErrorResult(errLostReply)
+		case <-ctx.Done():
+			return rueidis.NewErrorResult(ctx.Err())
+		}
+	}
 	if call.rule.reply {
 		go func() {
 			call.res = l.Client.Do(context.Background(), l.rebuild(call.cmd))

@@ -45,8 +45,9 @@ func TestSharedHandleTryLockNoDeadlock(t *testing.T) {
 	if !standalone.Real() {
 		rounds = 15 // a round takes about a second on miniredis, 100 ms on a server
 	}
+	base := freshName(t)
 	for round := range rounds {
-		name := t.Name() + ":" + strconv.Itoa(round)
+		name := base + ":" + strconv.Itoa(round)
 		shared, other := a.NewMutex(name), b.NewMutex(name)
 		var wg sync.WaitGroup
 		for _, m := range []tryLocker{shared, shared, other} {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,17 +48,14 @@ func TestMain(m *testing.M) {
 		}))
 }
 
-// names numbers the names that uniqueSuffix makes.
-var names atomic.Int64
-
 // uniqueSuffix returns a suffix for a test's lock names that no other call
 // in the process returns: a second -count of the test on the same server
-// must not find the first one's keys.
-func uniqueSuffix() string { return fmt.Sprintf("#%d", names.Add(1)) }
+// must not find the first one's keys (see [redistest.UniqueSuffix]).
+func uniqueSuffix() string { return redistest.UniqueSuffix() }
 
 // freshName returns a lock name for the test that no other call in the
-// process returns (see uniqueSuffix).
-func freshName(t testing.TB) string { return t.Name() + uniqueSuffix() }
+// process returns: its name and a uniqueSuffix.
+func freshName(t testing.TB) string { return redistest.Name(t) }
 
 // requireReal skips a test that needs what miniredis does not emulate.
 func requireReal(t *testing.T, tg *redisserver.Target, what string) {

@@ -23,7 +23,7 @@ import (
 // served (no deadlock) and no name ever has two holders.
 func TestMultiMutexOverlapping(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		base := "multi:" + t.Name() + ":"
+		base := "multi:" + freshName(t) + ":"
 		pool := []string{base + "a", base + "b", base + "c", base + "d"}
 		inside := make(map[string]*atomic.Int32)
 		for _, name := range pool {
@@ -90,7 +90,7 @@ func TestMultiMutexAllOrNothing(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, rc := newClient(t, tg)
 		b, _ := newClient(t, tg)
-		base := "multi:" + t.Name() + ":"
+		base := "multi:" + freshName(t) + ":"
 		names := []string{base + "a", base + "b", base + "c"}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -134,7 +134,8 @@ func TestMultiMutexAllOrNothing(t *testing.T) {
 // ErrLockLost, and Unlock releases the names it still has.
 func TestMultiMutexLoss(t *testing.T) {
 	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(600*time.Millisecond))
-	names := []string{"multi:" + t.Name() + ":a", "multi:" + t.Name() + ":b"}
+	base := "multi:" + freshName(t) + ":"
+	names := []string{base + "a", base + "b"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	m := c.NewMultiMutex(names)
@@ -162,7 +163,7 @@ func TestMultiMutexLoss(t *testing.T) {
 func TestMultiMutexRedissonInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		c, rc := newClient(t, tg)
-		base := "multi:" + t.Name() + ":"
+		base := "multi:" + freshName(t) + ":"
 		names := []string{base + "a", base + "b"}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -240,8 +241,9 @@ func TestMultiMutexCloseGivesBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
 	var first, second string // taken in this order, on two masters
+	base := freshName(t)
 	for i := 0; second == ""; i++ {
-		a, b := fmt.Sprintf("{a%d}%s", i, t.Name()), fmt.Sprintf("{b%d}%s", i, t.Name())
+		a, b := fmt.Sprintf("{a%d}%s", i, base), fmt.Sprintf("{b%d}%s", i, base)
 		if layout.Slot(a) > layout.Slot(b) {
 			a, b = b, a
 		}

@@ -25,9 +25,10 @@ const hang = 10 * time.Second
 func TestMutexLockUnlock(t *testing.T) { forEachTopology(t, testMutexLockUnlock) }
 
 func testMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
 	ctx := context.Background()
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	m.Lock()
 	locked, err := m.IsLocked(ctx)
 	require.NoError(t, err)
@@ -38,7 +39,7 @@ func testMutexLockUnlock(t *testing.T, tg *redisserver.Target) {
 	ttl, err := m.TTL(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 25*time.Second, "watchdog lease is 30s by default")
-	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(t.Name()).Build()).AsStrMap()
+	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(name).Build()).AsStrMap()
 	require.NoError(t, err)
 	require.Len(t, fields, 1, "Redisson's layout: one field per owner")
 	for field, count := range fields {
@@ -106,9 +107,10 @@ func TestMutexHammerOneName(t *testing.T) {
 }
 
 func testMutexHammerOneName(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	start := time.Now()
 	rounds := scaled(tg, 200)
-	hammer(t, tg, spread(t, tg, t.Name()), 4, 8, rounds)
+	hammer(t, tg, spread(t, tg, name), 4, 8, rounds)
 	t.Logf("%d critical sections on one name in %v", 4*8*rounds, time.Since(start))
 }
 
@@ -118,9 +120,10 @@ func TestMutexHammerDistinctNames(t *testing.T) {
 }
 
 func testMutexHammerDistinctNames(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	names := make([]string, 8)
 	for i := range names {
-		names[i] = fmt.Sprintf("%s-%d", t.Name(), i)
+		names[i] = fmt.Sprintf("%s-%d", name, i)
 	}
 	hammer(t, tg, names, 4, 8, scaled(tg, 200))
 }
@@ -130,8 +133,9 @@ func TestMutexSecondLockOnHandleWaits(t *testing.T) {
 }
 
 func testMutexSecondLockOnHandleWaits(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	m.Lock()
 	acquired := make(chan struct{})
 	go func() {
@@ -155,14 +159,15 @@ func testMutexSecondLockOnHandleWaits(t *testing.T, tg *redisserver.Target) {
 func TestMutexReentrantOwner(t *testing.T) { forEachTopology(t, testMutexReentrantOwner) }
 
 func testMutexReentrantOwner(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	owner := redisync.WithOwner(context.Background())
 	for range 2 {
 		require.NoError(t, m.LockContext(owner))
 	}
 	// The owner spans handles of the same name.
-	require.NoError(t, c.NewMutex(t.Name()).LockContext(owner))
+	require.NoError(t, c.NewMutex(name).LockContext(owner))
 
 	other := redisync.WithOwner(context.Background())
 	otherDone := make(chan error, 1)
@@ -197,8 +202,9 @@ func TestMutexWatchdogRenews(t *testing.T) {
 }
 
 func testMutexWatchdogRenews(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	m.Lock()
 	lowest := time.Hour
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -216,8 +222,9 @@ func testMutexWatchdogRenews(t *testing.T, tg *redisserver.Target) {
 func TestMutexFixedLeaseExpires(t *testing.T) { forEachTopology(t, testMutexFixedLeaseExpires) }
 
 func testMutexFixedLeaseExpires(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	m := c.NewMutex(t.Name(), redisync.WithLease(500*time.Millisecond))
+	m := c.NewMutex(name, redisync.WithLease(500*time.Millisecond))
 	m.Lock()
 	ttl, err := m.TTL(context.Background())
 	require.NoError(t, err)
@@ -236,16 +243,17 @@ func testMutexFixedLeaseExpires(t *testing.T, tg *redisserver.Target) {
 	}, hang, 5*time.Millisecond, "a fixed lease is not renewed")
 	assert.NotPanics(t, m.Unlock, "Unlock of an expired hold")
 	other, _ := newClient(t, tg)
-	assert.True(t, other.NewMutex(t.Name()).TryLock())
+	assert.True(t, other.NewMutex(name).TryLock())
 }
 
 func TestMutexLossIsReported(t *testing.T) { forEachTopology(t, testMutexLossIsReported) }
 
 func testMutexLossIsReported(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	m.Lock()
-	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(t.Name()).Build()).Error())
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(name).Build()).Error())
 	deleted := time.Now()
 	select {
 	case <-m.Done():
@@ -266,7 +274,8 @@ func TestMutexCrashedHolderExpires(t *testing.T) {
 }
 
 func testMutexCrashedHolderExpires(t *testing.T, tg *redisserver.Target) {
-	crash(t, tg, spread(t, tg, t.Name()))
+	name := freshName(t)
+	crash(t, tg, spread(t, tg, name))
 }
 
 // crash has child processes take names with a 1 s watchdog lease, kills them
@@ -315,15 +324,16 @@ func crash(t *testing.T, tg *redisserver.Target, names []string) {
 func TestMutexWakeupByPubSub(t *testing.T) { forEachTopology(t, testMutexWakeupByPubSub) }
 
 func testMutexWakeupByPubSub(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	holder, _ := newClient(t, tg)
 	waiter, _ := newClient(t, tg) // another Client: only Pub/Sub can wake it
-	h := holder.NewMutex(t.Name())
+	h := holder.NewMutex(name)
 	h.Lock()
 	got := make(chan time.Time, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
 		defer cancel()
-		w := waiter.NewMutex(t.Name())
+		w := waiter.NewMutex(name)
 		if err := w.LockContext(ctx); err != nil {
 			t.Error(err)
 		}
@@ -354,14 +364,15 @@ func testMutexWakeupSurvivesFaults(t *testing.T, tg *redisserver.Target) {
 	}
 	for name, fault := range faults {
 		t.Run(name, func(t *testing.T) {
+			lock := freshName(t)
 			holder, _ := newClient(t, tg)
 			waiter, rc := newClient(t, tg)
-			h := holder.NewMutex(t.Name())
+			h := holder.NewMutex(lock)
 			h.Lock()
 			errs := make(chan error, 1)
 			got := make(chan time.Time, 1)
 			go func() {
-				w := waiter.NewMutex(t.Name())
+				w := waiter.NewMutex(lock)
 				err := w.LockContext(context.Background())
 				got <- time.Now()
 				errs <- err
@@ -393,12 +404,13 @@ func TestMutexCancelLeavesNothing(t *testing.T) {
 }
 
 func testMutexCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	holder, _ := newClient(t, tg)
 	waiter, _ := newClient(t, tg)
-	h := holder.NewMutex(t.Name())
+	h := holder.NewMutex(name)
 	h.Lock()
 	defer h.Unlock()
-	w := waiter.NewMutex(t.Name())
+	w := waiter.NewMutex(name)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -412,7 +424,7 @@ func testMutexCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 	n, err := w.HoldCount(context.Background())
 	require.NoError(t, err)
 	assert.Zero(t, n, "no hold left by the cancelled waiter")
-	channel := layout.Aux(layout.MutexChannelPrefix, t.Name())
+	channel := layout.Aux(layout.MutexChannelPrefix, name)
 	assert.Eventually(t, func() bool { return subscribers(t, tg, channel) == 0 },
 		hang, 10*time.Millisecond, "PUBSUB NUMSUB stays above 0 after the last waiter left")
 	select {
@@ -425,14 +437,15 @@ func testMutexCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 func TestMutexMisuse(t *testing.T) { forEachTopology(t, testMutexMisuse) }
 
 func testMutexMisuse(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", m.Unlock)
 	assert.ErrorIs(t, m.UnlockContext(context.Background()), redisync.ErrNotHeld)
 
 	m.Lock()
 	other, _ := newClient(t, tg)
-	intruder := other.NewMutex(t.Name())
+	intruder := other.NewMutex(name)
 	assert.ErrorIs(t, intruder.UnlockContext(context.Background()), redisync.ErrNotHeld)
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", intruder.Unlock)
 	assert.ErrorIs(t, m.UnlockContext(redisync.WithOwner(context.Background())), redisync.ErrNotHeld)
@@ -452,14 +465,15 @@ func testMutexMisuse(t *testing.T, tg *redisserver.Target) {
 func TestMutexForceUnlock(t *testing.T) { forEachTopology(t, testMutexForceUnlock) }
 
 func testMutexForceUnlock(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	holder, _ := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
 	admin, _ := newClient(t, tg)
-	h := holder.NewMutex(t.Name())
+	h := holder.NewMutex(name)
 	h.Lock()
-	ok, err := admin.NewMutex(t.Name()).ForceUnlock(context.Background())
+	ok, err := admin.NewMutex(name).ForceUnlock(context.Background())
 	require.NoError(t, err)
 	assert.True(t, ok)
-	ok, err = admin.NewMutex(t.Name()).ForceUnlock(context.Background())
+	ok, err = admin.NewMutex(name).ForceUnlock(context.Background())
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing left to force")
 	select {
@@ -474,12 +488,13 @@ func testMutexForceUnlock(t *testing.T, tg *redisserver.Target) {
 func TestClientClose(t *testing.T) { forEachTopology(t, testClientClose) }
 
 func testClientClose(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(name)
 	m.Lock()
 	other, _ := newClient(t, tg)
 	waiting := make(chan error, 1)
-	w := other.NewMutex(t.Name())
+	w := other.NewMutex(name)
 	go func() { waiting <- w.LockContext(context.Background()) }()
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, other.Close())
@@ -487,7 +502,7 @@ func testClientClose(t *testing.T, tg *redisserver.Target) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, m.Err(), redisync.ErrClosed)
 	assert.NotPanics(t, m.Unlock)
-	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of %q on a closed Client", t.Name()), m.Lock)
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of %q on a closed Client", name), m.Lock)
 	ok, err := m.TryLockContext(context.Background())
 	assert.False(t, ok)
 	assert.True(t, errors.Is(err, redisync.ErrClosed))

@@ -157,7 +157,7 @@ func TestObserverLockCycle(t *testing.T) {
 	for _, lc := range lockCycles {
 		t.Run(string(lc.primitive), func(t *testing.T) {
 			rec := &recorder{}
-			name := t.Name()
+			name := freshName(t)
 			unlock := lc.lock(c, name, redisync.WithObserver(rec))
 			time.Sleep(10 * time.Millisecond)
 			unlock()
@@ -191,7 +191,7 @@ func TestObserverQueued(t *testing.T) {
 			continue
 		}
 		t.Run(string(lc.primitive), func(t *testing.T) {
-			name := t.Name()
+			name := freshName(t)
 			rec, release := queueOne(t, c, lc, name)
 			release()
 			kinds := rec.kinds(name)
@@ -218,7 +218,7 @@ func TestObserverQueuedAgain(t *testing.T) {
 		}
 		for _, attack := range []string{"reaped", "place deleted"} {
 			t.Run(string(lc.primitive)+"/"+attack, func(t *testing.T) {
-				name := t.Name()
+				name := freshName(t)
 				alive, queue, want := layout.FairOf(name).Alive, layout.FairOf(name).Queue, ""
 				if lc.primitive == redisync.PrimitiveSemaphore {
 					l := layout.SemOf(name)
@@ -256,7 +256,7 @@ func TestObserverQueuedAgain(t *testing.T) {
 func TestObserverQueuedAgainByAttempt(t *testing.T) {
 	c, rc := newClient(t, standalone)
 	ctx := context.Background()
-	name := t.Name()
+	name := freshName(t)
 	l := layout.FairOf(name)
 	holder := c.NewFairMutex(name)
 	holder.Lock()
@@ -321,7 +321,7 @@ func queueOne(t *testing.T, c *redisync.Client, lc lockCycle, name string) (rec 
 func TestObserverClientWide(t *testing.T) {
 	rec, own := &recorder{}, &recorder{}
 	c, _ := newClient(t, standalone, redisync.WithObserver(rec))
-	name := t.Name()
+	name := freshName(t)
 	for _, opts := range [][]redisync.Option{nil, {redisync.WithObserver(own)}, {redisync.WithObserver(nil)}} {
 		m := c.NewMutex(name, opts...)
 		m.Lock()
@@ -337,7 +337,7 @@ func TestObserverClientWide(t *testing.T) {
 func TestObserverReentrant(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	rec := &recorder{}
-	name := t.Name()
+	name := freshName(t)
 	m := c.NewMutex(name, redisync.WithObserver(rec))
 	ctx := redisync.WithOwner(context.Background())
 	require.NoError(t, m.LockContext(ctx))
@@ -361,7 +361,7 @@ func TestObserverLost(t *testing.T) {
 	for _, lc := range lockCycles {
 		t.Run(string(lc.primitive), func(t *testing.T) {
 			rec := &recorder{}
-			name := t.Name()
+			name := freshName(t)
 			unlock := lc.lock(c, name, redisync.WithObserver(rec), redisync.WithLease(100*time.Millisecond))
 			lost := rec.waitFor(t, name, redisync.EventLost)
 			unlock()
@@ -380,7 +380,7 @@ func TestObserverLost(t *testing.T) {
 func TestObserverForceUnlockAndClose(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	rec := &recorder{}
-	name := t.Name()
+	name := freshName(t)
 	m := c.NewMutex(name, redisync.WithObserver(rec))
 	m.Lock()
 	_, err := m.ForceUnlock(context.Background())
@@ -436,7 +436,7 @@ func TestObserverWakeups(t *testing.T) {
 	}
 
 	t.Run("PubSub", func(t *testing.T) {
-		name := t.Name()
+		name := freshName(t)
 		h := holder.NewMutex(name)
 		h.Lock()
 		errs := wait(t, name)
@@ -451,7 +451,7 @@ func TestObserverWakeups(t *testing.T) {
 		assert.GreaterOrEqual(t, acquired[0].Wait, 200*time.Millisecond)
 	})
 	t.Run("Resubscribe", func(t *testing.T) {
-		name := t.Name()
+		name := freshName(t)
 		h := holder.NewMutex(name)
 		h.Lock()
 		errs := wait(t, name)
@@ -466,7 +466,7 @@ func TestObserverWakeups(t *testing.T) {
 		done(t, errs)
 	})
 	t.Run("Timeout", func(t *testing.T) {
-		name := t.Name()
+		name := freshName(t)
 		h := holder.NewMutex(name, redisync.WithLease(500*time.Millisecond))
 		h.Lock()
 		errs := wait(t, name)
@@ -477,7 +477,7 @@ func TestObserverWakeups(t *testing.T) {
 		h.Unlock() // lost by now
 	})
 	t.Run("AcquireFailed", func(t *testing.T) {
-		name := t.Name()
+		name := freshName(t)
 		h := holder.NewMutex(name)
 		h.Lock()
 		defer h.Unlock()
@@ -497,7 +497,8 @@ func TestObserverWakeups(t *testing.T) {
 func TestObserverRenewalBatches(t *testing.T) {
 	rec := &recorder{}
 	c, _ := newClient(t, standalone, redisync.WithObserver(rec), redisync.WithWatchdogTimeout(300*time.Millisecond))
-	a, b := c.NewMutex(t.Name()+"a"), c.NewMutex(t.Name()+"b")
+	name := freshName(t)
+	a, b := c.NewMutex(name+":a"), c.NewMutex(name+":b")
 	a.Lock()
 	b.Lock()
 	require.Eventually(t, func() bool {
@@ -540,7 +541,7 @@ func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
 			losses.Add(1)
 		}
 	})
-	m := c.NewMutex(t.Name(), redisync.WithObserver(obs))
+	m := c.NewMutex(freshName(t), redisync.WithObserver(obs))
 	// The loops run for 400 ms, and on until both kinds of event were seen
 	// (miniredis under load may hand no hold over in 400 ms), up to hang.
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -579,7 +580,7 @@ func TestObserverOnceAndWaitGroup(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	rec := &recorder{}
 	ctx := context.Background()
-	name := "once:" + t.Name()
+	name := "once:" + freshName(t)
 	o := c.NewOnce(name, redisync.WithObserver(rec))
 	require.NoError(t, o.Do(ctx, func(context.Context) error { return nil }))
 	require.NoError(t, o.Do(ctx, func(context.Context) error { return nil }))
@@ -589,7 +590,7 @@ func TestObserverOnceAndWaitGroup(t *testing.T) {
 	}, rec.kinds(name))
 	assert.Equal(t, redisync.PrimitiveOnce, rec.of(name, redisync.EventCompleted)[0].Primitive)
 
-	wgName := "wg:" + t.Name()
+	wgName := "wg:" + freshName(t)
 	require.NoError(t, c.NewWaitGroup(wgName, redisync.WithObserver(rec)).Wait(ctx))
 	assert.Equal(t, []redisync.EventKind{redisync.EventAcquireAttempt, redisync.EventCompleted}, rec.kinds(wgName))
 	assert.Equal(t, redisync.PrimitiveWaitGroup, rec.of(wgName, redisync.EventCompleted)[0].Primitive)

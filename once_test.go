@@ -27,7 +27,7 @@ const childOnce = "REDISYNC_TEST_ONCE"
 // waiters return within 500 ms of f's success (woken, not polling).
 func TestOnceRunsOnce(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "once:" + t.Name()
+		name := "once:" + freshName(t)
 		oracle := layout.Aux("oracle", name)
 		var clients []*redisync.Client
 		var rc rueidis.Client
@@ -89,7 +89,7 @@ func TestOnceRetriesAfterFailure(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg)
 		b, _ := newClient(t, tg)
-		name := "once:" + t.Name()
+		name := "once:" + freshName(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		failure := errors.New("migration failed")
@@ -120,7 +120,7 @@ func TestOnceRunnerKilled(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		requireReal(t, tg, "a child process")
-		name := "once:" + t.Name()
+		name := "once:" + freshName(t)
 		const lease = time.Second
 		child := startChildSaying(t, tg, name, lease, "running", childOnce+"=1")
 		c, _ := newClient(t, tg)
@@ -158,7 +158,7 @@ func TestOnceWaiterGivesUp(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg)
 		b, rc := newClient(t, tg)
-		name := "once:" + t.Name()
+		name := "once:" + freshName(t)
 		l := layout.OnceOf(name)
 		running, finish := make(chan struct{}), make(chan struct{})
 		errA := make(chan error, 1)
@@ -192,7 +192,7 @@ func TestOnceWaiterGivesUp(t *testing.T) {
 func TestOnceLostClaimCancelsF(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	other, _ := newClient(t, standalone)
-	name := "once:" + t.Name()
+	name := "once:" + freshName(t)
 	o := c.NewOnce(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -226,7 +226,7 @@ func TestOnceLostClaimCancelsF(t *testing.T) {
 // A claim lost while f runs does not undo f's success: Do records it anyway.
 func TestOnceSuccessRecordedAfterLoss(t *testing.T) {
 	c, rc := newClient(t, standalone)
-	name := "once:" + t.Name()
+	name := "once:" + freshName(t)
 	o := c.NewOnce(name, redisync.WithLease(100*time.Millisecond))
 	ctx := context.Background()
 	require.NoError(t, o.Do(ctx, func(context.Context) error {
@@ -246,7 +246,7 @@ func TestOnceSuccessRecordedAfterLoss(t *testing.T) {
 // with f's value. Reset forgets a success.
 func TestOncePanicAndReset(t *testing.T) {
 	c, _ := newClient(t, standalone)
-	o := c.NewOnce("once:" + t.Name())
+	o := c.NewOnce("once:" + freshName(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	assert.PanicsWithValue(t, "boom", func() {

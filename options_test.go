@@ -23,7 +23,7 @@ func TestNilOption(t *testing.T) {
 	assert.EqualError(t, err, "redisync: option 1 of 1 is nil")
 
 	c, _ := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	constructors := map[string]func(opt redisync.Option){
 		"NewMutex":              func(opt redisync.Option) { c.NewMutex(name, opt) },
 		"NewFencedMutex":        func(opt redisync.Option) { c.NewFencedMutex(name, opt) },

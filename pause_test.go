@@ -50,8 +50,9 @@ func runHandoverChild(c *redisync.Client, rc rueidis.Client, name string) int {
 func TestMutexNoHandoverAfterPause(t *testing.T) {
 	requireReal(t, standalone, "a server outside the stopped process")
 	c, rc := newClient(t, standalone)
+	base := freshName(t)
 	for i := range 5 {
-		name := fmt.Sprintf("%s-%d", t.Name(), i)
+		name := fmt.Sprintf("%s-%d", base, i)
 		child := startChildSaying(t, standalone, name, time.Second, "held", childHandover+"=1")
 		require.NoError(t, child.Process.Signal(syscall.SIGSTOP))
 		m := c.NewMutex(name)

@@ -23,7 +23,7 @@ import (
 func TestClassicPubSubOnCluster(t *testing.T) {
 	tg := clusterTarget(t)
 	c, rc := newClient(t, tg, redisync.WithShardedPubSub(false))
-	name := "classic:" + t.Name()
+	name := "classic:" + freshName(t)
 	channel := layout.MutexOf(name).Channel
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -93,7 +93,7 @@ func TestClassicPubSubEverywhere(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		a, _ := newClient(t, tg, redisync.WithShardedPubSub(false))
 		b, _ := newClient(t, tg, redisync.WithShardedPubSub(false))
-		name := "classic:" + t.Name()
+		name := "classic:" + freshName(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		holder := a.NewMutex(name)

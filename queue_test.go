@@ -37,18 +37,19 @@ func waitMutexQueued(t testing.TB, rc rueidis.Client, name string, n int) {
 // the release's message, without a script call of its own.
 func TestMutexHandedInRedis(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
+	name := freshName(t)
 	hrec, wrec := &recorder{}, &recorder{}
 	holder, rc := newClient(t, standalone, redisync.WithObserver(hrec))
 	// Long timeouts: no heartbeat or renewal falls within the counted calls.
 	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute),
 		redisync.WithObserver(wrec))
 	ctx := context.Background()
-	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
+	h, w := holder.NewMutex(name), waiter.NewMutex(name)
 	h.Lock()
 	got := make(chan error, 1)
 	go func() { got <- w.LockContext(ctx) }()
-	waitMutexQueued(t, rc, t.Name(), 1)
-	queued := mutexQueue(t, rc, t.Name())
+	waitMutexQueued(t, rc, name, 1)
+	queued := mutexQueue(t, rc, name)
 	before := redistest.CommandCalls(t, rc, "evalsha")
 	h.Unlock()
 	select {
@@ -58,8 +59,8 @@ func TestMutexHandedInRedis(t *testing.T) {
 		t.Fatal("the queued waiter did not get the lock")
 	}
 	assert.EqualValues(t, 1, redistest.CommandCalls(t, rc, "evalsha")-before, "one script call: the release")
-	assert.Equal(t, queued, fields(t, t.Name()), "the waiter holds with the field it queued under")
-	assert.Empty(t, mutexQueue(t, rc, t.Name()))
+	assert.Equal(t, queued, fields(t, name), "the waiter holds with the field it queued under")
+	assert.Empty(t, mutexQueue(t, rc, name))
 	n, err := w.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -72,12 +73,12 @@ func TestMutexHandedInRedis(t *testing.T) {
 	default:
 	}
 	w.Unlock()
-	assert.Empty(t, fields(t, t.Name()))
+	assert.Empty(t, fields(t, name))
 	assert.NoError(t, w.Err())
-	if acq := wrec.of(t.Name(), redisync.EventAcquired); assert.Len(t, acq, 1) {
+	if acq := wrec.of(name, redisync.EventAcquired); assert.Len(t, acq, 1) {
 		assert.True(t, acq[0].Handed, "the observer hears that the hold came with the release's message")
 	}
-	if acq := hrec.of(t.Name(), redisync.EventAcquired); assert.Len(t, acq, 1) {
+	if acq := hrec.of(name, redisync.EventAcquired); assert.Len(t, acq, 1) {
 		assert.False(t, acq[0].Handed, "an acquire of its own is not handed")
 	}
 }
@@ -86,15 +87,16 @@ func TestMutexHandedInRedis(t *testing.T) {
 // renewal: renewed in time, it is never reported lost and ends up with the
 // full lease.
 func TestMutexHandedHoldRenewed(t *testing.T) {
+	name := freshName(t)
 	holder, _ := newClient(t, standalone)
 	waiter, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(300*time.Millisecond))
 	ctx := context.Background()
-	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
+	h, w := holder.NewMutex(name), waiter.NewMutex(name)
 	h.Lock()
 	rc := newRueidis(t, standalone)
 	got := make(chan error, 1)
 	go func() { got <- w.LockContext(ctx) }()
-	waitMutexQueued(t, rc, t.Name(), 1)
+	waitMutexQueued(t, rc, name, 1)
 	h.Unlock()
 	require.NoError(t, <-got)
 	time.Sleep(time.Second) // past the heartbeat deadline
@@ -115,21 +117,22 @@ func TestMutexHandedHoldRenewed(t *testing.T) {
 // how long a hold handed to nobody would block it), and nothing is left
 // queued.
 func TestMutexQueuedWaiterGivesUp(t *testing.T) {
+	name := freshName(t)
 	const heartbeat = 5 * time.Second
 	holder, rc := newClient(t, standalone)
 	c1, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(heartbeat))
 	c2, _ := newClient(t, standalone, redisync.WithHeartbeatTimeout(heartbeat))
-	h, w1, w2 := holder.NewMutex(t.Name()), c1.NewMutex(t.Name()), c2.NewMutex(t.Name())
+	h, w1, w2 := holder.NewMutex(name), c1.NewMutex(name), c2.NewMutex(name)
 	var gaveUp int
 	for i := range 30 {
 		h.Lock()
 		ctx, cancel := context.WithCancel(context.Background())
 		first := make(chan error, 1)
 		go func() { first <- w1.LockContext(ctx) }()
-		waitMutexQueued(t, rc, t.Name(), 1)
+		waitMutexQueued(t, rc, name, 1)
 		second := make(chan error, 1)
 		go func() { second <- w2.LockContext(context.Background()) }()
-		waitMutexQueued(t, rc, t.Name(), 2)
+		waitMutexQueued(t, rc, name, 2)
 		go func() {
 			time.Sleep(time.Duration(i) * 15 * time.Microsecond) // around the handover's message
 			cancel()
@@ -147,8 +150,8 @@ func TestMutexQueuedWaiterGivesUp(t *testing.T) {
 			t.Fatalf("round %d: the second waiter was not served: the lock went to the one that gave up", i)
 		}
 		w2.Unlock()
-		assert.Empty(t, mutexQueue(t, rc, t.Name()), "round %d: a place left behind", i)
-		assert.Empty(t, fields(t, t.Name()), "round %d: a hold left behind", i)
+		assert.Empty(t, mutexQueue(t, rc, name), "round %d: a place left behind", i)
+		assert.Empty(t, fields(t, name), "round %d: a hold left behind", i)
 	}
 	t.Logf("the first waiter gave up in %d of 30 rounds", gaveUp)
 }
@@ -162,26 +165,27 @@ func TestMutexQueuedWaiterGivesUp(t *testing.T) {
 // leave then releases: the lock is free again once the leave lands.
 func TestMutexLocalHandoverLeavesQueue(t *testing.T) {
 	t.Cleanup(redisync.LongHandoffsForTest())
+	name := freshName(t)
 	c, rc := newClient(t, standalone)
-	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
+	giver, taker := c.NewMutex(name), c.NewMutex(name)
 	for _, wait := range []bool{true, false} {
 		require.NoError(t, giver.LockContext(context.Background()))
 		got := make(chan error, 1)
 		go func() { got <- taker.LockContext(context.Background()) }()
-		waitMutexQueued(t, rc, t.Name(), 1)
+		waitMutexQueued(t, rc, name, 1)
 		giver.Unlock() // hands the hold to the taker within the Client
 		require.NoError(t, <-got)
 		if wait {
-			require.Eventually(t, func() bool { return len(mutexQueue(t, rc, t.Name())) == 0 },
+			require.Eventually(t, func() bool { return len(mutexQueue(t, rc, name)) == 0 },
 				5*time.Second, time.Millisecond, "the taker's place was not left")
-			assert.Len(t, fields(t, t.Name()), 1)
+			assert.Len(t, fields(t, name), 1)
 			taker.Unlock()
-			assert.Empty(t, fields(t, t.Name()), "the release handed the lock to the place the taker had left")
+			assert.Empty(t, fields(t, name), "the release handed the lock to the place the taker had left")
 			continue
 		}
 		taker.Unlock() // may overtake the leave
 		require.Eventually(t, func() bool {
-			return len(fields(t, t.Name())) == 0 && len(mutexQueue(t, rc, t.Name())) == 0
+			return len(fields(t, name)) == 0 && len(mutexQueue(t, rc, name)) == 0
 		}, 5*time.Second, time.Millisecond, "the lock stayed with the place the taker had left")
 	}
 }
@@ -196,12 +200,13 @@ func TestMutexCrashedQueuedWaiter(t *testing.T) {
 // deadline and the waiters behind it get the lock then, in at most twice the
 // heartbeat timeout, one at a time.
 func testMutexCrashedQueuedWaiter(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	const heartbeat = time.Second
 	hc, rc := newClient(t, tg)
-	h := hc.NewMutex(t.Name())
+	h := hc.NewMutex(name)
 	h.Lock()
-	child := startQueuedChild(t, tg, "mutex-wait", t.Name(), 30*time.Second, heartbeat, "waiting")
-	waitMutexQueued(t, rc, t.Name(), 1)
+	child := startQueuedChild(t, tg, "mutex-wait", name, 30*time.Second, heartbeat, "waiting")
+	waitMutexQueued(t, rc, name, 1)
 	var inside, worst int
 	var mu sync.Mutex
 	elapsed := make(chan time.Duration, 2)
@@ -209,7 +214,7 @@ func testMutexCrashedQueuedWaiter(t *testing.T, tg *redisserver.Target) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		c, _ := newClient(t, tg, redisync.WithHeartbeatTimeout(heartbeat))
-		w := c.NewMutex(t.Name())
+		w := c.NewMutex(name)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -228,10 +233,10 @@ func testMutexCrashedQueuedWaiter(t *testing.T, tg *redisserver.Target) {
 			mu.Unlock()
 			w.Unlock()
 		})
-		waitMutexQueued(t, rc, t.Name(), i+2)
+		waitMutexQueued(t, rc, name, i+2)
 	}
 	time.Sleep(heartbeat) // the child's heartbeat is renewed meanwhile
-	require.Len(t, mutexQueue(t, rc, t.Name()), 3, "a live waiter stays queued")
+	require.Len(t, mutexQueue(t, rc, name), 3, "a live waiter stays queued")
 	require.NoError(t, child.Process.Kill())
 	at := time.Now()
 	killed <- at
@@ -244,7 +249,7 @@ func testMutexCrashedQueuedWaiter(t *testing.T, tg *redisserver.Target) {
 		assert.LessOrEqual(t, d, 2*heartbeat+time.Second, "bound: the dead waiter's hold, then one wait of a heartbeat timeout")
 	}
 	assert.Equal(t, 1, worst, "two holders inside at once")
-	assert.Empty(t, mutexQueue(t, rc, t.Name()))
+	assert.Empty(t, mutexQueue(t, rc, name))
 }
 
 // Redisson's waiters ignore the queue: a Go release hands the lock to a
@@ -256,7 +261,7 @@ func testMutexCrashedQueuedWaiter(t *testing.T, tg *redisserver.Target) {
 func TestMutexQueueAndRedisson(t *testing.T) {
 	holder, rc := newClient(t, standalone)
 	waiter, _ := newClient(t, standalone)
-	name, java := t.Name(), "5e4d3c2b-java:1"
+	name, java := freshName(t), "5e4d3c2b-java:1"
 	h, w := holder.NewMutex(name), waiter.NewMutex(name)
 	msgs := make(chan string, 8)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -304,13 +309,14 @@ func TestMutexQueueAndRedisson(t *testing.T) {
 // Of a Client's calls waiting for one lock, only the first queues in Redis;
 // the others wait for it within the Client, and all are served.
 func TestMutexOneQueuedPerClient(t *testing.T) {
+	name := freshName(t)
 	holder, rc := newClient(t, standalone)
 	waiters, _ := newClient(t, standalone)
-	h := holder.NewMutex(t.Name())
+	h := holder.NewMutex(name)
 	h.Lock()
 	var wg sync.WaitGroup
 	for range 5 {
-		m := waiters.NewMutex(t.Name())
+		m := waiters.NewMutex(name)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -321,14 +327,14 @@ func TestMutexOneQueuedPerClient(t *testing.T) {
 			m.Unlock()
 		})
 	}
-	require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(waiters, t.Name()) == 5 }, hang, time.Millisecond)
-	waitMutexQueued(t, rc, t.Name(), 1)
+	require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(waiters, name) == 5 }, hang, time.Millisecond)
+	waitMutexQueued(t, rc, name, 1)
 	time.Sleep(100 * time.Millisecond)
-	assert.Len(t, mutexQueue(t, rc, t.Name()), 1, "more than one call of the Client queued in Redis")
+	assert.Len(t, mutexQueue(t, rc, name), 1, "more than one call of the Client queued in Redis")
 	h.Unlock()
 	wg.Wait()
-	assert.Empty(t, mutexQueue(t, rc, t.Name()))
-	assert.Empty(t, fields(t, t.Name()))
+	assert.Empty(t, mutexQueue(t, rc, name))
+	assert.Empty(t, fields(t, name))
 }
 
 // A Client that waited for a lock lately (its channel is still subscribed)
@@ -336,17 +342,18 @@ func TestMutexOneQueuedPerClient(t *testing.T) {
 // to wait, and the handover takes none.
 func TestMutexQueuesEarlyWhenContended(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
+	name := freshName(t)
 	hrec, wrec := &recorder{}, &recorder{}
 	holder, rc := newClient(t, standalone, redisync.WithObserver(hrec))
 	// Long timeouts: no heartbeat or renewal falls within the counted calls.
 	waiter, _ := newClient(t, standalone, redisync.WithWatchdogTimeout(2*time.Minute), redisync.WithHeartbeatTimeout(time.Minute),
 		redisync.WithObserver(wrec))
-	h, w := holder.NewMutex(t.Name()), waiter.NewMutex(t.Name())
+	h, w := holder.NewMutex(name), waiter.NewMutex(name)
 	for round := range 2 { // the first round subscribes the waiter's Client, the second finds it subscribed
 		h.Lock()
 		before := redistest.CommandCalls(t, rc, "evalsha")
 		in := inBackground(w.LockContext)
-		waitMutexQueued(t, rc, t.Name(), 1)
+		waitMutexQueued(t, rc, name, 1)
 		waiting := redistest.CommandCalls(t, rc, "evalsha") - before
 		h.Unlock()
 		require.NoError(t, <-in)

@@ -202,7 +202,7 @@ func pttlOf(t testing.TB, rc rueidis.Client, key string) time.Duration {
 func TestRWMutexGoReaderOutlivesJavaReader(t *testing.T) {
 	defer redisync.ReadRenewEveryForTest(300 * time.Millisecond)()
 	c, rc := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	java := newJavaRW(t, rc, name)
 	require.EqualValues(t, -1, java.readLock(1500))
 	fixed := c.NewRWMutex(name, redisync.WithLease(8*time.Second))
@@ -227,9 +227,10 @@ func TestRWMutexGoReaderOutlivesJavaReader(t *testing.T) {
 // own ran out (docs/redisson.md). Later versions renew only their own.
 func TestRWMutexOldRedissonRenewsGoReaders(t *testing.T) {
 	ctx := context.Background()
+	base := freshName(t)
 	for _, all := range []bool{true, false} {
 		c, rc := newClient(t, standalone)
-		name := t.Name() + strconv.FormatBool(all)
+		name := base + ":" + strconv.FormatBool(all)
 		java := newJavaRW(t, rc, name)
 		require.EqualValues(t, -1, java.readLock(5000))
 		goReader := c.NewRWMutex(name, redisync.WithLease(time.Second))
@@ -268,7 +269,7 @@ func TestRWMutexJavaLastReaderWakesGoWriter(t *testing.T) {
 		}
 	}))
 	c, rc := newClient(t, standalone, obs)
-	name := t.Name()
+	name := freshName(t)
 	java := newJavaRW(t, rc, name)
 	require.EqualValues(t, -1, java.writeLock(30000))
 	reader := c.NewRWMutex(name)
@@ -298,7 +299,7 @@ func TestRWMutexJavaLastReaderWakesGoWriter(t *testing.T) {
 // the Java writer still get in soon after it, not after its lease.
 func TestRWMutexJavaDowngradeLetsGoReadersIn(t *testing.T) {
 	c, rc := newClient(t, standalone)
-	name := t.Name()
+	name := freshName(t)
 	java := newJavaRW(t, rc, name)
 	require.EqualValues(t, -1, java.writeLock(30000))
 	reader := c.NewRWMutex(name)
@@ -324,9 +325,10 @@ func TestRWMutexJavaDowngradeLetsGoReadersIn(t *testing.T) {
 func TestRedissonForceUnlockNoticedAtRenewal(t *testing.T) {
 	defer redisync.ReadRenewEveryForTest(300 * time.Millisecond)()
 	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	m := c.NewMutex(t.Name())
+	base := freshName(t)
+	m := c.NewMutex(base)
 	m.Lock()
-	javaForceUnlock(t, rc, t.Name(), layout.MutexOf(t.Name()).Channel, "0")
+	javaForceUnlock(t, rc, base, layout.MutexOf(base).Channel, "0")
 	forced := time.Now()
 	select {
 	case <-m.Done():
@@ -337,7 +339,7 @@ func TestRedissonForceUnlockNoticedAtRenewal(t *testing.T) {
 	assert.ErrorIs(t, m.Err(), redisync.ErrHoldGone)
 	m.Unlock()
 
-	name := t.Name() + ":rw"
+	name := base + ":rw"
 	r := c.NewRWMutex(name, redisync.WithLease(time.Minute))
 	r.RLock()
 	javaForceUnlock(t, rc, name, layout.RWOf(name).Channel, "1")
@@ -398,7 +400,7 @@ func TestMutexRedissonInterop(t *testing.T) {
 			mu.Unlock()
 		}
 	})))
-	name, java := t.Name(), "5e4d3c2b-java:1"
+	name, java := freshName(t), "5e4d3c2b-java:1"
 	require.EqualValues(t, -1, javaLock(t, rc, name, java, 30000))
 	m := c.NewMutex(name)
 	assert.False(t, m.TryLock(), "a Java hold excludes a Go caller")

@@ -29,8 +29,9 @@ func TestRenewalBatching(t *testing.T) {
 	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(watchdog))
 	mutexes := make([]*redisync.Mutex, locks)
 	var wg sync.WaitGroup
+	base := freshName(t)
 	for i := range mutexes {
-		mutexes[i] = c.NewMutex(fmt.Sprintf("%s-%d", t.Name(), i))
+		mutexes[i] = c.NewMutex(fmt.Sprintf("%s-%d", base, i))
 		wg.Go(mutexes[i].Lock)
 	}
 	wg.Wait()

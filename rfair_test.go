@@ -90,7 +90,7 @@ func (j *javaFair) waitQueued(n int) {
 // TryLock does not pass queued Java waiters.
 func TestRedissonFairMutexInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "rfair:" + t.Name()
+		name := "rfair:" + freshName(t)
 		c, rc := newClient(t, tg)
 		java := newJavaFair(t, rc, name)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -160,7 +160,7 @@ func within(t *testing.T, ch <-chan time.Time) time.Time {
 // in when its lease runs out, without a message.
 func TestRedissonFairMutexJavaHolderDies(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "rfair:" + t.Name()
+		name := "rfair:" + freshName(t)
 		c, rc := newClient(t, tg)
 		java := newJavaFair(t, rc, name)
 		const lease = time.Second
@@ -182,7 +182,7 @@ func TestRedissonFairMutexJavaHolderDies(t *testing.T) {
 // left behind.
 func TestRedissonFairMutexWaiterGivesUp(t *testing.T) {
 	tg := standalone
-	name := "rfair:" + t.Name()
+	name := "rfair:" + freshName(t)
 	c, rc := newClient(t, tg)
 	java := newJavaFair(t, rc, name)
 	const j1, j2 = "java-uuid:1", "java-uuid:2"

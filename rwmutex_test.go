@@ -80,12 +80,13 @@ func rwHammer(t *testing.T, tg *redisserver.Target, name string, clients, gorout
 func TestRWMutexHammer(t *testing.T) { forEachTopology(t, testRWMutexHammer) }
 
 func testRWMutexHammer(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	start := time.Now()
 	rounds := 40
 	if !tg.Real() {
 		rounds = 10 // miniredis's read sections are 40 times longer (see rwHammer)
 	}
-	most := rwHammer(t, tg, t.Name(), 4, 8, rounds)
+	most := rwHammer(t, tg, name, 4, 8, rounds)
 	t.Logf("4 Clients x 8 goroutines x %d rounds in %v; readers of %d Clients inside at once", rounds, time.Since(start), most)
 	assert.GreaterOrEqual(t, most, int32(3), "readers of 3 Clients were never inside together")
 }
@@ -95,6 +96,7 @@ func testRWMutexHammer(t *testing.T, tg *redisserver.Target) {
 func TestRWMutexWriterPreference(t *testing.T) { forEachTopology(t, testRWMutexWriterPreference) }
 
 func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	const readHold = 5 * time.Millisecond
 	stop := make(chan struct{})
 	type read struct{ began, got time.Time }
@@ -104,7 +106,7 @@ func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
 	for range 2 {
 		c, _ := newClient(t, tg)
 		for range 3 {
-			rw := c.NewRWMutex(t.Name())
+			rw := c.NewRWMutex(name)
 			wg.Go(func() {
 				for {
 					select {
@@ -126,7 +128,7 @@ func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
 	}
 	time.Sleep(200 * time.Millisecond) // readers overlapping all the time
 	wc, rc := newClient(t, tg)
-	writer := wc.NewRWMutex(t.Name())
+	writer := wc.NewRWMutex(name)
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
@@ -134,7 +136,7 @@ func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
 	go func() { locked <- writer.LockContext(ctx) }()
 	// When the writer's claim is seen in Redis; readers that begin after it
 	// must not go first.
-	claims := layout.Aux(layout.RWWritersPrefix, t.Name())
+	claims := layout.Aux(layout.RWWritersPrefix, name)
 	var claimed time.Time
 	var err error
 	for claimed.IsZero() {
@@ -175,7 +177,7 @@ func TestRWMutexCrashedReader(t *testing.T) {
 
 func testRWMutexCrashedReader(t *testing.T, tg *redisserver.Target) {
 	const lease = time.Second
-	name := t.Name()
+	name := freshName(t)
 	child := startChild(t, tg, name, lease, childRW+"=read")
 	c, _ := newClient(t, tg)
 	b := c.NewRWMutex(name)
@@ -196,14 +198,15 @@ func testRWMutexCrashedReader(t *testing.T, tg *redisserver.Target) {
 func TestRWMutexDowngradeAndUpgrade(t *testing.T) { forEachTopology(t, testRWMutexDowngradeAndUpgrade) }
 
 func testRWMutexDowngradeAndUpgrade(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
 	other, _ := newClient(t, tg)
-	rw := c.NewRWMutex(t.Name())
+	rw := c.NewRWMutex(name)
 	owner := redisync.WithOwner(context.Background())
 	require.NoError(t, rw.LockContext(owner))
 	require.NoError(t, rw.RLockContext(owner), "a writer may take the read lock")
 	require.NoError(t, rw.UnlockContext(owner))
-	reader, writer := other.NewRWMutex(t.Name()), other.NewRWMutex(t.Name())
+	reader, writer := other.NewRWMutex(name), other.NewRWMutex(name)
 	assert.True(t, reader.TryRLock(), "after the downgrade, others may read")
 	assert.False(t, writer.TryLock(), "and the downgraded read hold keeps writers out")
 	reader.RUnlock()
@@ -216,22 +219,23 @@ func testRWMutexDowngradeAndUpgrade(t *testing.T, tg *redisserver.Target) {
 	writer.Unlock()
 
 	rw.RLock()
-	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of RWMutex %q while the handle holds its read lock (upgrade)", t.Name()), rw.Lock)
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of RWMutex %q while the handle holds its read lock (upgrade)", name), rw.Lock)
 	rw.RUnlock()
 }
 
 func TestRWMutexMisuse(t *testing.T) { forEachTopology(t, testRWMutexMisuse) }
 
 func testRWMutexMisuse(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
-	rw := c.NewRWMutex(t.Name())
+	rw := c.NewRWMutex(name)
 	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock)
 	assert.PanicsWithValue(t, "redisync: Unlock of unlocked RWMutex", rw.Unlock)
 	assert.ErrorIs(t, rw.RUnlockContext(context.Background()), redisync.ErrNotHeld)
 	rw.Lock()
 	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock, "a read unlock by the writer")
-	assert.ErrorIs(t, c.NewRWMutex(t.Name()).RUnlockContext(context.Background()), redisync.ErrNotHeld)
-	mode, err := rc.Do(context.Background(), rc.B().Hget().Key(t.Name()).Field("mode").Build()).ToString()
+	assert.ErrorIs(t, c.NewRWMutex(name).RUnlockContext(context.Background()), redisync.ErrNotHeld)
+	mode, err := rc.Do(context.Background(), rc.B().Hget().Key(name).Field("mode").Build()).ToString()
 	require.NoError(t, err)
 	assert.Equal(t, "write", mode, "a stray read unlock must not disturb the writer")
 	rw.Unlock()
@@ -248,10 +252,11 @@ func TestRWMutexWriteUnlockWakesAllReaders(t *testing.T) {
 }
 
 func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	wc, rc := newClient(t, tg)
-	writer := wc.NewRWMutex(t.Name())
+	writer := wc.NewRWMutex(name)
 	writer.Lock()
-	channel := layout.Aux(layout.RWChannelPrefix, t.Name())
+	channel := layout.Aux(layout.RWChannelPrefix, name)
 	messages := make(chan string, 10)
 	stopSub := subscribe(t, newRueidis(t, tg), channel, func(m rueidis.PubSubMessage) { messages <- m.Message })
 	var got sync.WaitGroup
@@ -259,7 +264,7 @@ func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redisserver.Target)
 	for range 3 {
 		c, _ := newClient(t, tg)
 		for range 2 {
-			r := c.NewRWMutex(t.Name())
+			r := c.NewRWMutex(name)
 			got.Go(func() {
 				r.RLock()
 				acquired <- time.Now()
@@ -292,7 +297,7 @@ func testRWMutexWriteUnlockWakesAllReaders(t *testing.T, tg *redisserver.Target)
 func TestRWMutexRedissonInterop(t *testing.T) {
 	c, rc := newClient(t, standalone)
 	ctx := context.Background()
-	name := t.Name()
+	name := freshName(t)
 	field := "0f0e0d0c-java:7"
 	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(name).FieldValue().FieldValue("mode", "read").FieldValue(field, "1").Build()).Error())
 	require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(name).Milliseconds(20000).Build()).Error())

@@ -85,9 +85,10 @@ func TestSemaphoreNeverOverAdmits(t *testing.T) {
 }
 
 func testSemaphoreNeverOverAdmits(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	start := time.Now()
 	rounds := scaled(tg, 25)
-	overAdmit(t, tg, t.Name(), 4, 8, rounds)
+	overAdmit(t, tg, name, 4, 8, rounds)
 	t.Logf("%d weighted acquisitions by 4 Clients x 8 goroutines in %v", 4*8*rounds, time.Since(start))
 }
 
@@ -96,14 +97,15 @@ func testSemaphoreNeverOverAdmits(t *testing.T, tg *redisserver.Target) {
 func TestSemaphoreFIFONoStarvation(t *testing.T) { forEachTopology(t, testSemaphoreFIFONoStarvation) }
 
 func testSemaphoreFIFONoStarvation(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
-	holder := c.NewSemaphore(t.Name(), 5)
+	holder := c.NewSemaphore(name, 5)
 	require.NoError(t, holder.Acquire(context.Background(), 3))
 	served := make(chan string, 3)
 	var wg sync.WaitGroup
 	start := func(label string, n int64) *redisync.Semaphore {
 		oc, _ := newClient(t, tg)
-		s := oc.NewSemaphore(t.Name(), 5)
+		s := oc.NewSemaphore(name, 5)
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
 			defer cancel()
@@ -116,11 +118,11 @@ func testSemaphoreFIFONoStarvation(t *testing.T, tg *redisserver.Target) {
 		return s
 	}
 	big := start("big", 5)
-	waitSemQueued(t, rc, t.Name(), 1)
+	waitSemQueued(t, rc, name, 1)
 	small1 := start("small1", 1)
-	waitSemQueued(t, rc, t.Name(), 2)
+	waitSemQueued(t, rc, name, 2)
 	small2 := start("small2", 1)
-	waitSemQueued(t, rc, t.Name(), 3)
+	waitSemQueued(t, rc, name, 3)
 	assert.False(t, holder.TryAcquire(1), "TryAcquire must fail while others are queued")
 	select {
 	case who := <-served:
@@ -139,7 +141,7 @@ func testSemaphoreFIFONoStarvation(t *testing.T, tg *redisserver.Target) {
 	assert.ElementsMatch(t, []string{"small1", "small2"}, rest)
 	small1.Release(1)
 	small2.Release(1)
-	assert.Empty(t, semHolders(t, rc, t.Name()))
+	assert.Empty(t, semHolders(t, rc, name))
 }
 
 func TestSemaphoreCrashedHolder(t *testing.T) {
@@ -148,7 +150,8 @@ func TestSemaphoreCrashedHolder(t *testing.T) {
 }
 
 func testSemaphoreCrashedHolder(t *testing.T, tg *redisserver.Target) {
-	crashSemaphore(t, tg, t.Name())
+	name := freshName(t)
+	crashSemaphore(t, tg, name)
 }
 
 // crashSemaphore has a child process hold all 3 permits of the semaphore
@@ -185,15 +188,16 @@ func TestSemaphoreReleaseWakesWaiters(t *testing.T) {
 }
 
 func testSemaphoreReleaseWakesWaiters(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
-	holder := c.NewSemaphore(t.Name(), 5)
+	holder := c.NewSemaphore(name, 5)
 	require.NoError(t, holder.Acquire(context.Background(), 5))
 	got := make(chan time.Time, 2)
 	var handles []*redisync.Semaphore
 	var wakeups atomic.Int64
 	for i, n := range []int64{2, 3} {
 		oc, _ := newClient(t, tg, countPubSubWakeups(&wakeups))
-		s := oc.NewSemaphore(t.Name(), 5)
+		s := oc.NewSemaphore(name, 5)
 		handles = append(handles, s)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), hang)
@@ -203,7 +207,7 @@ func testSemaphoreReleaseWakesWaiters(t *testing.T, tg *redisserver.Target) {
 			}
 			got <- time.Now()
 		}()
-		waitSemQueued(t, rc, t.Name(), int64(i+1))
+		waitSemQueued(t, rc, name, int64(i+1))
 	}
 	time.Sleep(50 * time.Millisecond) // subscribed
 	before := wakeups.Load()
@@ -224,22 +228,23 @@ func TestSemaphoreCancelLeavesNothing(t *testing.T) {
 }
 
 func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg)
-	holder := c.NewSemaphore(t.Name(), 5)
+	holder := c.NewSemaphore(name, 5)
 	require.NoError(t, holder.Acquire(context.Background(), 4))
 	// A live waiter stays queued throughout.
 	oc, _ := newClient(t, tg)
-	first := oc.NewSemaphore(t.Name(), 5)
+	first := oc.NewSemaphore(name, 5)
 	firstErr := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
 		defer cancel()
 		firstErr <- first.Acquire(ctx, 3)
 	}()
-	waitSemQueued(t, rc, t.Name(), 1)
-	holders := semHolders(t, rc, t.Name())
+	waitSemQueued(t, rc, name, 1)
+	holders := semHolders(t, rc, name)
 
-	w := oc.NewSemaphore(t.Name(), 5)
+	w := oc.NewSemaphore(name, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	assert.Equal(t, context.DeadlineExceeded, w.Acquire(ctx, 1), "ctx.Err() comes back unwrapped")
@@ -249,8 +254,8 @@ func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	assert.Equal(t, context.DeadlineExceeded, w.Acquire(ctx, 6), "more than the size waits for ctx")
-	assert.EqualValues(t, 1, semQueued(t, rc, t.Name()), "queue length after cancelled waiters")
-	assert.Equal(t, holders, semHolders(t, rc, t.Name()), "permits after cancelled waiters")
+	assert.EqualValues(t, 1, semQueued(t, rc, name), "queue length after cancelled waiters")
+	assert.Equal(t, holders, semHolders(t, rc, name), "permits after cancelled waiters")
 	assert.Zero(t, w.Held())
 
 	holder.Release(4)
@@ -261,10 +266,11 @@ func testSemaphoreCancelLeavesNothing(t *testing.T, tg *redisserver.Target) {
 func TestSemaphoreSizeMismatch(t *testing.T) { forEachTopology(t, testSemaphoreSizeMismatch) }
 
 func testSemaphoreSizeMismatch(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	s := c.NewSemaphore(t.Name(), 5)
+	s := c.NewSemaphore(name, 5)
 	require.NoError(t, s.Acquire(context.Background(), 1))
-	other := c.NewSemaphore(t.Name(), 4)
+	other := c.NewSemaphore(name, 4)
 	err := other.Acquire(context.Background(), 1)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "size")
@@ -275,8 +281,9 @@ func testSemaphoreSizeMismatch(t *testing.T, tg *redisserver.Target) {
 func TestSemaphoreMisuse(t *testing.T) { forEachTopology(t, testSemaphoreMisuse) }
 
 func testSemaphoreMisuse(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, _ := newClient(t, tg)
-	s := c.NewSemaphore(t.Name(), 2)
+	s := c.NewSemaphore(name, 2)
 	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
 	require.True(t, s.TryAcquire(2))
 	assert.False(t, s.TryAcquire(1))
@@ -292,10 +299,11 @@ func testSemaphoreMisuse(t *testing.T, tg *redisserver.Target) {
 func TestSemaphoreLossIsReported(t *testing.T) { forEachTopology(t, testSemaphoreLossIsReported) }
 
 func testSemaphoreLossIsReported(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	c, rc := newClient(t, tg, redisync.WithWatchdogTimeout(900*time.Millisecond))
-	s := c.NewSemaphore(t.Name(), 3)
+	s := c.NewSemaphore(name, 3)
 	require.NoError(t, s.Acquire(context.Background(), 2))
-	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(layout.Aux(layout.SemLeasesPrefix, t.Name())).Build()).Error())
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(layout.Aux(layout.SemLeasesPrefix, name)).Build()).Error())
 	select {
 	case <-s.Done():
 	case <-time.After(hang):
@@ -309,11 +317,12 @@ func testSemaphoreLossIsReported(t *testing.T, tg *redisserver.Target) {
 
 func TestClusterSemaphore(t *testing.T) {
 	tg := clusterTarget(t)
-	names := namesOnEveryMaster(t, tg, t.Name(), 1)
+	base := freshName(t)
+	names := namesOnEveryMaster(t, tg, base, 1)
 	for _, name := range names {
 		overAdmit(t, tg, name, 2, 4, 10)
 	}
-	crashSemaphore(t, tg, namesOnEveryMaster(t, tg, t.Name()+"-crash", 1)[1])
+	crashSemaphore(t, tg, namesOnEveryMaster(t, tg, base+"-crash", 1)[1])
 }
 
 // A Semaphore is administered like the locks: IsLocked and TTL read its live
@@ -323,10 +332,11 @@ func TestClusterSemaphore(t *testing.T) {
 func TestSemaphoreAdministration(t *testing.T) { forEachTopology(t, testSemaphoreAdministration) }
 
 func testSemaphoreAdministration(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
 	ctx := context.Background()
 	hc, rc := newClient(t, tg, redisync.WithWatchdogTimeout(3*time.Second))
-	s := hc.NewSemaphore(t.Name(), 2)
-	admin := hc.NewSemaphore(t.Name(), 2)
+	s := hc.NewSemaphore(name, 2)
+	admin := hc.NewSemaphore(name, 2)
 	locked, err := admin.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked, "no permit is held yet")
@@ -341,14 +351,14 @@ func testSemaphoreAdministration(t *testing.T, tg *redisserver.Target) {
 	assert.LessOrEqual(t, ttl, 3*time.Second)
 
 	wc, _ := newClient(t, tg)
-	w := wc.NewSemaphore(t.Name(), 2)
+	w := wc.NewSemaphore(name, 2)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, hang)
 		defer cancel()
 		got <- w.Acquire(ctx, 1)
 	}()
-	waitSemQueued(t, rc, t.Name(), 1)
+	waitSemQueued(t, rc, name, 1)
 
 	ok, err := admin.ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -361,8 +371,8 @@ func testSemaphoreAdministration(t *testing.T, tg *redisserver.Target) {
 	assert.ErrorIs(t, s.Err(), redisync.ErrLockLost)
 	assert.ErrorIs(t, s.Err(), redisync.ErrForceUnlocked)
 	require.NoError(t, <-got, "the queued request that fits is woken")
-	assert.Len(t, semHolders(t, rc, t.Name()), 1, "only the woken waiter holds")
-	size, err := rc.Do(ctx, rc.B().Get().Key(layout.Aux(layout.SemSizePrefix, t.Name())).Build()).ToString()
+	assert.Len(t, semHolders(t, rc, name), 1, "only the woken waiter holds")
+	size, err := rc.Do(ctx, rc.B().Get().Key(layout.Aux(layout.SemSizePrefix, name)).Build()).ToString()
 	require.NoError(t, err)
 	assert.Equal(t, "2", size, "the size is kept")
 
@@ -383,15 +393,16 @@ func testSemaphoreAdministration(t *testing.T, tg *redisserver.Target) {
 // A holder whose lease lapsed holds nothing: its permits are not counted, and
 // a force unlock takes nothing from it.
 func TestSemaphoreLapsedHolderIsNotCounted(t *testing.T) {
+	name := freshName(t)
 	ctx := context.Background()
 	c, rc := newClient(t, standalone, redisync.WithWatchdogTimeout(3*time.Second))
-	live := c.NewSemaphore(t.Name(), 2)
-	short := c.NewSemaphore(t.Name(), 2, redisync.WithLease(100*time.Millisecond))
+	live := c.NewSemaphore(name, 2)
+	short := c.NewSemaphore(name, 2, redisync.WithLease(100*time.Millisecond))
 	require.NoError(t, short.Acquire(ctx, 1))
 	require.NoError(t, live.Acquire(ctx, 1))
 	<-short.Done()
-	require.Len(t, semHolders(t, rc, t.Name()), 2, "the lapsed entry stays until a script runs")
-	admin := c.NewSemaphore(t.Name(), 2)
+	require.Len(t, semHolders(t, rc, name), 2, "the lapsed entry stays until a script runs")
+	admin := c.NewSemaphore(name, 2)
 	locked, err := admin.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.True(t, locked)
@@ -406,7 +417,7 @@ func TestSemaphoreLapsedHolderIsNotCounted(t *testing.T) {
 	assert.ErrorIs(t, live.Err(), redisync.ErrForceUnlocked)
 	assert.ErrorIs(t, short.Err(), redisync.ErrLeaseExpired, "the lapsed hold keeps its own cause")
 	assert.NotErrorIs(t, short.Err(), redisync.ErrForceUnlocked)
-	assert.Empty(t, semHolders(t, rc, t.Name()))
+	assert.Empty(t, semHolders(t, rc, name))
 	live.Release(1)
 	short.Release(1)
 }
@@ -469,14 +480,15 @@ func TestSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 // entry reads back as the permits it holds. (Lua prints such a number as
 // "1.5e+14" when it joins it to a string, which reads back as 1 permit.)
 func TestSemaphoreLargeWeights(t *testing.T) {
+	name := freshName(t)
 	ctx := context.Background()
 	c, rc := newClient(t, standalone)
 	const size, n = 2e14, 1.5e14
-	a := c.NewSemaphore(t.Name(), size)
-	b := c.NewSemaphore(t.Name(), size)
+	a := c.NewSemaphore(name, size)
+	b := c.NewSemaphore(name, size)
 	entry := func() int64 {
 		t.Helper()
-		holders := semHolders(t, rc, t.Name())
+		holders := semHolders(t, rc, name)
 		require.Len(t, holders, 1)
 		for _, e := range holders {
 			permits, _, ok := layout.ParseSemEntry(e)
@@ -505,7 +517,7 @@ func TestSemaphoreLargeWeights(t *testing.T) {
 		b.Release(size - n + 1)
 	}
 	a.Release(n - 1)
-	assert.Empty(t, semHolders(t, rc, t.Name()))
+	assert.Empty(t, semHolders(t, rc, name))
 }
 
 // Sizes go up to MaxSemaphoreSize, and weights are counted exactly up to it:
@@ -521,8 +533,9 @@ func TestSemaphoreSizeLimit(t *testing.T) {
 		assert.EqualValues(t, int64(1<<53-1), int64(most))
 	}
 
-	s := c.NewSemaphore(t.Name(), most)
-	other := c.NewSemaphore(t.Name(), most)
+	name := freshName(t)
+	s := c.NewSemaphore(name, most)
+	other := c.NewSemaphore(name, most)
 	require.NoError(t, s.Acquire(ctx, most-1))
 	if !assert.False(t, other.TryAcquire(2), "two more than the size less one") {
 		other.Release(2)
@@ -532,7 +545,7 @@ func TestSemaphoreSizeLimit(t *testing.T) {
 	}
 	s.Release(most - 1)
 
-	name := "csem:" + t.Name()
+	name = "csem:" + freshName(t)
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(name).Value("1152921504606846976").Build()).Error(), "a count of 2^60")
 	cs := c.NewCountingSemaphore(name, most)
 	require.True(t, cs.TryAcquire(most))

@@ -24,7 +24,7 @@ func TestSyncReplicas(t *testing.T) {
 		requireReal(t, tg, "WAIT and ROLE")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		name := "sync:" + t.Name()
+		name := "sync:" + freshName(t)
 		every, _ := newClient(t, tg, redisync.WithSyncReplicas(-1, time.Second))
 		one, rc := newClient(t, tg, redisync.WithSyncReplicas(1, 300*time.Millisecond))
 		plain, _ := newClient(t, tg)
@@ -162,7 +162,7 @@ func TestSyncReplicasNoHandoverFromPlain(t *testing.T) {
 		t.Cleanup(redisync.LongHandoffsForTest()) // a hold older than 1 ms may still be handed
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		name := "sync:" + t.Name()
+		name := "sync:" + freshName(t)
 		replica := primaryReplica(ctx, t, tg, name)
 		if replica == nil {
 			t.Skip("no replica on a standalone server")
@@ -196,7 +196,7 @@ func TestSyncReplicasRefusedWaiterDoesNotBlockPlain(t *testing.T) {
 		for _, retries := range []bool{true, false} {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			name := fmt.Sprintf("sync:%s:%v", t.Name(), retries)
+			name := fmt.Sprintf("sync:%s:%v", freshName(t), retries)
 			replica := primaryReplica(ctx, t, tg, name)
 			if replica == nil {
 				t.Skip("no replica on a standalone server")

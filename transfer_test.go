@@ -2,7 +2,6 @@ package redisync_test
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -78,6 +77,7 @@ func (ex *exclusion) hammer(m *redisync.Mutex, stop <-chan struct{}, count *atom
 // runs short).
 func TestMutexHandsOverBetweenHandles(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
+	name := freshName(t)
 	var handed atomic.Int64
 	c, rc := newClient(t, standalone, redisync.WithObserver(redisync.ObserverFunc(func(_ context.Context, e redisync.Event) {
 		if e.Kind == redisync.EventAcquired && e.LocalHandoff {
@@ -91,11 +91,11 @@ func TestMutexHandsOverBetweenHandles(t *testing.T) {
 	var wg sync.WaitGroup
 	before := redistest.CommandCalls(t, rc, "evalsha")
 	for range 8 {
-		m := c.NewMutex(t.Name()) // a handle, and an owner, each
+		m := c.NewMutex(name) // a handle, and an owner, each
 		wg.Go(func() { ex.hammer(m, stop, &local) })
 	}
 	for range 2 {
-		m := other.NewMutex(t.Name())
+		m := other.NewMutex(name)
 		wg.Go(func() { ex.hammer(m, stop, &remote) })
 	}
 	time.Sleep(time.Second)
@@ -108,7 +108,7 @@ func TestMutexHandsOverBetweenHandles(t *testing.T) {
 	assert.Positive(t, handed.Load(), "no hold was handed between handles")
 	assert.Greater(t, 4*handed.Load(), 3*local.Load(), "three sections of the Client in four came by a handover, not from Redis")
 	assert.Positive(t, remote.Load(), "the other Client starved")
-	assert.Empty(t, fields(t, t.Name()), "the lock is still held after every Unlock")
+	assert.Empty(t, fields(t, name), "the lock is still held after every Unlock")
 }
 
 // A hold handed to another handle keeps its identity in Redis and becomes
@@ -116,14 +116,15 @@ func TestMutexHandsOverBetweenHandles(t *testing.T) {
 // stays open until its own Unlock, which releases the lock in Redis.
 func TestMutexHandedHoldChangesHands(t *testing.T) {
 	t.Cleanup(redisync.LongHandoffsForTest()) // the steps take longer than 1 ms
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
 	ctx := context.Background()
-	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
+	giver, taker := c.NewMutex(name), c.NewMutex(name)
 	require.NoError(t, giver.LockContext(ctx))
-	held := fields(t, t.Name())
+	held := fields(t, name)
 	require.Len(t, held, 1)
 	unlockFor(t, c, giver, taker)
-	assert.Equal(t, held, fields(t, t.Name()), "the hold changed its identity in Redis")
+	assert.Equal(t, held, fields(t, name), "the hold changed its identity in Redis")
 	select {
 	case <-giver.Done():
 	default:
@@ -142,9 +143,9 @@ func TestMutexHandedHoldChangesHands(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "the giver's hold count")
 	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", giver.Unlock, "the giver unlocks again")
-	assert.Zero(t, redisync.TransferWaitersForTest(c, t.Name()), "a waiter left queued")
+	assert.Zero(t, redisync.TransferWaitersForTest(c, name), "a waiter left queued")
 	taker.Unlock()
-	assert.Empty(t, fields(t, t.Name()), "released")
+	assert.Empty(t, fields(t, name), "released")
 	<-taker.Done()
 	assert.NoError(t, taker.Err())
 }
@@ -154,13 +155,14 @@ func TestMutexHandedHoldChangesHands(t *testing.T) {
 // hold of its own.
 func TestMutexNoHandOverAcrossLeases(t *testing.T) {
 	t.Cleanup(redisync.LongHandoffsForTest())
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
 	ctx := context.Background()
-	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name(), redisync.WithWatchdogTimeout(3*time.Second))
+	giver, taker := c.NewMutex(name), c.NewMutex(name, redisync.WithWatchdogTimeout(3*time.Second))
 	require.NoError(t, giver.LockContext(ctx))
-	held := fields(t, t.Name())
+	held := fields(t, name)
 	unlockFor(t, c, giver, taker)
-	now := fields(t, t.Name())
+	now := fields(t, name)
 	require.Len(t, now, 1)
 	assert.NotEqual(t, held, now, "a hold was handed to a handle with another lease")
 	taker.Unlock()
@@ -174,15 +176,16 @@ func TestMutexNoHandOverAcrossLeases(t *testing.T) {
 func TestMutexHandOverToLeaver(t *testing.T) {
 	t.Cleanup(redisync.LongHandoffsForTest())
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	name := freshName(t)
 	c, _ := newClient(t, standalone)
-	giver, taker := c.NewMutex(t.Name()), c.NewMutex(t.Name())
+	giver, taker := c.NewMutex(name), c.NewMutex(name)
 	var took, left int
 	for range 40 {
 		require.NoError(t, giver.LockContext(context.Background()))
 		ctx, cancel := context.WithCancel(context.Background())
 		got := make(chan error, 1)
 		go func() { got <- taker.LockContext(ctx) }()
-		require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, t.Name()) == 1 },
+		require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 1 },
 			5*time.Second, time.Millisecond, "the taker never queued")
 		cancel()
 		giver.Unlock()
@@ -194,9 +197,9 @@ func TestMutexHandOverToLeaver(t *testing.T) {
 			left++
 			require.ErrorIs(t, err, context.Canceled)
 		}
-		require.Eventually(t, func() bool { return len(fields(t, t.Name())) == 0 }, 5*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return len(fields(t, name)) == 0 }, 5*time.Second, time.Millisecond,
 			"the lock stayed held after the taker %s", map[bool]string{true: "took it", false: "left"}[err == nil])
-		assert.Zero(t, redisync.TransferWaitersForTest(c, t.Name()), "a waiter left queued")
+		assert.Zero(t, redisync.TransferWaitersForTest(c, name), "a waiter left queued")
 	}
 	t.Logf("the taker took the hold %d times and gave it back %d times", took, left)
 	assert.Positive(t, left, "the hold was never given back")
@@ -217,7 +220,7 @@ func TestMutexHandedHoldEndsOnItsWay(t *testing.T) {
 	} {
 		t.Run(end.name, func(t *testing.T) {
 			c, _ := newClient(t, standalone)
-			name := fmt.Sprint(t.Name(), ":", time.Now().UnixNano()) // a closed Client's hold expires with its lease
+			name := freshName(t) // a closed Client's hold expires with its lease
 			giver, taker := c.NewMutex(name), c.NewMutex(name)
 			require.NoError(t, giver.LockContext(ctx))
 			take := redisync.HandOverInFlightForTest(giver, taker)

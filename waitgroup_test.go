@@ -20,7 +20,7 @@ import (
 // released by the Done that brings it to zero, given in a fourth.
 func TestWaitGroupReleasesWaiters(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
-		name := "wg:" + t.Name()
+		name := "wg:" + freshName(t)
 		owner, rc := newClient(t, tg)
 		wg := owner.NewWaitGroup(name)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -61,13 +61,14 @@ func TestWaitGroupReleasesWaiters(t *testing.T) {
 // The counter never goes below zero: such an Add changes nothing.
 func TestWaitGroupNegativeCounter(t *testing.T) {
 	c, _ := newClient(t, standalone)
-	wg := c.NewWaitGroup("wg:" + t.Name())
+	name := "wg:" + freshName(t)
+	wg := c.NewWaitGroup(name)
 	ctx := context.Background()
 	assert.ErrorIs(t, wg.Done(ctx), redisync.ErrNegativeCounter)
 	require.NoError(t, wg.Add(ctx, 2))
 	err := wg.Add(ctx, -3)
 	assert.ErrorIs(t, err, redisync.ErrNegativeCounter)
-	assert.ErrorContains(t, err, t.Name())
+	assert.ErrorContains(t, err, name)
 	n, err := wg.Count(ctx)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, n, "unchanged")
@@ -79,7 +80,7 @@ func TestWaitGroupWaitGivesUp(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		c, _ := newClient(t, tg)
-		name := "wg:" + t.Name()
+		name := "wg:" + freshName(t)
 		wg := c.NewWaitGroup(name)
 		require.NoError(t, wg.Add(context.Background(), 1))
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -105,7 +106,7 @@ return v`
 func TestWaitGroupRedissonInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		c, rc := newClient(t, tg)
-		name := "wg:" + t.Name()
+		name := "wg:" + freshName(t)
 		l := layout.LatchOf(name)
 		wg := c.NewWaitGroup(name)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -159,7 +160,7 @@ func TestWaitGroupNames(t *testing.T) {
 func TestWaitGroupLargeCounter(t *testing.T) {
 	ctx := context.Background()
 	c, rc := newClient(t, standalone)
-	name := "wg:" + t.Name()
+	name := "wg:" + freshName(t)
 	wg := c.NewWaitGroup(name)
 	stored := func() string {
 		t.Helper()

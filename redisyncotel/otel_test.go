@@ -224,7 +224,7 @@ func TestMetrics(t *testing.T) {
 	other := newClient(t) // holds what makes the waits time out; not observed
 	for _, p := range primitives {
 		t.Run(string(p.name), func(t *testing.T) {
-			name := t.Name()
+			name := redistest.Name(t)
 			ctx := context.Background()
 			unlock, err := p.lock(ctx, c, name)
 			require.NoError(t, err)
@@ -272,7 +272,7 @@ func TestMetrics(t *testing.T) {
 func TestMetricsReentrant(t *testing.T) {
 	obs, reader := meter(t)
 	c := newClient(t, redisync.WithObserver(obs))
-	m := c.NewMutex(t.Name())
+	m := c.NewMutex(redistest.Name(t))
 	ctx := redisync.WithOwner(context.Background())
 	require.NoError(t, m.LockContext(ctx))
 	require.NoError(t, m.LockContext(ctx))
@@ -293,7 +293,7 @@ func TestMetricsClient(t *testing.T) {
 	obs, reader := meter(t, redisyncotel.WithLockName())
 	c := newClient(t, redisync.WithObserver(obs), redisync.WithWatchdogTimeout(300*time.Millisecond))
 	holder := newClient(t)
-	name := t.Name()
+	name := redistest.Name(t)
 	h := holder.NewMutex(name)
 	h.Lock()
 	acquired := make(chan error, 1)
@@ -334,7 +334,7 @@ func TestSpans(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	obs, _ := meter(t, redisyncotel.WithTracerProvider(tp))
 	c := newClient(t, redisync.WithObserver(obs))
-	name := t.Name()
+	name := redistest.Name(t)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
 	m := c.NewMutex(name)

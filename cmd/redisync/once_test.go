@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redistest"
 )
 
 // inspect shows a Once's runner while its function runs, and then that it is
@@ -19,7 +20,7 @@ func TestInspectAndUnlockOnce(t *testing.T) {
 	c, _ := newLibClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	const name = "inspect:once"
+	name := "inspect:once" + redistest.UniqueSuffix() // a Once is done for good
 	o := c.NewOnce(name)
 	running := make(chan struct{})
 	var cause error
@@ -35,12 +36,12 @@ func TestInspectAndUnlockOnce(t *testing.T) {
 
 	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `^Once "inspect:once": not done; its function is running, claim [0-9.]+s left\n`, r.stdout)
+	require.Regexp(t, `^Once "`+regexp.QuoteMeta(name)+`": not done; its function is running, claim [0-9.]+s left\n`, r.stdout)
 	require.Regexp(t, `(?m)^  CLIENT +OWNER +HOLDS +TTL$`, r.stdout)
 
 	r = runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, `unlocked "inspect:once"`)
+	require.Contains(t, r.stdout, `unlocked "`+name+`"`)
 	require.Contains(t, r.stdout, "a waiting caller runs the function again")
 	require.EqualError(t, <-ran, "interrupted")
 	require.ErrorIs(t, cause, redisync.ErrLockLost, "the function's context ended with the claim")
@@ -77,20 +78,22 @@ func TestInspectWaitGroup(t *testing.T) {
 func TestWatchOnceAndWaitGroup(t *testing.T) {
 	c, _ := newLibClient(t)
 	ctx := context.Background()
-	_, lines, stderr := startWatch(t, "--duration", "30s", "watchsync:*")
-	require.NoError(t, c.NewOnce("watchsync:once").Do(ctx, func(context.Context) error { return nil }))
-	wg := c.NewWaitGroup("watchsync:wg")
+	prefix := "watchsync" + redistest.UniqueSuffix() // a Once is done for good
+	_, lines, stderr := startWatch(t, "--duration", "30s", prefix+":*")
+	require.NoError(t, c.NewOnce(prefix+":once").Do(ctx, func(context.Context) error { return nil }))
+	wg := c.NewWaitGroup(prefix + ":wg")
 	require.NoError(t, wg.Add(ctx, 1))
 	require.NoError(t, wg.Done(ctx))
-	sem := c.NewCountingSemaphore("watchsync:sem", 2)
+	sem := c.NewCountingSemaphore(prefix+":sem", 2)
 	require.NoError(t, sem.Acquire(ctx, 1)) // sets the count to 2 and takes 1: publishes 1
 	sem.Release(1)                          // publishes 2
 
+	p := regexp.QuoteMeta(prefix)
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  done     watchsync:once  \(Once: the function succeeded; the waiters return\)$`),
-		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  zero     watchsync:wg  \(WaitGroup: the counter reached zero; Wait returns\)$`),
-		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  permits  watchsync:sem  \(CountingSemaphore or ExpirableSemaphore \(Redisson's RSemaphore or RPermitExpirableSemaphore\): free permits now 1, `),
-		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  permits  watchsync:sem  \(CountingSemaphore or ExpirableSemaphore \(Redisson's RSemaphore or RPermitExpirableSemaphore\): free permits now 2, `),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  done     ` + p + `:once  \(Once: the function succeeded; the waiters return\)$`),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  zero     ` + p + `:wg  \(WaitGroup: the counter reached zero; Wait returns\)$`),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  permits  ` + p + `:sem  \(CountingSemaphore or ExpirableSemaphore \(Redisson's RSemaphore or RPermitExpirableSemaphore\): free permits now 1, `),
+		regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  permits  ` + p + `:sem  \(CountingSemaphore or ExpirableSemaphore \(Redisson's RSemaphore or RPermitExpirableSemaphore\): free permits now 2, `),
 	}
 	var seen []string
 	for lines.Scan() && len(want) > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -17,7 +18,8 @@ import (
 func TestHeartbeatKeepsPlace(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	alive, queue := "{"+t.Name()+"}:alive", "{"+t.Name()+"}:queue"
+	name := redistest.Name(t)
+	alive, queue := "{"+name+"}:alive", "{"+name+"}:queue"
 	hb := f.sched.NewHeartbeat("w1", alive, queue, 300*time.Millisecond)
 	assert.Equal(t, "300", hb.TimeoutMS)
 	require.NoError(t, f.rc.Do(ctx, f.rc.B().Zadd().Key(queue).ScoreMember().ScoreMember(1, "w1").Build()).Error())
@@ -59,7 +61,8 @@ func TestHeartbeatKeepsPlace(t *testing.T) {
 func TestHeartbeatConfirmed(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	alive, queue := "{"+t.Name()+"}:alive", "{"+t.Name()+"}:queue"
+	name := redistest.Name(t)
+	alive, queue := "{"+name+"}:alive", "{"+name+"}:queue"
 	hb := f.sched.NewHeartbeat("w1", alive, queue, 90*time.Millisecond)
 	_, ok := hb.Confirmed()
 	assert.False(t, ok, "not queued yet")
@@ -88,7 +91,7 @@ func TestHeartbeatConfirmed(t *testing.T) {
 func TestAddWithin(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	key := t.Name()
+	key := redistest.Name(t)
 	require.NoError(t, f.rc.Do(ctx, f.rc.B().Hset().Key(key).FieldValue().FieldValue("a:1", "1").Build()).Error())
 	require.NoError(t, f.rc.Do(ctx, f.rc.B().Pexpire().Key(key).Milliseconds(200).Build()).Error())
 	lost := make(chan error, 1)

@@ -70,7 +70,7 @@ func (f *fixture) pttl(key string) time.Duration {
 
 func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 	f := newFixture(t)
-	key := t.Name()
+	key := redistest.Name(t)
 	_, lost := f.hold(t, key, 600*time.Millisecond, true)
 	lowest := time.Hour
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -89,7 +89,7 @@ func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 func TestFixedLeaseReportsExpiry(t *testing.T) {
 	f := newFixture(t)
 	start := time.Now()
-	_, lost := f.hold(t, t.Name(), 300*time.Millisecond, false)
+	_, lost := f.hold(t, redistest.Name(t), 300*time.Millisecond, false)
 	select {
 	case err := <-lost:
 		assert.ErrorIs(t, err, lease.ErrExpired)
@@ -105,11 +105,12 @@ func TestFixedLeaseReportsExpiry(t *testing.T) {
 // time, not an hour later. (Adding a lease due later wakes nothing.)
 func TestEarlierLeaseWakesScheduler(t *testing.T) {
 	f := newFixture(t)
-	f.hold(t, t.Name()+":late", time.Hour, false)
-	f.hold(t, t.Name()+":later", 2*time.Hour, false)
+	name := redistest.Name(t)
+	f.hold(t, name+":late", time.Hour, false)
+	f.hold(t, name+":later", 2*time.Hour, false)
 	time.Sleep(50 * time.Millisecond) // the scheduler sleeps for the hour
 	start := time.Now()
-	_, lost := f.hold(t, t.Name()+":early", 300*time.Millisecond, false)
+	_, lost := f.hold(t, name+":early", 300*time.Millisecond, false)
 	select {
 	case err := <-lost:
 		assert.ErrorIs(t, err, lease.ErrExpired)
@@ -121,7 +122,7 @@ func TestEarlierLeaseWakesScheduler(t *testing.T) {
 
 func TestDeletedKeyIsReportedLost(t *testing.T) {
 	f := newFixture(t)
-	key := t.Name()
+	key := redistest.Name(t)
 	_, lost := f.hold(t, key, 900*time.Millisecond, true)
 	require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Del().Key(key).Build()).Error())
 	deleted := time.Now()
@@ -137,7 +138,7 @@ func TestDeletedKeyIsReportedLost(t *testing.T) {
 
 func TestRemoveStopsRenewal(t *testing.T) {
 	f := newFixture(t)
-	key := t.Name()
+	key := redistest.Name(t)
 	l, lost := f.hold(t, key, 300*time.Millisecond, true)
 	require.True(t, f.sched.Remove(l))
 	assert.False(t, f.sched.Remove(l), "second Remove")
@@ -157,8 +158,9 @@ func TestRenewalsAreBatched(t *testing.T) {
 	f := newFixture(t)
 	var lostCount atomic.Int32
 	const n = 250
+	name := redistest.Name(t)
 	for i := range n {
-		l, _ := f.hold(t, t.Name()+strconv.Itoa(i), time.Second, true)
+		l, _ := f.hold(t, name+":"+strconv.Itoa(i), time.Second, true)
 		l.Lost = lease.ReportFunc(func(error) { lostCount.Add(1) })
 	}
 	calls := func() int64 { return redistest.CommandCalls(t, f.rc, "evalsha") }
@@ -177,13 +179,14 @@ func TestRenewalsAreBatched(t *testing.T) {
 // has reported the loss (as after a pause of the whole process).
 func TestCurrent(t *testing.T) {
 	f := newFixture(t)
-	l, _ := f.hold(t, t.Name(), time.Minute, true)
+	name := redistest.Name(t)
+	l, _ := f.hold(t, name, time.Minute, true)
 	assert.True(t, f.sched.Current(l))
 	require.True(t, f.sched.Remove(l))
 	assert.False(t, f.sched.Current(l), "removed")
 
 	// A lease whose request went out a TTL ago: its deadline is now.
-	stale := &lease.Lease{Key: t.Name() + ":stale", TTL: time.Hour, Lost: lease.ReportFunc(func(error) {})}
+	stale := &lease.Lease{Key: name + ":stale", TTL: time.Hour, Lost: lease.ReportFunc(func(error) {})}
 	f.sched.Add(stale, time.Now().Add(-time.Hour))
 	assert.False(t, f.sched.Current(stale), "past its deadline")
 	f.sched.Remove(stale)
@@ -194,7 +197,7 @@ func TestCurrent(t *testing.T) {
 // place. A lease past its deadline or removed cannot be replaced.
 func TestReplace(t *testing.T) {
 	f := newFixture(t)
-	key := t.Name()
+	key := redistest.Name(t)
 	old, oldLost := f.hold(t, key, 600*time.Millisecond, true)
 	nextLost := make(chan error, 1)
 	next := &lease.Lease{Key: key, Keys: old.Keys, Args: old.Args, TTL: old.TTL, Renew: old.Renew,
@@ -255,7 +258,7 @@ return r`
 func TestRenewalChecksState(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	key := t.Name()
+	key := redistest.Name(t)
 	set := func(v string) {
 		require.NoError(t, f.rc.Do(ctx, f.rc.B().Set().Key(key).Value(v).Px(time.Second).Build()).Error())
 	}
@@ -297,7 +300,7 @@ func TestFixedLeaseRenewedEvery(t *testing.T) {
 	var rounds atomic.Int32
 	sched := lease.New(f.runner, false, slog.Default(), lease.OnBatch(func(lease.Batch) { rounds.Add(1) }))
 	defer sched.Close()
-	key := t.Name()
+	key := redistest.Name(t)
 	require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Hset().Key(key).FieldValue().FieldValue("f:1", "1").Build()).Error())
 	lost := make(chan error, 1)
 	start := time.Now()
@@ -343,7 +346,8 @@ func TestLeaseRenewer(t *testing.T) {
 	f := newFixture(t)
 	r := &fakeRenewer{validity: 250 * time.Millisecond}
 	lost := make(chan error, 1)
-	l := &lease.Lease{Key: t.Name(), Renewer: r, TTL: 300 * time.Millisecond,
+	name := redistest.Name(t)
+	l := &lease.Lease{Key: name, Renewer: r, TTL: 300 * time.Millisecond,
 		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
 	f.sched.AddWithin(l, time.Now(), r.validity)
 	select {
@@ -367,7 +371,7 @@ func TestLeaseRenewer(t *testing.T) {
 
 	r2 := &fakeRenewer{validity: 250 * time.Millisecond}
 	r2.mode.Store(1)
-	l2 := &lease.Lease{Key: t.Name() + "2", Renewer: r2, TTL: 300 * time.Millisecond,
+	l2 := &lease.Lease{Key: name + "2", Renewer: r2, TTL: 300 * time.Millisecond,
 		Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
 	f.sched.AddWithin(l2, time.Now(), r2.validity)
 	select {

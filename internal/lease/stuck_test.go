@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/lease"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -75,7 +76,8 @@ func TestDeadlineIsReportedWhileARenewalIsStuck(t *testing.T) {
 
 	const ttl = 600 * time.Millisecond
 	start := time.Now()
-	l, lost := f.hold(t, t.Name(), ttl, true)
+	name := redistest.Name(t)
+	l, lost := f.hold(t, name, ttl, true)
 	sc.stick()
 	require.Eventually(t, func() bool { return sc.waiting() > 0 }, 2*time.Second, 5*time.Millisecond, "a renewal is sent")
 	select {
@@ -91,7 +93,7 @@ func TestDeadlineIsReportedWhileARenewalIsStuck(t *testing.T) {
 	}
 	// Another lease, fixed (never renewed), is watched meanwhile.
 	fixedStart := time.Now()
-	_, fixedLost := f.hold(t, t.Name()+":fixed", 300*time.Millisecond, false)
+	_, fixedLost := f.hold(t, name+":fixed", 300*time.Millisecond, false)
 	select {
 	case <-fixedLost:
 		assert.Less(t, time.Since(fixedStart), time.Second)

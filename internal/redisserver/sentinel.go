@@ -67,8 +67,10 @@ func (ss *SentinelSet) Stop() error {
 }
 
 // Failover asks a sentinel to fail the primary over to the replica and
-// waits until every sentinel names the new primary and the new primary
-// answers as one. It returns the new primary's address.
+// waits until every sentinel names the new primary, the new primary answers
+// as one, and the old one no longer does (the sentinels turned it into a
+// replica: until then it takes writes that the new primary never sees). It
+// returns the new primary's address.
 func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 	old, err := ss.primaryAddr(ctx, ss.Sentinels[0])
 	if err != nil {
@@ -79,7 +81,7 @@ func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 	}
 	for {
 		addr, err := ss.agreedPrimary(ctx)
-		if err == nil && addr != old && ss.isPrimary(ctx, addr) {
+		if err == nil && addr != old && ss.isPrimary(ctx, addr) && ss.isReplica(ctx, old) {
 			return addr, nil
 		}
 		select {
@@ -161,6 +163,17 @@ func (ss *SentinelSet) agreedPrimary(ctx context.Context) (string, error) {
 
 // isPrimary reports whether the server at addr says it is a master.
 func (ss *SentinelSet) isPrimary(ctx context.Context, addr string) bool {
+	return ss.role(ctx, addr) == "master"
+}
+
+// isReplica reports whether the server at addr says it is a replica.
+func (ss *SentinelSet) isReplica(ctx context.Context, addr string) bool {
+	return ss.role(ctx, addr) == "slave"
+}
+
+// role returns the role the server at addr gives (ROLE's first word), or ""
+// when it does not answer.
+func (ss *SentinelSet) role(ctx context.Context, addr string) string {
 	role, err := withNode(ctx, addr, func(c rueidis.Client) (string, error) {
 		vals, err := c.Do(ctx, c.B().Role().Build()).ToArray()
 		if err != nil || len(vals) == 0 {
@@ -168,7 +181,10 @@ func (ss *SentinelSet) isPrimary(ctx context.Context, addr string) bool {
 		}
 		return vals[0].ToString()
 	})
-	return err == nil && role == "master"
+	if err != nil {
+		return ""
+	}
+	return role
 }
 
 func (ss *SentinelSet) do(ctx context.Context, s *Server, args ...string) error {

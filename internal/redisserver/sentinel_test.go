@@ -36,6 +36,7 @@ func TestSentinelSet(t *testing.T) {
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	start = time.Now()
+	old := tg.Sentinel.Primary.Addr
 	primary, err := tg.Sentinel.Failover(fctx)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,18 @@ func TestSentinelSet(t *testing.T) {
 	t.Logf("failed over to %s in %v", primary, time.Since(start))
 	if primary != tg.Sentinel.Replica.Addr {
 		t.Fatalf("new primary %s, want the replica %s", primary, tg.Sentinel.Replica.Addr)
+	}
+	// The old primary takes no more writes once Failover returns: the
+	// chaos suite counts the failover's window until then.
+	direct, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{old}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if err := direct.Do(ctx, direct.B().Set().Key("k").Value("stale").Build()).Error(); err == nil {
+		t.Fatalf("the old primary %s took a write after the failover returned", old)
+	} else {
+		t.Logf("the old primary refuses writes: %v", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -16,7 +17,8 @@ import (
 func TestFencedAcquireDecodes(t *testing.T) {
 	r, _ := newRunner(t)
 	ctx := context.Background()
-	k := scripts.MutexKeysOf(layout.MutexOf(t.Name()))
+	name := redistest.Name(t)
+	k := scripts.MutexKeysOf(layout.MutexOf(name))
 	a, err := r.AcquireFenced(ctx, &k, scripts.Hold{Field: "a:1", LeaseMS: "10000"})
 	require.NoError(t, err)
 	assert.Equal(t, scripts.Acquired, a.Outcome)
@@ -40,7 +42,7 @@ func TestFencedAcquireDecodes(t *testing.T) {
 	assert.Equal(t, scripts.Acquired, again.Outcome)
 	assert.Greater(t, again.Value, a.Value, "tokens increase")
 
-	fence := layout.MutexOf(t.Name()).Fence
+	fence := layout.MutexOf(name).Fence
 	stored, seen, err := r.SetFence(ctx, fence, uint64(again.Value), "v")
 	require.NoError(t, err)
 	assert.True(t, stored)
@@ -58,7 +60,7 @@ func TestFencedAcquireDecodes(t *testing.T) {
 func TestRWCallsDecode(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RWOf(t.Name())
+	l := layout.RWOf(redistest.Name(t))
 	read, err := r.AcquireRead(ctx, &l, scripts.Hold{Field: "a:1", LeaseMS: "10000"}, "", false)
 	require.NoError(t, err)
 	assert.Equal(t, scripts.Acquired, read.Outcome)
@@ -90,7 +92,7 @@ func TestRWCallsDecode(t *testing.T) {
 func TestQueueCallsDecode(t *testing.T) {
 	r, _ := newRunner(t)
 	ctx := context.Background()
-	f := layout.FairOf(t.Name())
+	f := layout.FairOf(redistest.Name(t))
 	a, err := r.AcquireFair(ctx, &f, scripts.Hold{Field: "a:1", LeaseMS: "10000"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, scripts.Acquired, a.Outcome)
@@ -109,7 +111,7 @@ func TestQueueCallsDecode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, fields)
 
-	s := layout.SemOf(t.Name())
+	s := layout.SemOf(redistest.Name(t))
 	one, err := r.AcquireSem(ctx, &s, "1", scripts.Hold{Field: "a:1", LeaseMS: "10000"}, 1, scripts.SemVersion{Write: 1})
 	require.NoError(t, err)
 	assert.Equal(t, scripts.Acquired, one.Outcome)

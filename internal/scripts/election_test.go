@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestElectionCampaignProclaim(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	k := scripts.ElectionKeysOf(layout.ElectionOf(unique(t)))
+	k := scripts.ElectionKeysOf(layout.ElectionOf(redistest.Name(t)))
 	key := k[0]
 	campaign := func(field, value string) scripts.Reply {
 		rep, err := r.Campaign(ctx, &k, scripts.Hold{Field: field, LeaseMS: "10000"}, value)

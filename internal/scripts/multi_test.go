@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestMultiAcquireRelease(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	base := unique(t)
+	base := redistest.Name(t)
 	names := []string{"{" + base + "}a", "{" + base + "}b", "{" + base + "}c"}
 	var ls []layout.Mutex
 	for _, n := range names {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -27,7 +28,7 @@ type mutexQueue struct {
 
 func newMutexQueue(t *testing.T) *mutexQueue {
 	r, rc := newRunner(t)
-	l := layout.MutexOf(unique(t))
+	l := layout.MutexOf(redistest.Name(t))
 	return &mutexQueue{t: t, r: r, rc: rc, l: l, k: scripts.MutexKeysOf(l), msgs: subscribe(t, rc, l.Channel)}
 }
 
@@ -229,7 +230,7 @@ func TestMutexPairCommands(t *testing.T) {
 		t.Skip("counts the commands of one server")
 	}
 	ctx := context.Background()
-	k := scripts.MutexKeysOf(layout.MutexOf(unique(t)))
+	k := scripts.MutexKeysOf(layout.MutexOf(redistest.Name(t)))
 	pair := func(field string) {
 		rep, err := r.AcquireMutex(ctx, &k, scripts.Hold{Field: field, LeaseMS: "10000"})
 		require.NoError(t, err)

@@ -2,7 +2,6 @@ package scripts_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestOnceClaimRelease(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.OnceOf(unique(t))
+	l := layout.OnceOf(redistest.Name(t))
 	claim := func(field string) scripts.Reply {
 		rep, err := r.ClaimOnce(ctx, &l, scripts.Hold{Field: field, LeaseMS: "10000"})
 		require.NoError(t, err)
@@ -66,11 +66,6 @@ func TestOnceClaimRelease(t *testing.T) {
 	assert.Equal(t, "d:1", done())
 }
 
-// unique returns a name of the test's own, fresh for each run.
-func unique(t *testing.T) string {
-	return t.Name() + ":" + strconv.FormatInt(time.Now().UnixNano(), 36)
-}
-
 // nilStatus maps a release's "not there" status (-1) to nil, other statuses
 // to themselves.
 func nilStatus(status int64) any {
@@ -85,7 +80,7 @@ func nilStatus(status int64) any {
 func TestAddLatch(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.LatchOf(unique(t))
+	l := layout.LatchOf(redistest.Name(t))
 	add := func(delta int64) (bool, int64) {
 		ok, n, err := r.AddLatch(ctx, &l, delta)
 		require.NoError(t, err)

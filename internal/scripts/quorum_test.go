@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -25,7 +26,7 @@ func TestQuorumScripts(t *testing.T) {
 		t.Skip("a quorum's servers are standalone deployments, not a cluster's shards")
 	}
 	ctx := context.Background()
-	k := scripts.QuorumKeysOf(layout.MutexOf(unique(t)))
+	k := scripts.QuorumKeysOf(layout.MutexOf(redistest.Name(t)))
 	lock, token := k[0], k[7]
 	const bound = "300" // ms a restarted server stays out
 	del := func(keys ...string) {
@@ -73,7 +74,7 @@ func TestQuorumScripts(t *testing.T) {
 	// begun on another marker (the server restarted again) changes nothing.
 	from, err := rc.Do(ctx, rc.B().Hget().Key(layout.QuorumMarker).Field("from").Build()).ToString()
 	require.NoError(t, err)
-	other := scripts.QuorumKeysOf(layout.MutexOf(unique(t) + ":other"))
+	other := scripts.QuorumKeysOf(layout.MutexOf(redistest.Name(t) + ":other"))
 	catchUp := func(from string, values []string, last bool) bool {
 		ok, err := r.CatchUpQuorum(ctx, from, []string{token, other[7]}, values, last)
 		require.NoError(t, err)

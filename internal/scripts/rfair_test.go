@@ -31,7 +31,7 @@ const rfairHB, rfairWait = 2000, 60000
 
 func newRFair(t *testing.T) *rfair {
 	r, rc := newRunner(t)
-	f := &rfair{t: t, r: r, rc: rc, l: layout.RFairOf(unique(t)), publish: "publish"}
+	f := &rfair{t: t, r: r, rc: rc, l: layout.RFairOf(redistest.Name(t)), publish: "publish"}
 	if rc.Mode() == rueidis.ClientModeCluster {
 		f.publish = "spublish"
 	}

@@ -15,9 +15,13 @@
 -- ARGV[4]  the publish command: "publish", or "spublish" on Redis Cluster
 -- ARGV[5...] the ids of the permits to take, one per permit
 --
--- Reply: {1, free after} taken (now, or by an earlier attempt of this call);
+-- Reply: {1, free after} taken (now, or by an earlier attempt of this call,
+--                        whose permits' leases then start again now);
 --        {0, wait} not enough free: wait is how long (ms) until the
 --                  earliest lease ends, -1 when none will;
+--        {-3, 0} an earlier attempt of this call took the permits, and one
+--                of their leases has ended since (the permit may be
+--                another's by now): the call has nothing;
 --        {-4, 0} the call gave up: a late copy of one of its attempts takes
 --                nothing.
 --
@@ -29,10 +33,25 @@ local latch = redis.call('get', latchKey)
 if latch == '0' then
 	return {-4, 0}
 end
+local now = serverMS()
+local lease = tonumber(ARGV[2])
 if latch == '1' then
+	-- The caller did not see the earlier attempt's reply: its permits are
+	-- the call's only if every lease still runs, and then for a whole lease
+	-- from this reply, which is the one the caller reads.
+	for i = 5, #ARGV do
+		local ends = tonumber(redis.call('zscore', leases, ARGV[i]))
+		if not ends or ends <= now then
+			return {-3, 0}
+		end
+	end
+	if lease >= 0 then
+		for i = 5, #ARGV do
+			redis.call('zadd', leases, now + lease, ARGV[i])
+		end
+	end
 	return {1, tonumber(redis.call('get', free)) or 0}
 end
-local now = serverMS()
 local n = reclaim(free, leases, channel, now, ARGV[4])
 if not n then
 	-- The text, as trySetPermits writes it: a Lua number would be rounded
@@ -52,7 +71,6 @@ if n < want then
 	return {0, -1}
 end
 local left = redis.call('decrby', free, want)
-local lease = tonumber(ARGV[2])
 local ends = 922337203685477
 if lease >= 0 then
 	ends = now + lease

@@ -25,7 +25,7 @@ import (
 func TestRPermScripts(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(unique(t))
+	l := layout.RPermitOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	publish := "publish"
 	if rc.Mode() == rueidis.ClientModeCluster {
@@ -146,7 +146,7 @@ func TestRPermScripts(t *testing.T) {
 	assert.Equal(t, "OK", javaTake(60000, "text:java:4"))
 	assert.Equal(t, [2]int64{1, 0}, release("r5", "java:4"), "a permit recorded as its second member is released")
 
-	unset := layout.RPermitOf(unique(t) + "-unset")
+	unset := layout.RPermitOf(redistest.Name(t) + "-unset")
 	avail, err = r.AvailableRPerm(ctx, &unset)
 	require.NoError(t, err)
 	assert.EqualValues(t, -1, avail, "a count never set")
@@ -159,7 +159,7 @@ func TestRPermScripts(t *testing.T) {
 func TestRPermSetsSizeAsGiven(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(unique(t))
+	l := layout.RPermitOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	rep, err := r.AcquireRPerm(ctx, &l, "c1", "1152921504606846976", "-1", "60000", []string{"go:1"})
 	require.NoError(t, err)
@@ -168,4 +168,39 @@ func TestRPermSetsSizeAsGiven(t *testing.T) {
 	free, err := rc.Do(ctx, rc.B().Get().Key(l.Key).Build()).ToString()
 	require.NoError(t, err)
 	assert.Equal(t, "1152921504606846975", free, "2^60 less the permit taken")
+}
+
+// A repeat of an acquire (the call did not see its earlier attempt's
+// reply) returns the permits only while every lease still runs, and leases
+// them anew from the repeat; once one has ended it answers gone.
+func TestRPermAcquireRepeat(t *testing.T) {
+	r, rc := newRunner(t)
+	ctx := context.Background()
+	l := layout.RPermitOf(redistest.Name(t))
+	acquire := func(lease string) scripts.Reply {
+		rep, err := r.AcquireRPerm(ctx, &l, "c1", "2", lease, "60000", []string{"go:1", "go:2"})
+		require.NoError(t, err)
+		return rep
+	}
+	ends := func() int64 {
+		s, err := rc.Do(ctx, rc.B().Zscore().Key(l.Leases).Member("go:2").Build()).AsInt64()
+		require.NoError(t, err)
+		return s
+	}
+	now := func() int64 {
+		ms, err := state.ServerMillis(ctx, rc)
+		require.NoError(t, err)
+		return ms
+	}
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Acquired, Value: 0}, acquire("300"))
+	time.Sleep(150 * time.Millisecond)
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Acquired, Value: 0}, acquire("300"), "a repeat within the leases")
+	assert.InDelta(t, now()+300, ends(), 50, "leased anew from the repeat")
+	time.Sleep(400 * time.Millisecond)
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Gone}, acquire("300"), "a repeat after a lease ended has nothing")
+	assert.Equal(t, scripts.Reply{Outcome: scripts.Refused}, func() scripts.Reply {
+		_, err := r.UndoRPerm(ctx, &l, "c1", "60000", []string{"go:1", "go:2"})
+		require.NoError(t, err)
+		return acquire("300")
+	}(), "once undone, a late copy takes nothing")
 }

@@ -21,7 +21,7 @@ import (
 func TestRSemScripts(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RSemOf(unique(t))
+	l := layout.RSemOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	acquire := func(id string, n int64) scripts.Reply {
 		rep, err := r.AcquireRSem(ctx, &l, id, n, "3", "60000")

@@ -65,7 +65,7 @@ var acquired = scripts.Reply{Outcome: scripts.Acquired}
 func TestMutexAcquireRelease(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	key := t.Name()
+	key := redistest.Name(t)
 	count := func(field string) int64 {
 		n, _ := rc.Do(ctx, rc.B().Hget().Key(key).Field(field).Build()).AsInt64()
 		return n
@@ -119,15 +119,16 @@ func TestMutexAcquireRelease(t *testing.T) {
 func TestNoScriptFallback(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
+	key := redistest.Name(t)
 	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
-	got, err := acquire(r, t.Name(), "a:1", 0)
+	got, err := acquire(r, key, "a:1", 0)
 	require.NoError(t, err, "Exec falls back to EVAL after a flush")
 	assert.Equal(t, acquired, got)
 
 	require.NoError(t, rc.Do(ctx, rc.B().ScriptFlush().Build()).Error())
 	calls := make([]scripts.Call, 5)
 	for i := range calls {
-		calls[i] = scripts.Call{Script: scripts.MutexRenew, Keys: []string{t.Name()}, Args: []string{"a:1", "20000"}}
+		calls[i] = scripts.Call{Script: scripts.MutexRenew, Keys: []string{key}, Args: []string{"a:1", "20000"}}
 	}
 	for _, res := range r.ExecMulti(ctx, calls) {
 		vals, err := res.AsIntSlice()
@@ -139,21 +140,22 @@ func TestNoScriptFallback(t *testing.T) {
 func TestRenewChecksOwner(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
+	name := redistest.Name(t)
 	for _, k := range []string{"r1", "r2", "r3"} {
-		got, err := acquire(r, k+t.Name(), "a:1", 0)
+		got, err := acquire(r, k+name, "a:1", 0)
 		require.NoError(t, err)
 		require.Equal(t, acquired, got)
 	}
 	vals, err := r.Exec(ctx, scripts.Call{
 		Script: scripts.MutexRenew,
-		Keys:   []string{"r1" + t.Name(), "r2" + t.Name(), "r3" + t.Name()},
+		Keys:   []string{"r1" + name, "r2" + name, "r3" + name},
 		Args:   []string{"a:1", "60000", "b:1", "60000", "a:1", "60000"},
 	}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 0, 1}, vals)
-	pttl, _ := rc.Do(ctx, rc.B().Pttl().Key("r2"+t.Name()).Build()).AsInt64()
+	pttl, _ := rc.Do(ctx, rc.B().Pttl().Key("r2"+name).Build()).AsInt64()
 	assert.LessOrEqual(t, pttl, int64(10000), "a renewal with the wrong owner must not extend the lock")
-	pttl, _ = rc.Do(ctx, rc.B().Pttl().Key("r1"+t.Name()).Build()).AsInt64()
+	pttl, _ = rc.Do(ctx, rc.B().Pttl().Key("r1"+name).Build()).AsInt64()
 	assert.Greater(t, pttl, int64(50000))
 }
 
@@ -181,7 +183,7 @@ func TestTransient(t *testing.T) {
 func TestExecRetriesTransientRefusals(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	key := t.Name()
+	key := redistest.Name(t)
 	// The script refuses with TRYAGAIN twice (counting in a key), then runs.
 	refuser := &scripts.Script{Name: "refuser", Source: `
 if redis.call('incr', KEYS[1]) <= 2 then return redis.error_reply('TRYAGAIN not yet') end
@@ -205,7 +207,7 @@ func TestErrorNamesScriptLine(t *testing.T) {
 	requireReal(t, "Redis's error replies from scripts (with the script's line)")
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	key := t.Name()
+	key := redistest.Name(t)
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(key).Value("a string").Build()).Error())
 	_, err := r.AcquireMutex(ctx, ptr(scripts.MutexKeysOf(layout.MutexOf(key))), scripts.Hold{Field: "a:1", LeaseMS: "1000"})
 	require.Error(t, err)
@@ -221,7 +223,7 @@ func TestErrorNamesLibraryLine(t *testing.T) {
 	requireReal(t, "Redis's error replies from scripts (with the script's line)")
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.SemOf(t.Name())
+	l := layout.SemOf(redistest.Name(t))
 	hold := scripts.Hold{Field: "a:1", LeaseMS: "1000"}
 
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(l.Holders).Value("a string").Build()).Error())

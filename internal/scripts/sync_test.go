@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redistest"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestSyncWithoutReplicas(t *testing.T) {
 	requireReal(t, "WAIT's timeout (its WAIT answers at once)")
 	r, rc := newRunner(t)
-	k := scripts.MutexKeysOf(layout.MutexOf(unique(t)))
+	k := scripts.MutexKeysOf(layout.MutexOf(redistest.Name(t)))
 	one := &scripts.Sync{N: 1, Timeout: 50 * time.Millisecond}
 	start := time.Now()
 	rep, err := r.AcquireMutex(scripts.WithSync(context.Background(), one), &k, scripts.Hold{Field: "a:1", LeaseMS: "10000"})
