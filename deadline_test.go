@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,6 +256,70 @@ func TestCallsKeepTheirDeadline(t *testing.T) {
 		}
 	}
 	t.Logf("the worst overrun: %v", worst)
+}
+
+// A call keeps its deadline while it waits for a connection that another
+// call of the Client is dialing: rueidis shares one dial per connection,
+// and the dial follows the context of the call that began it. Here a
+// waiting call with a long deadline begins the redial behind a blackhole
+// (the connection its first attempt timed out on is closed), and calls
+// with 300 ms come after it; they returned only when the blackhole lifted
+// (the chaos suite's I10 saw 3 s under F5).
+func TestCallsKeepTheirDeadlineBehindAnotherCallsDial(t *testing.T) {
+	requireReal(t, standalone, "a server of its own behind a proxy")
+	server := redistest.Servers(t, 1)[0]
+	proxy, err := faultproxy.Start(server.Addr)
+	require.NoError(t, err)
+	defer proxy.Close()
+	opt := redistest.Option(proxy.Addr())
+	opt.ConnWriteTimeout = 200 * time.Millisecond // the stalled connection is closed soon
+	rc, err := rueidis.NewClient(opt)
+	require.NoError(t, err)
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := freshName(t)
+	require.NoError(t, lockFree(ctx, c, name+":warm"))
+
+	proxy.Blackhole(faultproxy.Both, true)
+	healed := false
+	defer func() {
+		if !healed {
+			proxy.Blackhole(faultproxy.Both, false)
+		}
+	}()
+	long, cancelLong := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelLong()
+	longDone := make(chan error, 1)
+	go func() { longDone <- c.NewMutex(name + ":long").LockContext(long) }()
+	time.Sleep(500 * time.Millisecond) // its first attempt times out, and it dials again
+	var wg sync.WaitGroup
+	var worst atomic.Int64
+	for i := range 4 {
+		wg.Go(func() {
+			cctx, ccancel := context.WithTimeout(ctx, callDeadline)
+			defer ccancel()
+			start := time.Now()
+			err := c.NewMutex(fmt.Sprintf("%s:%d", name, i)).LockContext(cctx)
+			took := time.Since(start)
+			t.Logf("call %d returned after %v: %v", i, took.Round(time.Millisecond), err)
+			assert.Error(t, err)
+			for {
+				w := worst.Load()
+				if int64(took) <= w || worst.CompareAndSwap(w, int64(took)) {
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	proxy.Blackhole(faultproxy.Both, false)
+	healed = true
+	assert.Less(t, time.Duration(worst.Load()), callDeadline+callSlack, "a call overran its deadline while another call's dial waited")
+	assert.NoError(t, <-longDone, "the long call gets its lock once the server is back")
 }
 
 // The calls that take no context are bounded by the call timeout (here

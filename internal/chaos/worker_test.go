@@ -691,7 +691,7 @@ func (w *worker) drive(s *slot) {
 		if s.epochs != "" {
 			s.res = s.epochs + ":" + strconv.FormatInt(Now()/int64(csemEpoch), 10)
 		}
-		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
+		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode, D: int64(lockLimit)})
 		ctx, cancel := context.WithTimeout(base, lockLimit)
 		tok, err := s.lock(ctx)
 		cancel()
@@ -715,7 +715,9 @@ func (w *worker) drive(s *slot) {
 		}
 		w.emit(Event{G: s.g, K: Exit, R: s.res, Mode: s.mode})
 		t0 := Now()
+		d := unlockLimit
 		if s.plain != nil && (s.unlock == nil || unlockLimit == waitLimit) {
+			d = redisync.DefaultCallTimeout // a call without a context
 			s.plain()
 			err = nil
 		} else {
@@ -723,7 +725,7 @@ func (w *worker) drive(s *slot) {
 			err = s.unlock(ctx)
 			cancel()
 		}
-		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode}
+		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode, D: int64(d)}
 		if err != nil {
 			e.Err = err.Error()
 		}
