@@ -87,7 +87,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	}
 	switch {
 	case err != nil:
-		if ambiguous(err) && !r.Spent {
+		if ambiguous(err) && !r.Spent && !unsent(err) {
 			a.firstUnknown = a.firstUnknown || acq.count == 0
 			a.reentryUnknown = acq.count > 0
 		}

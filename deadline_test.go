@@ -2,7 +2,9 @@ package redisync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // The deadline a call is given here, and what it may overrun it by in this
@@ -320,6 +323,65 @@ func TestCallsKeepTheirDeadlineBehindAnotherCallsDial(t *testing.T) {
 	healed = true
 	assert.Less(t, time.Duration(worst.Load()), callDeadline+callSlack, "a call overran its deadline while another call's dial waited")
 	assert.NoError(t, <-longDone, "the long call gets its lock once the server is back")
+}
+
+// countingClient counts the script calls sent through it, by digest.
+type countingClient struct {
+	rueidis.Client
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if words := cmd.Commands(); len(words) > 1 && words[0] == "EVALSHA" {
+		c.mu.Lock()
+		c.calls[words[1]]++
+		c.mu.Unlock()
+	}
+	return c.Client.Do(ctx, cmd)
+}
+
+// count returns how many calls of s were sent.
+func (c *countingClient) count(s *scripts.Script) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[s.SHA1]
+}
+
+// An attempt that failed to connect (the server is down: the dial is
+// refused) never left the process, and a call that gives up after it has
+// nothing to take back: no release goes out for it, now or later.
+func TestRefusedAttemptsNeedNoTakeBack(t *testing.T) {
+	requireReal(t, standalone, "a server of its own to stop")
+	server := redistest.Servers(t, 1)[0]
+	rc, err := rueidis.NewClient(redistest.Option(server.Addr))
+	require.NoError(t, err)
+	defer rc.Close()
+	cc := &countingClient{Client: rc, calls: map[string]int{}}
+	c, err := redisync.New(cc, redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := freshName(t)
+	require.NoError(t, lockFree(ctx, c, name+":warm"))
+	releases := cc.count(scripts.MutexRelease)
+
+	require.NoError(t, server.Kill())
+	defer func() { require.NoError(t, server.Restart()) }()
+	// rueidis has seen its connection end: what it sends now needs a dial.
+	require.Eventually(t, func() bool {
+		var op *net.OpError
+		err := rc.Do(ctx, rc.B().Ping().Build()).Error()
+		return errors.As(err, &op) && op.Op == "dial"
+	}, 5*time.Second, 10*time.Millisecond)
+	cctx, ccancel := context.WithTimeout(ctx, callDeadline)
+	defer ccancel()
+	err = c.NewMutex(name).LockContext(cctx)
+	t.Logf("LockContext on a killed server: %v", err)
+	require.Error(t, err)
+	time.Sleep(200 * time.Millisecond) // a take-back in the background would have begun
+	assert.Equal(t, releases, cc.count(scripts.MutexRelease), "a call whose attempts never connected sent a release")
 }
 
 // The calls that take no context are bounded by the call timeout (here
