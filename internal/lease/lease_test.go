@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"crypto/fips140"
 	"crypto/sha1"
 	"encoding/hex"
 	"log/slog"
@@ -248,7 +249,8 @@ for i, key in ipairs(KEYS) do
 	end
 end
 return r`
-	sum := sha1.Sum([]byte(src))
+	var sum [sha1.Size]byte
+	fips140.WithoutEnforcement(func() { sum = sha1.Sum([]byte(src)) }) // a test's script, in FIPS 140-3 mode too
 	return &scripts.Script{Name: "state_renew", Source: src, SHA1: hex.EncodeToString(sum[:])}
 }()
 

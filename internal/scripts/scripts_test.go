@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"crypto/fips140"
 	"crypto/sha1"
 	"encoding/hex"
 	"os"
@@ -198,7 +199,8 @@ return 'ran'`}
 }
 
 func sha1hex(s string) string {
-	sum := sha1.Sum([]byte(s))
+	var sum [sha1.Size]byte
+	fips140.WithoutEnforcement(func() { sum = sha1.Sum([]byte(s)) }) // a test's script, in FIPS 140-3 mode too
 	return hex.EncodeToString(sum[:])
 }
 
