@@ -324,6 +324,35 @@ func TestCallsKeepTheirDeadlineBehindAnotherCallsDial(t *testing.T) {
 	assert.NoError(t, <-longDone, "the long call gets its lock once the server is back")
 }
 
+// A Semaphore call keeps its deadline while a release of the same handle,
+// left to the background because Redis did not answer, still waits for
+// Redis: the handle's calls took turns on a lock that the release held
+// for its whole wait (the chaos suite's I10 saw an Acquire with 57 ms
+// return 2 s late under F5).
+func TestSemaphoreCallKeepsItsDeadlineBehindABackgroundRelease(t *testing.T) {
+	c, lc := newLateClient(t, standalone, redisync.WithCallTimeout(200*time.Millisecond))
+	s := c.NewSemaphore(freshName(t), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, s.Acquire(ctx, 1))
+	lc.Hold(scripts.SemRelease, 100) // the release and its repeats in the background
+	start := time.Now()
+	s.Release(1) // no context: it waits the call timeout, then goes on in the background
+	t.Logf("Release returned after %v", time.Since(start).Round(time.Millisecond))
+	require.True(t, lc.Catches(scripts.SemRelease), "the release waits for Redis")
+
+	cctx, ccancel := context.WithTimeout(ctx, callDeadline)
+	defer ccancel()
+	start = time.Now()
+	err := s.Acquire(cctx, 2)
+	took := time.Since(start)
+	t.Logf("Acquire returned after %v: %v", took.Round(time.Millisecond), err)
+	assert.Less(t, took, callDeadline+callSlack, "Acquire waited for the release in the background")
+	lc.DeliverAll()
+	require.NoError(t, s.Acquire(ctx, 2), "both permits come back once the release lands")
+	s.Release(2)
+}
+
 // countingClient counts the script calls sent through it, by digest.
 type countingClient struct {
 	rueidis.Client

@@ -219,7 +219,7 @@ type slot struct {
 	lock   func(ctx context.Context) (uint64, error)
 	unlock func(ctx context.Context) error
 	// plain, when set, releases without a context (a Mutex's or a
-	// FencedMutex's Unlock): the cycles whose unlock would get waitLimit
+	// FencedMutex's Unlock, a Semaphore's Release): the cycles whose unlock would get waitLimit
 	// call it instead, and every cycle when unlock is nil, so that Unlock's
 	// own deadline is exercised (a quorum's release under it meets a late
 	// server under F22).
@@ -547,7 +547,7 @@ func (w *worker) connect() (func(), error) {
 				cs = c.NewCountingSemaphore(s.res, semSize) // a handle per epoch's name
 				return 0, cs.Acquire(ctx, 1)
 			}
-			s.unlock = func(context.Context) error { cs.Release(1); return nil }
+			s.plain = func() { cs.Release(1) } // Release takes no context
 			s.done = func() <-chan struct{} { return nil } // nothing ends its permit
 		case sl.res == "chaos-xsem":
 			w.expirable(s, c.NewExpirableSemaphore(sl.res, semSize))
@@ -558,7 +558,7 @@ func (w *worker) connect() (func(), error) {
 			}
 			sem := c.NewSemaphore(sl.res, size)
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, n) }
-			s.unlock = func(context.Context) error { sem.Release(n); return nil }
+			s.plain = func() { sem.Release(n) } // Release takes no context
 			s.done = sem.Done
 		}
 		w.slots = append(w.slots, s)
