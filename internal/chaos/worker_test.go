@@ -717,7 +717,7 @@ func (w *worker) drive(s *slot) {
 		t0 := Now()
 		d := unlockLimit
 		if s.plain != nil && (s.unlock == nil || unlockLimit == waitLimit) {
-			d = redisync.DefaultCallTimeout // a call without a context
+			d = redisync.DefaultCallTimeout * 9 / 8 // a call without a context: the call timeout, up to an eighth more
 			s.plain()
 			err = nil
 		} else {
