@@ -65,21 +65,25 @@ func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 // message on channel and wakes this process's waiters there, and reports
 // whether it was locked (see forceUnlocked).
 func (h *handle) forceUnlockHash(ctx context.Context, channel, message string) (bool, error) {
-	ok, err := h.forceUnlocked(h.c.direct.ForceUnlockMutex(ctx, h.key, channel, message))
+	fields, err := h.c.direct.ForceUnlockMutex(ctx, h.key, channel, message)
+	ok, err := h.forceUnlocked(ctx, fields, err)
 	if ok {
 		h.c.wakeEvery(channel)
 	}
 	return ok, err
 }
 
-// forceUnlocked ends, as force-unlocked, this Client's holds among fields (the
-// ones a force unlock took away), and reports whether there were any.
-func (h *handle) forceUnlocked(fields []string, err error) (bool, error) {
+// forceUnlocked files the outcome of a force unlock under ctx, which took
+// away fields or failed with err: it ends, as force-unlocked, this Client's
+// holds among fields, tells the other Clients that held some of them (see
+// engine.tell), and reports whether there were any.
+func (h *handle) forceUnlocked(ctx context.Context, fields []string, err error) (bool, error) {
 	if err != nil {
 		return false, lockError(h.name, err)
 	}
 	if len(fields) > 0 {
-		h.c.endForced(h.key, fields)
+		h.c.endForced(fields)
+		h.c.tell(ctx, fields)
 	}
 	return len(fields) > 0, nil
 }

@@ -30,8 +30,12 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 	return false
 }
 
-// try makes one attempt of a, queueing with tk when not nil.
+// try makes one attempt of a, queueing with tk when not nil. Under a
+// context that cannot end (Lock's, TryLock's), the attempt is bounded by the
+// handle's call timeout.
 func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
+	ctx, cancel := a.p.cfg.calls.within(ctx)
+	defer cancel()
 	if a.check != nil {
 		if err := a.check(); err != nil {
 			return attempt{}, err
@@ -83,7 +87,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	}
 	switch {
 	case err != nil:
-		if ambiguous(err) && !r.Spent {
+		if ambiguous(err) && !r.Spent && !unsent(err) {
 			a.firstUnknown = a.firstUnknown || acq.count == 0
 			a.reentryUnknown = acq.count > 0
 		}
@@ -168,14 +172,20 @@ func (e *engine) drop(a *call, t *term) {
 	if h == nil {
 		return
 	}
-	defer e.holds.unref(h)
-	_ = h.op.Lock(context.Background()) // another call of the owner holds it only for a round trip
-	defer h.op.Unlock()
-	if h.term.Load() == t && h.count >= a.n {
-		if h.setCount(h.count - a.n); h.count == 0 {
-			e.holds.finish(h)
+	n := a.n
+	// Another call of the owner holds op for a round trip, which a Redis
+	// that does not answer makes long: the record is put right in the
+	// background, and a call of the owner waits for it (the term ended).
+	e.cleanUp(func() {
+		defer e.holds.unref(h)
+		_ = h.op.Lock(context.Background())
+		defer h.op.Unlock()
+		if h.term.Load() == t && h.count >= n {
+			if h.setCount(h.count - n); h.count == 0 {
+				e.holds.finish(h)
+			}
 		}
-	}
+	})
 }
 
 // callField returns the identity the first acquire of call a asks for: a
@@ -312,7 +322,7 @@ func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
 	}
 	if err != nil && a.uncertain() {
-		e.giveUp(ctx, a)
+		e.cleanUp(func() { e.giveUp(ctx, a) })
 	}
 	if ctx.Err() != nil && !res.acquired {
 		return false, ctx.Err()

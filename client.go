@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/go-redisync/redisync/internal/bounded"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/quorum"
@@ -41,6 +42,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	rc = bounded.Wrap(rc) // every call returns by its context's end (see internal/bounded)
 	cluster := rc.Mode() == rueidis.ClientModeCluster
 	sharded := cluster && !cfg.classicPubSub
 	return newClient(cfg, []rueidis.Client{rc}, scripts.NewRunner(rc, sharded), cluster, sharded, nil), nil
@@ -62,6 +64,8 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster
 		holds:     newHoldTable(),
 		handovers: newHandovers(),
 		quorum:    q,
+		sharded:   sharded,
+		rcs:       rcs,
 	}}
 	var leaseOpts []lease.Option
 	var notifyOpts []notify.Option
@@ -74,6 +78,7 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster
 	}
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
 	c.notify = notify.NewOver(rcs, sharded, cfg.logger, notifyOpts...)
+	c.listen()
 	return c
 }
 

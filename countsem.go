@@ -101,8 +101,8 @@ func (s *CountingSemaphore) Name() string { return s.h.name }
 // Acquire takes n permits, blocking until n are free or ctx is done. On
 // success it returns nil; when ctx ends first, ctx.Err(), having taken
 // nothing. A request for 0 succeeds at once. A Redis failure is returned,
-// wrapped; an attempt whose outcome is unknown is undone before Acquire
-// returns. It panics if n is negative or above [MaxSemaphoreSize] (the count
+// wrapped; what an attempt of unknown outcome may have taken is given back
+// (in the background when Redis does not answer at once, until it does). It panics if n is negative or above [MaxSemaphoreSize] (the count
 // itself may be larger, set by Java or by releases).
 func (s *CountingSemaphore) Acquire(ctx context.Context, n int64) error {
 	checkCount(n)
@@ -149,7 +149,7 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	if h.c.isClosed() {
 		return "", false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
+	ctx, cancel := h.cfg.calls.within(context.Background())
 	defer cancel()
 	a := &call{p: p, mode: share, n: n, permitLease: permitLease}
 	a.field, a.sent = h.c.newField(h.owner, ""), true
@@ -160,7 +160,7 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	}
 	if err != nil {
 		a.firstUnknown = ambiguous(err)
-		h.c.giveUp(ctx, a)
+		h.c.cleanUp(func() { h.c.giveUp(ctx, a) })
 		h.cfg.logger.Warn("redisync: TryAcquire failed", "name", h.name, "error", err)
 		return "", false
 	}
@@ -169,10 +169,12 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 
 // Release gives n permits back and publishes the count, which wakes the
 // waiters of every process, Java's included. It panics if this handle holds
-// fewer than n permits. A Redis failure is retried for a few seconds (a
-// repeat adds nothing twice); if Redis still cannot be reached, or the
-// Client is closed, the permits are lost to the count, and the error is
-// logged with what to do.
+// fewer than n permits. It waits for Redis up to the call timeout (see
+// [WithCallTimeout]); a release Redis has not confirmed by then goes on in
+// the background, sent again until Redis answers (a repeat adds nothing
+// twice), since permits without a lease would otherwise be lost to the
+// count. If the Client closes first, or Redis refuses it, the permits are
+// lost to the count, and the error is logged with what to do.
 func (s *CountingSemaphore) Release(n int64) {
 	if n < 0 {
 		panic("redisync: counting semaphore: n < 0")
@@ -189,27 +191,50 @@ func (s *CountingSemaphore) Release(n int64) {
 		}
 	}
 	id := s.h.c.newField(s.h.owner, ":r")
-	deadline := time.Now().Add(countReleaseBudget)
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
-		_, _, err := s.h.c.direct.ReleaseRSem(ctx, &s.l, id, n, tombstoneTTL)
-		cancel()
-		if err == nil {
-			s.h.c.wakeEvery(s.l.Channel) // this process's waiters, without the round trip
-			return
-		}
-		if !ambiguous(err) || time.Now().After(deadline) || s.h.c.isClosed() {
-			s.h.cfg.logger.Error("redisync: counting semaphore permits not given back; the count stays lower until they are added (INCRBY on the name)",
-				"name", s.h.name, "permits", n, "attempts", attempt, "error", err)
-			return
-		}
-		time.Sleep(min(time.Duration(attempt)*50*time.Millisecond, time.Second))
+	if s.release(s.h.cfg.calls.get(), id, n, 1) {
+		return
 	}
+	s.h.c.background.Go(func() {
+		for attempt := 2; ; attempt++ {
+			select {
+			case <-time.After(min(time.Duration(attempt)*50*time.Millisecond, time.Second)):
+			case <-s.h.c.closed:
+				s.lost(n, attempt, ErrClosed)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupBudget)
+			done := s.release(ctx, id, n, attempt)
+			cancel()
+			if done {
+				return
+			}
+		}
+	})
 }
 
-// countReleaseBudget is how long a CountingSemaphore's Release retries a release
-// whose reply was lost or whose connection failed.
-const countReleaseBudget = 10 * time.Second
+// release runs the release id of n permits once, as attempt, and reports
+// whether it is done: Redis confirmed it, or refused it (which is logged).
+func (s *CountingSemaphore) release(ctx context.Context, id string, n int64, attempt int) bool {
+	_, _, err := s.h.c.direct.ReleaseRSem(ctx, &s.l, id, n, tombstoneTTL)
+	switch {
+	case err == nil:
+		s.h.c.wakeEvery(s.l.Channel) // this process's waiters, without the round trip
+		return true
+	case !ambiguous(err):
+		s.lost(n, attempt, err)
+		return true
+	case attempt == 1 || attempt%100 == 0:
+		s.h.cfg.logger.Warn("redisync: counting semaphore release not confirmed yet; retrying in the background",
+			"name", s.h.name, "permits", n, "attempts", attempt, "error", err)
+	}
+	return false
+}
+
+// lost logs that n permits could not be given back after attempts.
+func (s *CountingSemaphore) lost(n int64, attempts int, err error) {
+	s.h.cfg.logger.Error("redisync: counting semaphore permits not given back; the count stays lower until they are added (INCRBY on the name)",
+		"name", s.h.name, "permits", n, "attempts", attempts, "error", err)
+}
 
 // Held returns the permits acquired through this handle and not yet released,
 // as this process knows it, without touching Redis.

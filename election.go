@@ -59,6 +59,13 @@ func (c *Client) NewElection(name string, opts ...Option) *Election {
 // Name returns the Election's name, as given to its constructor.
 func (e *Election) Name() string { return e.h.name }
 
+// Context returns a copy of parent that is cancelled when the handle's
+// latest leadership ends, the way to stop a leader's work: on a loss,
+// [context.Cause] returns an error wrapping [ErrLockLost] and why; after
+// Resign, one wrapping [ErrNotHeld]. It is cancelled at once when the handle
+// does not lead. It costs no goroutine.
+func (e *Election) Context(parent context.Context) context.Context { return e.h.Context(parent) }
+
 // Done returns a channel that is closed when the handle's latest leadership
 // ends, by Resign or loss; a closed one if the handle never led.
 func (e *Election) Done() <-chan struct{} { return e.h.Done() }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/rueidis"
 
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/quorum"
@@ -92,7 +94,15 @@ type engine struct {
 	notify  *notify.Registry
 
 	closed     chan struct{}
-	background sync.WaitGroup // runs the releases that outlive their caller's context
+	background tasks // runs what calls leave to do in Redis after they return
+
+	// sharded publishes with SPUBLISH (a cluster's sharded Pub/Sub); rcs
+	// are the deployments a force unlock tells a holder on (a quorum's
+	// every one); control is the Client's place on its own channel, where
+	// a force unlock elsewhere tells it of the holds it took away.
+	sharded bool
+	rcs     []rueidis.Client
+	control *notify.Waiter
 
 	holds     holdTable
 	handovers handovers
@@ -100,6 +110,41 @@ type engine struct {
 	// quorum, on a Client from NewQuorum, asks every deployment of the
 	// quorum for the holds of its Mutex handles; nil otherwise.
 	quorum *quorum.Quorum
+}
+
+// tasks run what the Client's calls leave to do in Redis after they
+// return (take-backs, releases finished in the background), and Close waits
+// for them. A task started once Close waits runs in its caller: a
+// sync.WaitGroup may not be added to, from zero, while it is waited for.
+type tasks struct {
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	waiting bool
+}
+
+// Go runs f in a goroutine of its own, or, once Wait has begun, in the
+// caller.
+func (b *tasks) Go(f func()) {
+	b.mu.Lock()
+	if b.waiting {
+		b.mu.Unlock()
+		f()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
+}
+
+// Wait waits for the tasks started so far.
+func (b *tasks) Wait() {
+	b.mu.Lock()
+	b.waiting = true
+	b.mu.Unlock()
+	b.wg.Wait()
 }
 
 // isClosed reports whether the Client was closed.
@@ -155,13 +200,57 @@ func (e *engine) lose(t *term, cause error) {
 }
 
 // endForced ends, as force-unlocked, this Client's holds among fields, the
-// hold fields that a force unlock of the lock key name deleted, and
-// remembers those no term has yet: a hold being recorded ends as soon as it
-// is (see begin).
-func (e *engine) endForced(name string, fields []string) {
-	e.endHolds(func(key holdKey, t *term) bool { return key.name == name && slices.Contains(fields, t.field) },
+// hold fields that a force unlock deleted, and remembers those no term has
+// yet: a hold being recorded ends as soon as it is (see begin). A field is
+// one hold's alone, whatever its lock.
+func (e *engine) endForced(fields []string) {
+	e.endHolds(func(_ holdKey, t *term) bool { return slices.Contains(fields, t.field) },
 		func(t *term) { t.lost(ErrForceUnlocked) },
 		func(live map[string]bool) { e.holds.forget(fields, e.id+":", live) })
+}
+
+// listen joins the Client's own channel, where a force unlock elsewhere
+// publishes the fields of this Client's holds that it deleted.
+func (e *engine) listen() {
+	e.control = e.notify.Join(layout.ClientChannel(e.id), func(message string) notify.Wake {
+		fields := strings.Split(message, "\n")
+		e.background.Go(func() { e.endForced(fields) }) // not on the connection's reader: an Observer may block
+		return notify.Wake{}
+	}, "")
+}
+
+// tell publishes, on the channel of each other Client that held one of
+// fields (the holds a force unlock deleted), the fields that were its, so
+// that its holders learn of the loss at once. A Client that does not listen
+// (gone, or not redisync's: a Java client's field) learns at its next
+// renewal; tell reports how many Clients heard.
+func (e *engine) tell(ctx context.Context, fields []string) int {
+	byClient := map[string][]string{}
+	for _, f := range fields {
+		if id := layout.ClientOf(f); id != "" && id != e.id {
+			byClient[id] = append(byClient[id], f)
+		}
+	}
+	told := 0
+	for id, fs := range byClient {
+		heard := false
+		for _, rc := range e.rcs {
+			var cmd rueidis.Completed
+			channel, message := layout.ClientChannel(id), strings.Join(fs, "\n")
+			if e.sharded {
+				cmd = rc.B().Spublish().Channel(channel).Message(message).Build()
+			} else {
+				cmd = rc.B().Publish().Channel(channel).Message(message).Build()
+			}
+			if n, err := rc.Do(ctx, cmd).AsInt64(); err == nil && n > 0 {
+				heard = true
+			}
+		}
+		if heard {
+			told++
+		}
+	}
+	return told
 }
 
 // endHolds stops the renewal of every live term of this Client's holds

@@ -3,6 +3,7 @@ package redisync
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/redis/rueidis"
 
@@ -70,6 +71,17 @@ func lockError(name string, err error) error {
 // lostError reports the loss of the hold on name, for the given cause.
 func lostError(name string, cause error) error {
 	return fmt.Errorf("redisync: lock %q: %w: %w", name, ErrLockLost, cause)
+}
+
+// unsent reports whether err proves that the attempt it answers never left
+// the process: rueidis could not connect (its dial failed: refused, no
+// route), so it wrote the command nowhere, and nothing is to be taken back.
+// It holds for the calls that rueidis does not resend by itself, which
+// every acquire is: a resent one may have been written before the dial of
+// its resend failed.
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // ambiguous reports whether a failed call may nevertheless have run: a

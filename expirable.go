@@ -166,8 +166,8 @@ func (s *ExpirableSemaphore) Name() string { return s.h.name }
 // Acquire takes one permit leased for lease (0: no lease, as Redisson's
 // acquire()), blocking until one is free or ctx is done, and returns its id.
 // When ctx ends first it returns ctx.Err(), having taken nothing. A Redis
-// failure is returned, wrapped; an attempt whose outcome is unknown is
-// undone before Acquire returns. It panics if lease is negative or under a
+// failure is returned, wrapped; what an attempt of unknown outcome may have
+// taken is given back (in the background when Redis does not answer at once). It panics if lease is negative or under a
 // millisecond.
 func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
 	ids, err := s.AcquireN(ctx, 1, lease)

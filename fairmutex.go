@@ -134,9 +134,11 @@ func (fm *FairMutex) UnlockContext(ctx context.Context) error { return fm.unlock
 // deleted, if it was taken through this Client, ends as lost.
 func (fm *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if fm.rf != nil {
-		return fm.forceUnlocked(fm.c.direct.ForceUnlockRFair(ctx, fm.rf))
+		fields, err := fm.c.direct.ForceUnlockRFair(ctx, fm.rf)
+		return fm.forceUnlocked(ctx, fields, err)
 	}
-	return fm.forceUnlocked(fm.c.direct.ForceUnlockFair(ctx, &fm.l))
+	fields, err := fm.c.direct.ForceUnlockFair(ctx, &fm.l)
+	return fm.forceUnlocked(ctx, fields, err)
 }
 
 // HoldCount returns how many holds the owner in ctx (fm's own owner if ctx has

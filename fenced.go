@@ -108,6 +108,10 @@ func (fm *FencedMutex) TTL(ctx context.Context) (time.Duration, error) { return 
 // Name returns the lock's name, as given to NewFencedMutex.
 func (fm *FencedMutex) Name() string { return fm.m.Name() }
 
+// Context returns a copy of parent cancelled when the hold taken by fm's
+// latest acquisition ends, like [Mutex.Context].
+func (fm *FencedMutex) Context(parent context.Context) context.Context { return fm.m.Context(parent) }
+
 // Done returns a channel closed when the hold taken by fm's latest
 // acquisition ends, like [Mutex.Done].
 func (fm *FencedMutex) Done() <-chan struct{} { return fm.m.Done() }

@@ -59,6 +59,15 @@ func (h *handle) Name() string { return h.name }
 // once all its permits are); a closed one if the handle never acquired.
 func (h *handle) Done() <-chan struct{} { return h.cur.Load().doneChan() }
 
+// Context returns a copy of parent that is cancelled when the hold taken by
+// the latest acquisition through the handle ends, the way to stop work the
+// hold protects: on a loss, [context.Cause] returns an error wrapping
+// [ErrLockLost] and why (as Err does); on a release, one wrapping
+// [ErrNotHeld]. It is cancelled at once when the handle holds nothing. Take
+// it after the acquisition, for the work under that hold; it costs no
+// goroutine.
+func (h *handle) Context(parent context.Context) context.Context { return h.cur.Load().context(parent) }
+
 // Err returns nil while the hold taken by the latest acquisition through the
 // handle lasts or after its clean release; after a loss, an error wrapping
 // ErrLockLost and its cause ([ErrLeaseExpired], [ErrHoldGone] or

@@ -169,7 +169,7 @@ func (l *lateClient) DeliverAllLater(d time.Duration) {
 	}()
 }
 
-func (l *lateClient) catch(cmd rueidis.Completed) *lateCall {
+func (l *lateClient) catch(ctx context.Context, cmd rueidis.Completed) *lateCall {
 	words := cmd.Commands()
 	if len(words) < 3 || words[0] != "EVALSHA" {
 		return nil
@@ -183,7 +183,7 @@ func (l *lateClient) catch(cmd rueidis.Completed) *lateCall {
 		if r.left--; r.left == 0 {
 			l.rules = append(l.rules[:i:i], l.rules[i+1:]...)
 		}
-		call := &lateCall{cmd: append([]string(nil), words...), rule: r, done: make(chan struct{}), let: make(chan struct{})}
+		call := &lateCall{cmd: append([]string(nil), words...), rule: r, done: make(chan struct{}), let: make(chan struct{}), ctx: ctx}
 		if r.lose == 0 {
 			l.pending = append(l.pending, call)
 		}
@@ -194,11 +194,10 @@ func (l *lateClient) catch(cmd rueidis.Completed) *lateCall {
 
 // Do runs cmd, or catches it.
 func (l *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	call := l.catch(cmd)
+	call := l.catch(ctx, cmd)
 	if call == nil {
 		return l.Client.Do(ctx, cmd)
 	}
-	call.ctx = ctx
 	if call.rule.lose > 0 {
 		res := l.Client.Do(context.Background(), l.rebuild(call.cmd))
 		if res.Error() != nil {
@@ -237,7 +236,7 @@ func (l *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 func (l *lateClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	var call *lateCall
 	for _, cmd := range cmds {
-		if call = l.catch(cmd); call != nil {
+		if call = l.catch(ctx, cmd); call != nil {
 			break
 		}
 	}

@@ -3,9 +3,42 @@ package redisync
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
+
+// returnSlack is how long a call that returns may still wait for what it
+// leaves to do in Redis (see cleanUp): a take-back that Redis answers at
+// once, as it does when only the caller's context ended, is done before the
+// call returns, and nothing the call left is seen after it; one that Redis
+// does not answer goes on in the background, and the call returns by its
+// deadline plus this slack.
+const returnSlack = 20 * time.Millisecond
+
+// cleanUp runs f, what a returning call leaves to do in Redis, in the
+// background, and waits for it up to returnSlack (Close waits for the
+// rest). f detaches what it sends from the call's context and bounds it
+// itself; it must be safe to run late: it acts on identities of its own,
+// latched against the late copies of the call's attempts.
+func (e *engine) cleanUp(f func()) {
+	if mutant.On("takeback-sync") {
+		f() // the take-back done before the call returns, however long Redis takes
+		return
+	}
+	done := make(chan struct{})
+	e.background.Go(func() {
+		defer close(done)
+		f()
+	})
+	t := time.NewTimer(returnSlack)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
 
 // giveUp takes back what the failed call a left in Redis: a queued call's
 // ticket leaves the queue; what an attempt of unknown outcome may have taken
@@ -85,13 +118,30 @@ func (e *engine) takeBack(ctx context.Context, p *protocol, r release) {
 
 // undo runs the protocol's undo for the call field, for n, whose attempt
 // had an unknown outcome: what it may have taken is given back, and its late
-// copies take nothing.
+// copies take nothing. The permits of a count have no lease, so an undo
+// that does not reach Redis would leave them taken for good (the attempt
+// may land when Redis comes back): it is sent again, backing off up to a
+// second, until Redis answers or the Client closes.
 func (e *engine) undo(ctx context.Context, p *protocol, field string, n int) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
-	defer cancel()
-	if err := p.undo(ctx, field, n); err != nil {
-		p.cfg.logger.Error("redisync: could not give back what a call that gave up may have taken",
-			"name", p.name, "permits", n, "error", err)
+	ctx = context.WithoutCancel(ctx)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, cleanupBudget)
+		err := p.undo(actx, field, n)
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == 1 || attempt%100 == 0 {
+			p.cfg.logger.Warn("redisync: could not yet give back what a call that gave up may have taken; retrying",
+				"name", p.name, "permits", n, "attempts", attempt, "error", err)
+		}
+		select {
+		case <-time.After(min(time.Duration(attempt)*50*time.Millisecond, time.Second)):
+		case <-e.closed:
+			p.cfg.logger.Error("redisync: the Client closed before it could give back what a call that gave up may have taken",
+				"name", p.name, "permits", n, "error", err)
+			return
+		}
 	}
 }
 
@@ -121,14 +171,16 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 		r.Latch = tombstoneTTL
 	}
 	a.field, a.firstUnknown = "", false
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
-	defer cancel()
-	if rep, err := p.release(rctx, r); err != nil {
-		p.cfg.logger.Warn("redisync: could not undo an acquisition that was not replicated; it expires with its lease",
-			"name", p.name, "error", err)
-	} else {
-		e.wake(p, rep.Woken, rep.Status == 1)
-	}
+	e.cleanUp(func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+		defer cancel()
+		if rep, err := p.release(rctx, r); err != nil {
+			p.cfg.logger.Warn("redisync: could not undo an acquisition that was not replicated; it expires with its lease",
+				"name", p.name, "error", err)
+		} else {
+			e.wake(p, rep.Woken, rep.Status == 1)
+		}
+	})
 	return lockError(p.name, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, s.Acked, s.Wanted, s.Timeout))
 }
 
@@ -137,7 +189,8 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 // Redis in its place.
 func (e *engine) leave(ctx context.Context, w *place, failed bool) {
 	if !e.handovers.remove(w, failed) {
-		e.giveBack(ctx, w.p, <-w.ch) // sent before w left the queue
+		x := <-w.ch // sent before w left the queue
+		e.cleanUp(func() { e.giveBack(ctx, w.p, x) })
 	}
 }
 

@@ -160,7 +160,7 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(a *call) error) erro
 	for i, g := range m.groups {
 		a := &call{p: g.p, mode: waitFree, n: 1}
 		if err := acquire(a); err != nil {
-			m.undo(ctx, i)
+			m.h.c.cleanUp(func() { m.undo(ctx, i) }) // the call returns by its deadline whatever Redis does
 			return err
 		}
 		terms = append(terms, a.term)
@@ -236,6 +236,13 @@ func (m *MultiMutex) UnlockContext(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// Context returns a copy of parent that is cancelled when the latest hold
+// of m ends, by Unlock or the loss of any one of its names, like
+// [Mutex.Context].
+func (m *MultiMutex) Context(parent context.Context) context.Context {
+	return m.cur.Load().context(parent)
 }
 
 // Done returns a channel that is closed when the latest hold of m ends: by

@@ -50,7 +50,9 @@ func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
 
 // Lock locks m. If the lock is already in use, the calling goroutine blocks
 // until the mutex is available. Redis failures are retried with backoff, and
-// persistent ones logged. Lock panics if the Client is closed.
+// persistent ones logged; each attempt is bounded by the call timeout
+// ([WithCallTimeout]). Lock panics if the Client is closed, which ends a
+// Lock that waits.
 //
 // The waiting calls of one Client get the lock in the order they came,
 // whatever handle they use: a goroutine that waits is not overtaken for good
@@ -63,7 +65,8 @@ func (m *Mutex) Lock() {
 
 // TryLock tries to lock m and reports whether it succeeded, with one attempt
 // that waits neither for the lock nor for another call of the same owner (it
-// then fails); a Redis failure counts as not acquired. It fails while
+// then fails), bounded by the call timeout ([WithCallTimeout]); a Redis
+// failure, or Redis not answering in time, counts as not acquired. It fails while
 // waiting Lock calls of the Client queue for the lock (see [Mutex.Lock]), as
 // sync.Mutex's TryLock does while its waiters starve.
 func (m *Mutex) TryLock() bool {
@@ -75,8 +78,10 @@ func (m *Mutex) TryLock() bool {
 // a lock the owner already holds.
 //
 // When ctx ends first, LockContext returns ctx.Err() and leaves no lock and no
-// subscription behind. A Redis failure is returned, wrapped; an attempt whose
-// outcome is unknown is undone before LockContext returns.
+// subscription behind. A Redis failure is returned, wrapped; what an attempt
+// of unknown outcome may have taken is given back. LockContext returns by
+// ctx's deadline whatever Redis does: what Redis does not answer at once is
+// given back in the background.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	_, err := m.lock(ctx, waitHandoff, false)
 	return err
@@ -111,7 +116,10 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 // It is a run-time error, and Unlock panics, if m is not locked by its own
 // owner in this process. If the hold was lost, or Redis cannot be reached,
 // Unlock does not panic: the loss was reported through Done and Err, and a
-// failure is logged; a lock that could not be released expires with its lease.
+// failure is logged. Unlock waits for Redis no longer than the call timeout
+// ([WithCallTimeout]); a release Redis has not confirmed by then is finished
+// in the background, and a lock that could not be released expires with its
+// lease.
 func (m *Mutex) Unlock() {
 	m.unlocked(m.unlockIn(context.Background(), m.proto), "redisync: unlock of unlocked mutex")
 }
@@ -138,7 +146,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		if m.c.isClosed() { // the servers are asked through the quorum's clients, not the gate
 			return false, lockError(m.name, ErrClosed)
 		}
-		ok, err := m.forceUnlocked(m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0"))
+		fields, err := m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0")
+		ok, err := m.forceUnlocked(ctx, fields, err)
 		if ok {
 			m.c.wakeEvery(m.keys.Channel())
 		}
@@ -268,7 +277,7 @@ func (m *Mutex) quorumAcquire(ctx context.Context, q *quorum.Quorum, k *scripts.
 		if err != nil {
 			// Given back with its field latched: the call asks again with
 			// a new one.
-			_, _ = q.Release(context.WithoutCancel(ctx), k, q.Retire(a.field))
+			m.c.cleanUp(func() { _, _ = q.Release(context.WithoutCancel(ctx), k, q.Retire(a.field)) })
 			return scripts.Reply{Spent: true}, err
 		}
 		r.Value = token

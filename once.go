@@ -58,6 +58,10 @@ func (c *Client) NewOnce(name string, opts ...Option) *Once {
 // When ctx ends while Do waits, it returns ctx.Err() and leaves no claim and
 // no subscription behind. A Redis failure is returned, wrapped; so is one
 // that kept a successful f from being recorded, after which f may run again.
+// Recording f's outcome after it returns waits for Redis up to the Client's
+// call timeout ([WithCallTimeout]), even past ctx's deadline: Do cannot
+// return before f does, and its error must say whether f's success was
+// recorded.
 func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error {
 	var succeeded atomic.Bool
 	p := o.claimProto(&succeeded)

@@ -30,12 +30,13 @@ type config struct {
 	syncReplicas  int                           // replicas that must acknowledge an acquisition; 0: none, < 0: all (WithSyncReplicas)
 	syncTimeout   time.Duration
 	fairWait      time.Duration // Redisson's fairLockWaitTimeout (NewRedissonFairMutex)
+	calls         *deadlines    // bounds the calls that take no context (WithCallTimeout)
 	err           error
 }
 
 func defaultConfig() config {
 	return config{watchdog: DefaultWatchdogTimeout, heartbeat: DefaultHeartbeatTimeout, fairWait: DefaultFairLockWaitTimeout,
-		logger: slog.Default()}
+		logger: slog.Default(), calls: defaultCalls}
 }
 
 // with returns cfg changed by opts, in order; cfg.err reports an invalid one.
@@ -94,6 +95,31 @@ func WithLease(d time.Duration) Option {
 			return
 		}
 		cfg.lease = ceilMS(d)
+	}
+}
+
+// DefaultCallTimeout bounds each call that takes no context, whatever Redis
+// does: TryLock, TryRLock and TryAcquire (their one attempt), each attempt
+// of Lock and RLock (which then tries again), and the wait of Unlock for its
+// release (which is then finished in the background). Such a call returns
+// within it, and up to an eighth more (at most 250 ms). Change it with
+// [WithCallTimeout].
+const DefaultCallTimeout = time.Second
+
+// defaultCalls bounds the calls without a context of the handles that keep
+// DefaultCallTimeout.
+var defaultCalls = newDeadlines(DefaultCallTimeout)
+
+// WithCallTimeout sets the bound d of the calls that take no context (see
+// [DefaultCallTimeout]). d must be at least a millisecond. The calls that
+// take one are bounded by it alone.
+func WithCallTimeout(d time.Duration) Option {
+	return func(cfg *config) {
+		if d < time.Millisecond {
+			cfg.err = fmt.Errorf("redisync: call timeout %v is below 1ms", d)
+			return
+		}
+		cfg.calls = newDeadlines(d)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/go-redisync/redisync/internal/bounded"
 	"github.com/go-redisync/redisync/internal/quorum"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
@@ -50,6 +51,7 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, errQuorumReplicas
 	}
 	servers := make([]quorum.Server, len(rcs))
+	rcs = slices.Clone(rcs)
 	for i, rc := range rcs {
 		switch {
 		case rc == nil:
@@ -57,6 +59,8 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		case rc.Mode() == rueidis.ClientModeCluster:
 			return nil, fmt.Errorf("redisync: quorum deployment %d is a Redis Cluster: a quorum's deployments are standalone servers or Sentinel primaries", i)
 		}
+		rc = bounded.Wrap(rc) // every call returns by its context's end (see internal/bounded)
+		rcs[i] = rc
 		servers[i] = quorum.Server{Name: serverName(rc, i), RC: rc, Runner: scripts.NewRunner(rc, false)}
 	}
 	qcfg := quorum.DefaultConfig(cfg.leaseTTL())

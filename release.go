@@ -2,7 +2,6 @@ package redisync
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/mutant"
@@ -108,52 +107,24 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 // other error reply is Redis' answer, which a repeat would get again.
 func unfinished(err error) bool { return ambiguous(err) || scripts.IsNoScript(err) }
 
-// releaseWithin runs release r of p with a deadline releaseBudget away
-// (under Unlock's context, one that cannot end, up to budgetStep more: see
-// sharedBudget).
+// releaseWithin runs release r of p with a deadline releaseBudget away, or,
+// under a context that cannot end (Unlock's), the handle's call timeout (see
+// WithCallTimeout): an Unlock that Redis does not answer returns then, and
+// its release is finished in the background (see settle).
 func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Released, error) {
-	if ctx == context.Background() {
+	if ctx.Done() == nil {
 		if mutant.On("unlock-pool") {
 			b, free := mutant.PooledBudget(ctx, releaseBudget)
 			defer free()
 			return p.release(b, r)
 		}
-		return p.release(sharedBudget(), r)
+		ctx, cancel := p.cfg.calls.within(ctx)
+		defer cancel()
+		return p.release(ctx, r)
 	}
 	rctx, cancel := context.WithTimeout(ctx, releaseBudget)
 	defer cancel()
 	return p.release(rctx, r)
-}
-
-// budgetStep is how much longer than releaseBudget a shared budget may last.
-const budgetStep = 250 * time.Millisecond
-
-// A budget is a context shared by the releases of Unlock: it ends between
-// releaseBudget and releaseBudget+budgetStep after it is handed out.
-type budget struct {
-	ctx    context.Context
-	end    time.Time
-	cancel context.CancelFunc // never called: the budget ends by its deadline
-}
-
-var currentBudget atomic.Pointer[budget]
-
-// sharedBudget returns a context that ends at least releaseBudget from now,
-// made afresh at most once every budgetStep, so that a release under a
-// context that cannot end costs no allocation of its own. A budget is never
-// recycled: a release may derive contexts from it (a quorum's, one per
-// server) whose timers and readers outlive the release, and a context that
-// went back to a pool would be read, or ended, under them (a pool of budgets
-// once crashed the process that way).
-func sharedBudget() context.Context {
-	now := time.Now()
-	if b := currentBudget.Load(); b != nil && b.end.Sub(now) >= releaseBudget {
-		return b.ctx
-	}
-	end := now.Add(releaseBudget + budgetStep)
-	ctx, cancel := context.WithDeadline(context.Background(), end)
-	currentBudget.Store(&budget{ctx: ctx, end: end, cancel: cancel}) // of two racing stores either will do
-	return ctx
 }
 
 // afterRelease files the outcome of a release of term t: a hold found gone

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/ctxlock"
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -40,7 +40,7 @@ type Semaphore struct {
 
 	// mu guards what Redis last confirmed of the handle's entry (holder id,
 	// permits, version); pending records a call of unknown outcome since.
-	mu      sync.Mutex
+	mu      ctxlock.Mutex
 	field   string
 	permits int
 	version uint64
@@ -158,7 +158,8 @@ func (s *Semaphore) Held() int64 {
 // size and the queue are kept. Permits it took from handles of this Client
 // end as lost (see [Semaphore.Done]); Release them as usual.
 func (s *Semaphore) ForceUnlock(ctx context.Context) (bool, error) {
-	return s.forceUnlocked(s.c.direct.ForceUnlockSem(ctx, &s.l))
+	fields, err := s.c.direct.ForceUnlockSem(ctx, &s.l)
+	return s.forceUnlocked(ctx, fields, err)
 }
 
 // IsLocked reports whether any permit is held (by a holder whose lease runs).
@@ -198,7 +199,11 @@ var lastVersion atomic.Uint64
 // runAcquire runs sem_acquire for a: the holder a.field goes to a.count+a.n
 // permits, in queue order, or a's ticket queues (keeps its place).
 func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (scripts.Reply, error) {
-	s.mu.Lock()
+	// Another call's script may hold mu while Redis does not answer (a
+	// release finished in the background): wait no longer than ctx.
+	if err := s.mu.Lock(ctx); err != nil {
+		return scripts.Reply{}, err
+	}
 	defer s.mu.Unlock()
 	v := s.versions(a.field)
 	s.changing(a.h)
@@ -223,7 +228,9 @@ func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (scripts.Repl
 // had an unknown outcome. A lost reply may be repeated (compare-and-set by
 // version).
 func (s *Semaphore) runRelease(ctx context.Context, r release) (scripts.Released, error) {
-	s.mu.Lock()
+	if err := s.mu.Lock(ctx); err != nil {
+		return scripts.Released{}, err
+	}
 	defer s.mu.Unlock()
 	v := s.versions(r.Field)
 	if r.To > 0 || r.Latch != tombstoneTTL {
@@ -261,7 +268,7 @@ func (s *Semaphore) versions(field string) scripts.SemVersion {
 // termLease describes the lease of term t for the scheduler; its renewal
 // checks the entry Redis was last seen to confirm.
 func (s *Semaphore) termLease(t *term) *lease.Lease {
-	s.mu.Lock()
+	_ = s.mu.Lock(context.Background()) // a hold being recorded: its acquire's script is done
 	defer s.mu.Unlock()
 	return s.newLease(t, []string{s.l.Leases, s.l.Holders}, scripts.SemRenew, layout.SemEntry(int64(s.permits), s.version))
 }

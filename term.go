@@ -37,7 +37,7 @@ type term struct {
 	mu    sync.Mutex
 	ended bool
 	err   error
-	onEnd func()        // see whenEnded
+	onEnd []func()      // see whenEnded
 	done  chan struct{} // made on the first call of Done: most holds end without one
 }
 
@@ -77,8 +77,8 @@ func (t *term) end(err error) bool {
 	}
 	onEnd := t.onEnd
 	t.mu.Unlock()
-	if onEnd != nil {
-		onEnd()
+	for _, f := range onEnd {
+		f()
 	}
 	if t.obs != nil {
 		t.observeEnd(err, since) // outside t.mu: the observer may read Err
@@ -87,12 +87,13 @@ func (t *term) end(err error) bool {
 }
 
 // whenEnded arranges for f to run once t ends, or at once if it has ended:
-// a Once cancels its function's context with it when its claim is lost.
+// a Once cancels its function's context with it when its claim is lost, a
+// holder's context (see context) is cancelled.
 func (t *term) whenEnded(f func()) {
 	t.mu.Lock()
 	ended := t.ended
 	if !ended {
-		t.onEnd = f
+		t.onEnd = append(t.onEnd, f)
 	}
 	t.mu.Unlock()
 	if ended {
@@ -115,6 +116,26 @@ func (t *term) doneChan() <-chan struct{} {
 		t.done = make(chan struct{})
 	}
 	return t.done
+}
+
+// context is a handle's Context for its latest term t: a copy of parent
+// cancelled when t ends, with t's end as the cause (ErrNotHeld after a clean
+// release), and at once, with ErrNotHeld, when t is nil or has ended
+// cleanly. The term's end cancels it: no goroutine waits for it.
+func (t *term) context(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	if t == nil {
+		cancel(ErrNotHeld)
+		return ctx
+	}
+	t.whenEnded(func() {
+		_, err := t.result()
+		if err == nil {
+			err = ErrNotHeld
+		}
+		cancel(err)
+	})
+	return ctx
 }
 
 // errOrNil is a handle's Err for its latest term t (nil when t is nil).

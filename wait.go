@@ -189,10 +189,15 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		e.leaveQueue(ctx, a) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
-		e.giveUp(ctx, a)
-		if a.left != nil {
-			a.left(ctx) // a waiting writer's claim
-		}
+		// What the call left in Redis is taken back before it returns when
+		// Redis answers at once, else in the background: the call returns
+		// by its deadline whatever Redis does.
+		e.cleanUp(func() {
+			e.giveUp(ctx, a)
+			if a.left != nil {
+				a.left(ctx) // a waiting writer's claim
+			}
+		})
 		p.observe(ctx, Event{Kind: EventAcquireFailed, Wait: time.Since(a.start), Cause: err})
 	}
 }

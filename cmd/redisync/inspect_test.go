@@ -115,6 +115,15 @@ func TestUnlockForce(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter was not woken by the force unlock")
 	}
+	// The holder was told at once, on its Client's channel, and the command
+	// says so; its next renewal is 10 s away.
+	select {
+	case <-m.Done():
+		require.ErrorIs(t, m.Err(), redisync.ErrForceUnlocked)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder was not told")
+	}
+	require.Regexp(t, `holder [0-9a-f-]+ was told at once`, r.stdout)
 	require.NoError(t, wm.UnlockContext(ctx))
 	n, err := rc.Do(ctx, rc.B().Exists().Key("unlock:force").Build()).AsInt64()
 	require.NoError(t, err)

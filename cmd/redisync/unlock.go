@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"log/slog"
 	"strings"
+
+	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
@@ -115,7 +116,37 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if after != "" {
 		fmt.Fprintf(std.out, "(%s)\n", after)
 	}
+	sayTold(ctx, std, rc, info.Holders, rc.Mode() == rueidis.ClientModeCluster && !cf.classicPubSub)
 	return nil
+}
+
+// sayTold says, for each Client among holders, whether it was told of its
+// loss at once: whether it listens on its channel, where the force unlock
+// published the holds it took away. One that does not (its process is gone,
+// or it is not redisync's: a Java client) learns at its next renewal, if it
+// lives.
+func sayTold(ctx context.Context, std *stdio, rc rueidis.Client, holders []holderInfo, sharded bool) {
+	seen := map[string]bool{}
+	for _, h := range holders {
+		if h.Client == "" || seen[h.Client] {
+			continue
+		}
+		seen[h.Client] = true
+		channel := layout.ClientChannel(h.Client)
+		cmd := rc.B().PubsubNumsub().Channel(channel).Build()
+		if sharded {
+			cmd = rc.B().PubsubShardnumsub().Channel(channel).Build()
+		}
+		counts, err := rc.Do(ctx, cmd).AsIntMap()
+		switch {
+		case err != nil:
+			fmt.Fprintf(std.out, "holder %s: could not tell whether it was told (%v)\n", h.Client, err)
+		case counts[channel] > 0:
+			fmt.Fprintf(std.out, "holder %s was told at once (its Done closed)\n", h.Client)
+		default:
+			fmt.Fprintf(std.out, "holder %s was not listening (its process is gone, or it is not redisync): it learns at its next renewal, if it lives\n", h.Client)
+		}
+	}
 }
 
 // confirm asks question on std.out and reports whether the answer read from

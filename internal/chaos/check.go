@@ -9,20 +9,21 @@ import (
 
 // The invariants.
 const (
-	I0 = "I0" // no worker process dies unless a fault kills it
-	I1 = "I1" // at most one holder (a writer alone, or N permits)
-	I2 = "I2" // the fence never accepts a stale token; tokens grow
-	I3 = "I3" // no lost wake-ups
-	I4 = "I4" // FIFO for FairMutex
-	I5 = "I5" // a holder that lost its lease is told in time
-	I6 = "I6" // no leaks
-	I7 = "I7" // a Once's function completes once (until a Reset)
-	I8 = "I8" // a WaitGroup's Wait never returns while the counter is above zero
-	I9 = "I9" // a free lock reaches a waiter within a heartbeat timeout, dead waiters or not
+	I0  = "I0"  // no worker process dies unless a fault kills it
+	I1  = "I1"  // at most one holder (a writer alone, or N permits)
+	I2  = "I2"  // the fence never accepts a stale token; tokens grow
+	I3  = "I3"  // no lost wake-ups
+	I4  = "I4"  // FIFO for FairMutex
+	I5  = "I5"  // a holder that lost its lease is told in time
+	I6  = "I6"  // no leaks
+	I7  = "I7"  // a Once's function completes once (until a Reset)
+	I8  = "I8"  // a WaitGroup's Wait never returns while the counter is above zero
+	I9  = "I9"  // a free lock reaches a waiter within a heartbeat timeout, dead waiters or not
+	I10 = "I10" // every call returns by its deadline (or its bound) plus the slack
 )
 
 // Invariants lists them in order.
-var Invariants = []string{I0, I1, I2, I3, I4, I5, I6, I7, I8, I9}
+var Invariants = []string{I0, I1, I2, I3, I4, I5, I6, I7, I8, I9, I10}
 
 // A Violation is one breach of an invariant. Expected ones are allowed by the
 // fault that caused them (I1 under F2, F3, F5 and F9's deletions).
@@ -50,6 +51,7 @@ func Check(h *History) []Violation {
 	out = append(out, m.checkWaitGroup()...)
 	out = append(out, m.checkPrompt()...)
 	out = append(out, m.checkAlive()...)
+	out = append(out, m.checkDeadlines()...)
 	return out
 }
 

@@ -12,7 +12,8 @@ import (
 const ms1 = int64(time.Millisecond)
 
 var testParams = Params{Lease: time.Second, Interval: 333 * time.Millisecond, Recovery: 3 * time.Second,
-	RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: 300 * time.Millisecond}
+	RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: 300 * time.Millisecond,
+	CallSlack: 100 * time.Millisecond}
 
 var testResources = map[string]Resource{
 	"m":    {Name: "m", Primitive: "Mutex"},
@@ -638,4 +639,39 @@ func TestLateReplies(t *testing.T) {
 	check(history(f, told(during, 1410), rival(1450)), 1)
 	// A grant read after the stall is I1's matter, not I5's.
 	check(history(f, told(late, 2500)), 0)
+}
+
+// TestDeadlines checks I10: a call returns by its deadline plus CallSlack
+// (an acquire from its Invoke, a release or an Add from T0), unless its own
+// process was stopped meanwhile (F2); a call that carries no deadline, or a
+// history from before I10, is not checked.
+func TestDeadlines(t *testing.T) {
+	timed := func(w int, inv, ret, d int64, k Kind) []Event {
+		return []Event{
+			{T: inv * ms1, W: w, G: 0, K: Invoke, R: "m", Mode: Exclusive, D: d * ms1},
+			{T: ret * ms1, W: w, G: 0, K: k, R: "m", Mode: Exclusive},
+		}
+	}
+	release := func(w int, t0, ret, d int64) []Event {
+		return []Event{{T: ret * ms1, T0: t0 * ms1, W: w, G: 0, K: Released, R: "m", Mode: Exclusive, D: d * ms1}}
+	}
+	expect(t, history(nil, timed(1, 0, 300, 300, AcquireFailed)), I10, 0, 0)
+	expect(t, history(nil, timed(1, 0, 399, 300, AcquireFailed)), I10, 0, 0) // within the slack
+	expect(t, history(nil, timed(1, 0, 450, 300, AcquireFailed)), I10, 0, 1)
+	expect(t, history(nil, timed(1, 0, 2300, 300, Acquired)), I10, 0, 1)
+	expect(t, history(nil, timed(1, 0, 2300, 0, AcquireFailed)), I10, 0, 0) // no deadline recorded
+	expect(t, history(nil, release(1, 1000, 1050, 50)), I10, 0, 0)
+	expect(t, history(nil, release(1, 1000, 3000, 50)), I10, 0, 1)
+	expect(t, history(nil, release(1, 1000, 1950, 1000)), I10, 0, 0) // a plain Unlock's bound
+	// Its own process stopped: expected; another's: no excuse.
+	stop := func(w int) []Fault {
+		return []Fault{{Kind: "F2", W: w, G: 0, R: "m", Start: 100 * ms1, End: 2100 * ms1}}
+	}
+	expect(t, history(stop(1), timed(1, 0, 2300, 300, AcquireFailed)), I10, 1, 0)
+	expect(t, history(stop(2), timed(1, 0, 2300, 300, AcquireFailed)), I10, 0, 1)
+	expect(t, history(stop(1), release(1, 2200, 2500, 50)), I10, 0, 1) // after the stop
+	// A history from before I10 has no CallSlack: nothing is checked.
+	h := history(nil, timed(1, 0, 2300, 300, AcquireFailed))
+	h.Params.CallSlack = 0
+	expect(t, h, I10, 0, 0)
 }

@@ -306,7 +306,28 @@ func (r *run) finish() *History {
 	return &History{Events: append(r.history(), r.events...), Faults: r.faults, Resources: resources, End: Now(), Params: Params{
 		Lease: r.lease, Interval: r.lease / 3, Recovery: max(r.lease, 3*time.Second),
 		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: heartbeat(r.lease),
-		TimerSlack: timerSlack}}
+		TimerSlack: timerSlack, CallSlack: deadlineSlack()}}
+}
+
+// callSlack is I10's allowance beyond a call's deadline: the 20 ms the
+// library waits for a take-back before it leaves it to the background
+// (returnSlack), and the rest the machine's, as for timerSlack: the
+// worker's goroutine woken when the call returns and stamping it, on two
+// cores shared with the servers and the other workers. A take-back done
+// before returning, as the calls did before I10 (up to 2 s), is far beyond.
+const callSlack = 100 * time.Millisecond
+
+// deadlineSlack returns the CallSlack of this run: callSlack when I10 is
+// checked (-chaos.deadlines, or a broken variant's run that expects I10),
+// else 0. I10 is not yet checked by default: on 2026-12-06 a 60 s
+// standalone run still had 4 calls in 467,250 return 150 to 300 ms past
+// their deadline (a shared Mutex handle under F6 and F10), whose cause is
+// not found yet (RELIABILITY.md, Open).
+func deadlineSlack() time.Duration {
+	if *chaosDeadlines || *chaosExpect == I10 {
+		return callSlack
+	}
+	return 0
 }
 
 // timerSlack is I5's allowance for a holder cut off (F5, F23) beyond the
@@ -320,13 +341,15 @@ func (r *run) finish() *History {
 const timerSlack = 50 * time.Millisecond
 
 // leaks records the subscriptions left on the lock servers once every worker
-// has quiesced (their Clients still open), other than the sentinels' own.
+// has quiesced (their Clients still open), other than the sentinels' own and
+// each open Client's own channel (layout.ClientChannel), which lives as
+// long as its Client.
 func (r *run) leaks() {
 	var left []string
 	for _, n := range r.tp.nodes() {
 		for _, sub := range []string{"CHANNELS", "SHARDCHANNELS"} {
 			for _, ch := range r.list(n.Addr, "PUBSUB", sub) {
-				if !strings.HasPrefix(ch, "__sentinel__:") {
+				if !strings.HasPrefix(ch, "__sentinel__:") && !strings.HasPrefix(ch, layout.ClientChannelPrefix+":") {
 					left = append(left, ch)
 				}
 			}

@@ -55,6 +55,10 @@ type Event struct {
 	Tok  uint64 `json:"tok,omitempty"`
 	N    int64  `json:"n,omitempty"`
 	Err  string `json:"e,omitempty"`
+	// D is how long the call had, from its start (T for Invoke, T0 for
+	// results that carry it): its context's timeout, or the Client's call
+	// timeout for a call without a context. 0: not checked (I10).
+	D int64 `json:"d,omitempty"`
 }
 
 // A Fault is one injected fault, recorded by the coordinator.
@@ -219,6 +223,11 @@ type Params struct {
 	// holder's record of Done closing. 0 (a history from before it) means
 	// RoundTrip.
 	TimerSlack time.Duration `json:",omitempty"`
+	// CallSlack is I10's allowance beyond a call's deadline: the library's
+	// own slack (the time it waits for a take-back before leaving it to the
+	// background) and the worker's stamping of the return on the loaded
+	// machine. 0 (a history from before I10) leaves I10 unchecked.
+	CallSlack time.Duration `json:",omitempty"`
 }
 
 // room returns how many shared holders r admits together: Shared over

@@ -53,6 +53,10 @@ type Report struct {
 	// Silence is the longest time in which no worker recorded anything: a
 	// stall of the machine, which no lease survives if it is long enough.
 	Silence float64 `json:"silence_ms"`
+	// Overrun is how far past its deadline each call returned (0 for one in
+	// time), stops of its process (F2) included (I10).
+	Overrun   Dist   `json:"overrun_ms"`
+	CallSlack string `json:"call_slack,omitempty"`
 	// Unexpected lists the first unexpected violations.
 	Unexpected []Violation `json:"unexpected,omitempty"`
 }
@@ -140,6 +144,7 @@ func Summarize(h *History, vs []Violation) *Report {
 	}
 	r.TTR = m.recovery()
 	r.Handoff = m.handoffs()
+	r.Overrun, r.CallSlack = dist(m.overruns()), h.Params.CallSlack.String()
 	times := make([]int64, 0, len(h.Events))
 	for _, e := range h.Events {
 		if e.K != Leak && e.K != Quiet {
@@ -341,6 +346,8 @@ func (r *Report) Table() string {
 		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N, r.Silence)
 	fmt.Fprintf(&b, "queued waiters that lost their place and queued again: %d, %d of them away from faults\n",
 		r.Requeued, r.QuietRequeues)
+	fmt.Fprintf(&b, "calls past their deadline: p99 %.1f ms, max %.0f ms over %d calls (I10 allows %v)\n",
+		r.Overrun.P99, r.Overrun.Max, r.Overrun.N, r.CallSlack)
 	for _, v := range r.Unexpected {
 		fmt.Fprintf(&b, "unexpected %s on %q: %s\n", v.Invariant, v.R, v.Detail)
 	}

@@ -36,7 +36,7 @@ func (w *worker) driveOnce(s *slot) {
 		lockLimit, _ := limits(rng)
 		fail := rng.IntN(4) == 0
 		section := time.Duration(200+rng.IntN(2800)) * time.Microsecond
-		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
+		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode, D: int64(lockLimit)})
 		var exit int64
 		ctx, cancel := context.WithTimeout(base, lockLimit)
 		err := s.once.Do(ctx, func(context.Context) error {
@@ -102,7 +102,7 @@ func (w *worker) driveWaitGroup(g int) {
 				w.add(wg, g+1+i, -1)
 			})
 		}
-		w.emit(Event{G: g, K: Invoke, R: name})
+		w.emit(Event{G: g, K: Invoke, R: name, D: int64(waitGroupWait)})
 		ctx, cancel := context.WithTimeout(context.Background(), waitGroupWait)
 		err := wg.Wait(ctx)
 		cancel()
@@ -121,7 +121,7 @@ func (w *worker) add(wg *redisync.WaitGroup, g int, delta int64) {
 	t0 := Now()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	e := Event{T0: t0, G: g, K: Add, R: wg.Name(), N: delta}
+	e := Event{T0: t0, G: g, K: Add, R: wg.Name(), N: delta, D: int64(waitLimit)}
 	if err := wg.Add(ctx, delta); err != nil {
 		e.Err = err.Error()
 	}

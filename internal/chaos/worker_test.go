@@ -219,7 +219,7 @@ type slot struct {
 	lock   func(ctx context.Context) (uint64, error)
 	unlock func(ctx context.Context) error
 	// plain, when set, releases without a context (a Mutex's or a
-	// FencedMutex's Unlock): the cycles whose unlock would get waitLimit
+	// FencedMutex's Unlock, a Semaphore's Release): the cycles whose unlock would get waitLimit
 	// call it instead, and every cycle when unlock is nil, so that Unlock's
 	// own deadline is exercised (a quorum's release under it meets a late
 	// server under F22).
@@ -547,7 +547,7 @@ func (w *worker) connect() (func(), error) {
 				cs = c.NewCountingSemaphore(s.res, semSize) // a handle per epoch's name
 				return 0, cs.Acquire(ctx, 1)
 			}
-			s.unlock = func(context.Context) error { cs.Release(1); return nil }
+			s.plain = func() { cs.Release(1) } // Release takes no context
 			s.done = func() <-chan struct{} { return nil } // nothing ends its permit
 		case sl.res == "chaos-xsem":
 			w.expirable(s, c.NewExpirableSemaphore(sl.res, semSize))
@@ -558,7 +558,7 @@ func (w *worker) connect() (func(), error) {
 			}
 			sem := c.NewSemaphore(sl.res, size)
 			s.lock = func(ctx context.Context) (uint64, error) { return 0, sem.Acquire(ctx, n) }
-			s.unlock = func(context.Context) error { sem.Release(n); return nil }
+			s.plain = func() { sem.Release(n) } // Release takes no context
 			s.done = sem.Done
 		}
 		w.slots = append(w.slots, s)
@@ -691,7 +691,7 @@ func (w *worker) drive(s *slot) {
 		if s.epochs != "" {
 			s.res = s.epochs + ":" + strconv.FormatInt(Now()/int64(csemEpoch), 10)
 		}
-		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode})
+		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode, D: int64(lockLimit)})
 		ctx, cancel := context.WithTimeout(base, lockLimit)
 		tok, err := s.lock(ctx)
 		cancel()
@@ -715,7 +715,9 @@ func (w *worker) drive(s *slot) {
 		}
 		w.emit(Event{G: s.g, K: Exit, R: s.res, Mode: s.mode})
 		t0 := Now()
+		d := unlockLimit
 		if s.plain != nil && (s.unlock == nil || unlockLimit == waitLimit) {
+			d = redisync.DefaultCallTimeout * 9 / 8 // a call without a context: the call timeout, up to an eighth more
 			s.plain()
 			err = nil
 		} else {
@@ -723,7 +725,7 @@ func (w *worker) drive(s *slot) {
 			err = s.unlock(ctx)
 			cancel()
 		}
-		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode}
+		e := Event{T0: t0, G: s.g, K: Released, R: s.res, Mode: s.mode, D: int64(d)}
 		if err != nil {
 			e.Err = err.Error()
 		}

@@ -150,3 +150,24 @@ func crc16(s string) uint16 {
 	}
 	return crc
 }
+
+// ClientChannelPrefix names the channel on which a redisync Client hears
+// that a force unlock elsewhere took holds of its away (see ClientChannel).
+const ClientChannelPrefix = "redisync_client"
+
+// ClientChannel returns the channel of the Client whose id is the first part
+// of its hold fields ("<id>:<n>"): a force unlock publishes there the fields
+// it deleted, one per line, so that the holder learns of its loss at once
+// rather than at its next renewal. The id is the channel's hash tag: on a
+// cluster, its sharded channel lives in that slot.
+func ClientChannel(id string) string { return ClientChannelPrefix + ":{" + id + "}" }
+
+// ClientOf returns the id of the Client that a hold field belongs to: the
+// field's first part, before its first ':'; "" when it has none.
+func ClientOf(field string) string {
+	id, _, ok := strings.Cut(field, ":")
+	if !ok {
+		return ""
+	}
+	return id
+}

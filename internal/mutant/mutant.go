@@ -59,4 +59,8 @@
 //	sem-late        a Semaphore's grant whose reply was read after the lease
 //	                it set could have run out is returned as a hold (I1,
 //	                under F24)
+//	takeback-sync   a call that gives up takes back what its attempts may
+//	                have left in Redis before it returns, however long Redis
+//	                takes to answer, instead of leaving it to the background
+//	                after a short wait (I10, under F5)
 package mutant

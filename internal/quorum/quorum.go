@@ -322,21 +322,38 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 // undo takes back what the acquire of h, with result res, may have granted:
 // a first acquire's hold, latched, a re-entry's count; on the servers that
 // granted it or did not answer (a server that refused it has nothing to
-// give back, and no copy of the acquire left to come).
+// give back, and no copy of the acquire left to come). It waits for that up
+// to returnSlack, and lets it finish in the background (Close waits for
+// it): the acquire returns by its caller's deadline whatever the servers do.
 func (q *Quorum) undo(ctx context.Context, k *scripts.QuorumKeys, h scripts.Hold, lease time.Duration, res *Result) {
 	rel := scripts.Release{Field: h.Field, From: h.Count + 1, To: h.Count}
 	if h.Count == 0 {
 		rel = q.Retire(h.Field)
 	}
 	ctx = context.WithoutCancel(ctx)
-	q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) error {
-		if res.Errs[i] != nil || res.Votes[i].Outcome == scripts.Acquired {
-			_, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
-			return err
-		}
-		return nil
+	errs, votes := slices.Clone(res.Errs), slices.Clone(res.Votes)
+	done := make(chan struct{})
+	q.work.Go(func() {
+		defer close(done)
+		q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) error {
+			if errs[i] != nil || votes[i].Outcome == scripts.Acquired {
+				_, err := s.Runner.ReleaseQuorum(ctx, k, &rel)
+				return err
+			}
+			return nil
+		})
 	})
+	t := time.NewTimer(returnSlack)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
+
+// returnSlack is how long an acquire that fell short waits for its undo
+// before it returns, the undo going on (see undo).
+const returnSlack = 20 * time.Millisecond
 
 // Retire returns the release that ends a first acquire of field whose
 // outcome will not be used, latching the field so that a late copy of the
