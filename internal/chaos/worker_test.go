@@ -547,7 +547,7 @@ func (w *worker) connect() (func(), error) {
 				cs = c.NewCountingSemaphore(s.res, semSize) // a handle per epoch's name
 				return 0, cs.Acquire(ctx, 1)
 			}
-			s.plain = func() { cs.Release(1) } // Release takes no context
+			s.plain = func() { cs.Release(1) }             // Release takes no context
 			s.done = func() <-chan struct{} { return nil } // nothing ends its permit
 		case sl.res == "chaos-xsem":
 			w.expirable(s, c.NewExpirableSemaphore(sl.res, semSize))
