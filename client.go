@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/bounded"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/quorum"
@@ -122,8 +123,13 @@ func (c *Client) observeBatch(b lease.Batch) {
 		Duration: b.Duration, Cause: b.Err})
 }
 
-// observeSubscribed is the subscriber's confirmation callback.
+// observeSubscribed is the subscriber's confirmation callback. The Client's
+// own channel (a force unlock's notice, see listen) is no lock's: an
+// observer hears of the locks' subscriptions only.
 func (c *Client) observeSubscribed(channel string, again bool) {
+	if channel == layout.ClientChannel(c.id) {
+		return
+	}
 	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
 }
 

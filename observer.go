@@ -67,8 +67,10 @@ const (
 	// Primitive and Name are empty.
 	EventRenewalBatch
 	// EventSubscribed: Redis confirmed the Client's subscription of a
-	// channel (Name; Primitive is empty), again after a reconnect when
-	// Resubscribed is set, which wakes the channel's waiters.
+	// lock's channel (Name; Primitive is empty), again after a reconnect
+	// when Resubscribed is set, which wakes the channel's waiters. The
+	// Client's own channel, where a force unlock elsewhere tells it of the
+	// holds it lost, is not reported.
 	EventSubscribed
 	// EventQueued: a waiting call of a FairMutex or a Semaphore found the lock
 	// taken and Redis confirmed its place in the queue: nobody queued behind
