@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -32,6 +33,12 @@ func (s *Scheduler) renew(due []*Lease) {
 	timeout := renewTimeout(due, sent)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.stop, timeout)
+	if mutant.On("renew-inline") {
+		// The renewals wait for Redis however long it takes, as they did
+		// when a call waiting for another's dial in rueidis ignored its own
+		// deadline; with the scheduler's goroutine waiting for them.
+		ctx, cancel = context.WithCancel(s.stop)
+	}
 	results := s.runner.ExecMulti(ctx, calls)
 	cancel()
 	batch := Batch{Size: len(due), Duration: time.Since(sent)}

@@ -53,9 +53,9 @@
 //	                of its permits, which Lua prints with 14 digits, so that
 //	                a holder of 2^52-1 permits counts as 4 (I1)
 //	renew-inline    the renewal scheduler's goroutine sends each round's
-//	                renewals itself and waits for them, so that a renewal
-//	                stuck in rueidis holds back the report of every deadline
-//	                (I5, under F23)
+//	                renewals itself and waits for them however long Redis
+//	                takes, so that a renewal stuck in rueidis holds back the
+//	                report of every deadline (I5, under F23)
 //	sem-late        a Semaphore's grant whose reply was read after the lease
 //	                it set could have run out is returned as a hold (I1,
 //	                under F24)
