@@ -23,7 +23,8 @@ var files embed.FS
 
 //go:generate go test -run ^TestDigests$ -digests.update .
 
-// A Script is one Lua script with its SHA1 digest computed once.
+// A Script is one Lua script with its SHA1 digest, written in digests.go
+// when the script was (go generate).
 type Script struct {
 	Name   string // the file name without ".lua"
 	Source string // the Lua text, sent by EVAL: its libraries', then its own
