@@ -621,3 +621,40 @@ func TestCallsKeepTheirDeadlineThroughFailovers(t *testing.T) {
 		})
 	}
 }
+
+// A waiting call handed a hold that it may not take gives it back in the
+// background: a give-back that Redis does not answer does not keep the call
+// past its deadline. Here the call's owner is busy with another call (whose
+// round trip a slow connection stretches) until the waiting call's context
+// ends. The chaos suite's I10 found calls that waited for the give-back:
+// two goroutines on one handle, one handed the hold while the other's next
+// call held the owner's calls up, 135 to 147 ms past their deadline under
+// latency, and a second past it behind a cut connection.
+func TestCallGivingBackAHandedHoldKeepsItsDeadline(t *testing.T) {
+	t.Cleanup(redisync.LongHandoffsForTest()) // a hold from Redis a while ago is handed within the Client
+	c, lc := newLateClient(t, standalone, redisync.WithCallTimeout(2*time.Second))
+	name := freshName(t)
+	giver, taker := c.NewMutex(name), c.NewMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, giver.LockContext(ctx))
+
+	take := redisync.HandOverInFlightForTest(giver, taker) // the hold is on its way to the taker
+	release := redisync.BusyOwnerForTest(taker)
+	lc.Hold(scripts.MutexRelease, 10)
+	cctx, ccancel := context.WithTimeout(ctx, callDeadline)
+	defer ccancel()
+	start := time.Now()
+	adopted, err := take(cctx)
+	took := time.Since(start)
+	t.Logf("the handed hold was given back after %v", took.Round(time.Millisecond))
+	release()
+	require.False(t, adopted, "taken while the owner's other call ran")
+	require.NoError(t, err, "the hold ended on its way")
+	assert.Less(t, took, callDeadline+callSlack, "the call waited for its give-back")
+	require.Eventually(t, func() bool { return lc.Catches(scripts.MutexRelease) }, 5*time.Second, time.Millisecond,
+		"the handed hold is given back")
+	lc.DeliverAll()
+	require.NoError(t, taker.LockContext(ctx), "the lock is free once the give-back lands")
+	taker.Unlock()
+}

@@ -42,15 +42,16 @@ func TransferWaitersForTest(c *Client, name string) int {
 // handle of the same Client) is queued for a handed hold, as a waiting
 // LockContext is, but does not take it: the hold stays on its way until take
 // takes it as the waiting call would. take reports whether it did, and the
-// hold's end if it had ended; an error if nothing was handed over.
-func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, ended error)) {
+// hold's end if it had ended; an error if nothing was handed over. take
+// waits for the taker's owner's other calls as long as ctx lasts.
+func HandOverInFlightForTest(giver, taker *Mutex) (take func(ctx context.Context) (adopted bool, ended error)) {
 	p := taker.proto(taker.owner)
 	w := taker.c.handovers.queue(&call{p: p, mode: waitHandoff, n: 1})
 	giver.Unlock()
-	return func() (bool, error) {
+	return func(ctx context.Context) (bool, error) {
 		select {
 		case x := <-w.ch:
-			if taker.c.adopt(context.Background(), &call{p: p, mode: waitHandoff, n: 1}, x) {
+			if taker.c.adopt(ctx, &call{p: p, mode: waitHandoff, n: 1}, x) {
 				return true, nil
 			}
 			_, err := x.t.result()
@@ -59,5 +60,17 @@ func HandOverInFlightForTest(giver, taker *Mutex) (take func() (adopted bool, en
 			taker.c.leave(context.Background(), w, true)
 			return false, errors.New("nothing was handed over")
 		}
+	}
+}
+
+// BusyOwnerForTest keeps m's owner's calls on its lock waiting, as a call of
+// the owner whose round trip to Redis is slow does, until release is called.
+func BusyOwnerForTest(m *Mutex) (release func()) {
+	p := m.proto(m.owner)
+	h := m.c.holds.ref(p.key, true)
+	_ = h.op.Lock(context.Background())
+	return func() {
+		h.op.Unlock()
+		m.c.holds.unref(h)
 	}
 }

@@ -192,7 +192,9 @@ func (m *MultiMutex) undo(ctx context.Context, n int) {
 // its names, or Close).
 func (m *MultiMutex) free(ctx context.Context, g *multiGroup, field string) {
 	rel := release{Release: scripts.Release{Field: field, From: 1, Latch: latchTTL}}
-	if _, err := g.p.release(context.WithoutCancel(ctx), rel); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
+	defer cancel()
+	if _, err := g.p.release(ctx, rel); err != nil {
 		m.h.cfg.logger.Warn("redisync: could not release the names of an ended MultiMutex hold; they expire with their lease",
 			"name", m.h.name, "error", err)
 	}
@@ -229,7 +231,9 @@ func (m *MultiMutex) UnlockContext(ctx context.Context) error {
 		_, field := m.h.c.holds.current(g.p.key)
 		err := m.h.c.releaseHold(ctx, g.p, 1)
 		if errors.Is(err, ErrLockLost) && field != "" {
-			m.free(ctx, g, field) // the lost hold may still have other names of the slot
+			// The lost hold may still have other names of the slot: they are
+			// freed in the background, and the call keeps its deadline.
+			m.h.c.cleanUp(func() { m.free(ctx, g, field) })
 		}
 		if first == nil {
 			first = err

@@ -91,13 +91,14 @@ func (e *engine) takeHanded(ctx context.Context, a *call) bool {
 // holds nothing), and reports whether it did. It does not when x ended on
 // its way (lost, Close, ForceUnlock) or when a cannot take it (its owner
 // holds meanwhile, or an attempt of the call had an unknown outcome, whose
-// late copy could outlive the hold); a hold it cannot take is given back.
+// late copy could outlive the hold); a hold it cannot take is given back,
+// in the background (see cleanUp): the call does not wait for Redis.
 func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 	p := a.p
 	h := e.holds.ref(p.key, true)
 	defer e.holds.unref(h)
 	if h.op.Lock(ctx) != nil {
-		e.giveBack(ctx, p, x)
+		e.cleanUp(func() { e.giveBack(ctx, p, x) })
 		return false
 	}
 	ended, ok := false, false
@@ -119,7 +120,7 @@ func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 			x.t.end(lockError(p.name, ErrClosed))
 		}
 	case !ended:
-		e.giveBack(ctx, p, x)
+		e.cleanUp(func() { e.giveBack(ctx, p, x) })
 	}
 	return ok
 }

@@ -225,7 +225,7 @@ func TestMutexHandedHoldEndsOnItsWay(t *testing.T) {
 			require.NoError(t, giver.LockContext(ctx))
 			take := redisync.HandOverInFlightForTest(giver, taker)
 			require.NoError(t, end.do(c, giver))
-			adopted, err := take()
+			adopted, err := take(ctx)
 			require.False(t, adopted, "a hold that ended on its way was taken")
 			assert.ErrorIs(t, err, end.cause)
 			if end.cause == redisync.ErrForceUnlocked {

@@ -649,6 +649,27 @@ func (w *worker) expirable(s *slot, x *redisync.ExpirableSemaphore) {
 // its heartbeat deadline, comes back well before a lease (I9).
 func heartbeat(lease time.Duration) time.Duration { return lease / 3 }
 
+// stacksEnv names a directory into which a worker writes every goroutine's
+// stack when a lock call is still running 60 ms past its deadline: what an
+// I10 violation waits for (RELIABILITY.md, I10).
+const stacksEnv = "REDISYNC_CHAOS_STACKS"
+
+// stacksIfLate writes the worker's goroutines' stacks to stacksEnv's
+// directory, if set, when slot g's call, whose deadline is d away, has not
+// returned 60 ms past it. The caller calls stop when the call returns.
+func (w *worker) stacksIfLate(g int, d time.Duration) (stop func()) {
+	dir := os.Getenv(stacksEnv)
+	if dir == "" {
+		return func() {}
+	}
+	t := time.AfterFunc(d+60*time.Millisecond, func() {
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		_ = os.WriteFile(fmt.Sprintf("%s/w%d-g%d-%d.txt", dir, w.cfg.ID, g, Now()), buf, 0o644)
+	})
+	return func() { t.Stop() }
+}
+
 // tryFirst returns the lock function of a slot on the shared handle m: one
 // cycle in three begins with a TryLock, as Go's HammerMutex does, and waits
 // in LockContext only when it fails.
@@ -693,7 +714,9 @@ func (w *worker) drive(s *slot) {
 		}
 		w.emit(Event{G: s.g, K: Invoke, R: s.res, Mode: s.mode, D: int64(lockLimit)})
 		ctx, cancel := context.WithTimeout(base, lockLimit)
+		stop := w.stacksIfLate(s.g, lockLimit)
 		tok, err := s.lock(ctx)
+		stop()
 		cancel()
 		if err != nil {
 			w.emit(Event{G: s.g, K: AcquireFailed, R: s.res, Mode: s.mode, Err: err.Error()})
