@@ -658,3 +658,55 @@ func TestCallGivingBackAHandedHoldKeepsItsDeadline(t *testing.T) {
 	require.NoError(t, taker.LockContext(ctx), "the lock is free once the give-back lands")
 	taker.Unlock()
 }
+
+// A call with WithSyncReplicas keeps its deadline while the connection it
+// needs is being dialed: its script and WAIT go out on a dedicated
+// connection, which rueidis dials with no deadline when none is idle. Here
+// the connections are reset and new ones swallowed (they connect, and their
+// handshake gets no answer). The chaos suite's I10 saw such a call return
+// 2,955 ms past its 92 ms deadline, when F23's cut ended (Sentinel).
+func TestSyncReplicasCallKeepsItsDeadlineBehindADial(t *testing.T) {
+	requireReal(t, standalone, "a server of its own behind a proxy")
+	server := redistest.Servers(t, 1)[0]
+	proxy, err := faultproxy.Start(server.Addr)
+	require.NoError(t, err)
+	defer proxy.Close()
+	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
+	require.NoError(t, err)
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := freshName(t)
+	m := c.NewMutex(name, redisync.WithSyncReplicas(1, 50*time.Millisecond))
+	// No replica: the acquisition is undone and refused, on a dedicated
+	// connection that goes back to rueidis's pool.
+	require.ErrorIs(t, m.LockContext(ctx), redisync.ErrNotReplicated)
+
+	proxy.Blackhole(faultproxy.Both, true)
+	healed := false
+	defer func() {
+		if !healed {
+			proxy.Blackhole(faultproxy.Both, false)
+		}
+	}()
+	proxy.ResetAll()
+	time.Sleep(100 * time.Millisecond) // rueidis sees its connections closed
+	for i := range 3 {
+		cctx, ccancel := context.WithTimeout(ctx, callDeadline)
+		start := time.Now()
+		err := m.LockContext(cctx)
+		took := time.Since(start)
+		ccancel()
+		t.Logf("call %d returned after %v: %v", i, took.Round(time.Millisecond), err)
+		assert.Error(t, err)
+		assert.Less(t, took, callDeadline+callSlack, "the call waited for a dedicated connection's dial")
+	}
+	proxy.Blackhole(faultproxy.Both, false)
+	healed = true
+	require.Eventually(t, func() bool {
+		return errors.Is(m.LockContext(ctx), redisync.ErrNotReplicated)
+	}, 10*time.Second, 50*time.Millisecond, "the handle works again once the server is back")
+}

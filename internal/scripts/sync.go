@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/go-redisync/redisync/internal/bounded"
 	"github.com/go-redisync/redisync/internal/layout"
 )
 
@@ -106,7 +107,10 @@ func (r *Runner) sameNode(ctx context.Context, build func(rueidis.Builder) rueid
 	// Dedicate, not Dedicated: a closure given to an interface's method
 	// would move build, and with it every call's keys and arguments, to the
 	// heap, for the calls without WAIT too.
-	dc, done := r.rc.Dedicate()
+	dc, done, err := dedicate(ctx, r.rc)
+	if err != nil {
+		return errorResults(len(build(r.rc.B())), err)
+	}
 	results := dc.DoMulti(ctx, build(dc.B())...)
 	done()
 	addr, ask := redirection(results[0].Error())
@@ -121,11 +125,48 @@ func (r *Runner) sameNode(ctx context.Context, build func(rueidis.Builder) rueid
 	if ask {
 		cmds = append(rueidis.Commands{node.B().Asking().Build()}, cmds...)
 	}
-	results = node.DoMulti(ctx, cmds...)
+	results = bounded.Wrap(node).DoMulti(ctx, cmds...) // a node's connection may be redialing
 	if ask {
 		results = results[1:]
 	}
 	return results
+}
+
+// dedicate returns a dedicated client of rc and its release, or ctx.Err()
+// when ctx ends first. rueidis dials a connection for it when none is idle,
+// with no deadline (Dedicate takes no context): behind a server that
+// accepts connections and never answers, it waited until rueidis's own dial
+// timeout. A client that comes after ctx ended goes back to rueidis.
+func dedicate(ctx context.Context, rc rueidis.Client) (rueidis.DedicatedClient, func(), error) {
+	if ctx.Done() == nil {
+		dc, done := rc.Dedicate()
+		return dc, done, nil
+	}
+	type dedicated struct {
+		dc   rueidis.DedicatedClient
+		done func()
+	}
+	got := make(chan dedicated, 1)
+	go func() {
+		dc, done := rc.Dedicate()
+		got <- dedicated{dc, done}
+	}()
+	select {
+	case d := <-got:
+		return d.dc, d.done, nil
+	case <-ctx.Done():
+		go func() { (<-got).done() }()
+		return nil, nil, ctx.Err()
+	}
+}
+
+// errorResults returns n results, each err.
+func errorResults(n int, err error) []rueidis.RedisResult {
+	out := make([]rueidis.RedisResult, n)
+	for i := range out {
+		out[i] = rueidis.NewErrorResult(err)
+	}
+	return out
 }
 
 // redirection returns the node that err (MOVED or ASK) sends a call to, and
