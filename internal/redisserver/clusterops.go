@@ -139,7 +139,16 @@ func (c *Cluster) Failover(ctx context.Context, slot uint16) (string, error) {
 	if _, err := nodeDo(ctx, replica, "CLUSTER", "FAILOVER"); err != nil {
 		return "", fmt.Errorf("redisserver: CLUSTER FAILOVER on %s: %w", replica, err)
 	}
+	asked := time.Now()
 	err = waitFor(ctx, "every node routes slot "+strconv.Itoa(int(slot))+" to "+replica, func() (bool, error) {
+		if time.Since(asked) > manualFailoverTimeout {
+			// A manual failover that the replica could not finish in time
+			// (it must catch up with a master under load first) is
+			// abandoned by Redis, and nothing moves: ask again.
+			if _, err := nodeDo(ctx, replica, "CLUSTER", "FAILOVER"); err == nil {
+				asked = time.Now()
+			}
+		}
 		for _, n := range append(c.Nodes, c.Replicas...) {
 			addr, err := withNode(ctx, n.Addr, func(cl rueidis.Client) (string, error) {
 				return masterForSlot(ctx, cl, slot)
@@ -152,6 +161,11 @@ func (c *Cluster) Failover(ctx context.Context, slot uint16) (string, error) {
 	})
 	return replica, err
 }
+
+// manualFailoverTimeout is how long Failover waits for a CLUSTER FAILOVER
+// before it asks again: Redis abandons a manual failover after 5 s
+// (CLUSTER_MF_TIMEOUT).
+const manualFailoverTimeout = 6 * time.Second
 
 // MigrateSlot moves slot, with its keys, from the master that serves it to the
 // master at to, the way redis-cli --cluster reshard does: IMPORTING and
