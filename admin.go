@@ -17,7 +17,7 @@ import (
 func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	n, err := h.c.rc.Do(ctx, h.c.rc.B().Exists().Key(h.key).Build()).AsInt64()
 	if err != nil {
-		return false, lockError(h.name, err)
+		return false, lockError(h.primitive, h.name, err)
 	}
 	return n == 1, nil
 }
@@ -29,7 +29,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	ms, err := state.PTTL(ctx, h.c.rc, h.key)
 	switch {
 	case err != nil:
-		return 0, lockError(h.name, err)
+		return 0, lockError(h.primitive, h.name, err)
 	case ms < 0:
 		return -1, nil
 	}
@@ -41,7 +41,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 // there is no such hold through this Client.
 func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 	if h.c.isClosed() { // the count may be answered without Redis: as the gate would
-		return 0, lockError(h.name, ErrClosed)
+		return 0, lockError(h.primitive, h.name, ErrClosed)
 	}
 	owner, _ := ownerOf(ctx, h.owner)
 	count, field := h.c.holds.current(holdKey{kind: kind, name: h.key, owner: owner})
@@ -56,7 +56,7 @@ func (h *handle) holdCount(ctx context.Context, kind holdKind) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, lockError(h.name, err)
+		return 0, lockError(h.primitive, h.name, err)
 	}
 	return int(n), nil
 }
@@ -79,7 +79,7 @@ func (h *handle) forceUnlockHash(ctx context.Context, channel, message string) (
 // engine.tell), and reports whether there were any.
 func (h *handle) forceUnlocked(ctx context.Context, fields []string, err error) (bool, error) {
 	if err != nil {
-		return false, lockError(h.name, err)
+		return false, lockError(h.primitive, h.name, err)
 	}
 	if len(fields) > 0 {
 		h.c.endForced(fields)

@@ -24,7 +24,7 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 		if e.current(a) {
 			return true
 		}
-		res, err = attempt{}, lockError(a.p.name, errStaleHold)
+		res, err = attempt{}, lockError(a.p.primitive, a.p.name, errStaleHold)
 	}
 	a.tried, a.triedRes, a.triedErr = true, res, err
 	return false
@@ -91,22 +91,22 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 			a.firstUnknown = a.firstUnknown || acq.count == 0
 			a.reentryUnknown = acq.count > 0
 		}
-		return attempt{}, nil, 0, lockError(p.name, err)
+		return attempt{}, nil, 0, lockError(p.primitive, p.name, err)
 	case r.Outcome == scripts.Gone && h.term.Load() == nil:
 		// No term of the owner: what is gone is a grant of the call's own
 		// that it never returned (see retire). It asks afresh.
 		e.retire(a)
-		return attempt{}, nil, 0, lockError(p.name, errStaleHold)
+		return attempt{}, nil, 0, lockError(p.primitive, p.name, errStaleHold)
 	case r.Outcome == scripts.Gone:
 		t := h.term.Load()
 		e.lose(t, ErrHoldGone)
 		_, err := t.result()
 		return attempt{}, nil, 0, err
 	case r.Outcome == scripts.Refused:
-		return attempt{}, nil, 0, lockError(p.name, errRefused)
+		return attempt{}, nil, 0, lockError(p.primitive, p.name, errRefused)
 	case r.Outcome == scripts.Complete && a.outlived(sent):
 		e.retire(a)
-		return attempt{}, nil, 0, lockError(p.name, errStaleHold)
+		return attempt{}, nil, 0, lockError(p.primitive, p.name, errStaleHold)
 	case r.Outcome == scripts.Complete:
 		return attempt{complete: true}, nil, 0, nil
 	case r.Outcome == scripts.Busy:
@@ -247,7 +247,7 @@ func (e *engine) took(h *hold, a *call, acq *acquisition, sent time.Time) attemp
 	}
 	if e.isClosed() {
 		// Close may have ended holds before this one was recorded.
-		h.term.Load().end(lockError(p.name, ErrClosed))
+		h.term.Load().end(lockError(p.primitive, p.name, ErrClosed))
 	}
 	return attempt{acquired: true, reentered: acq.count > 0}
 }
@@ -311,12 +311,12 @@ func waitMS(ms int64) time.Duration {
 // have left when its outcome is unknown.
 func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 	if e.isClosed() {
-		return false, lockError(a.p.name, ErrClosed)
+		return false, lockError(a.p.primitive, a.p.name, ErrClosed)
 	}
 	a.single = true
 	res, err := e.try(ctx, a)
 	if res.acquired && !e.current(a) {
-		res, err = attempt{}, lockError(a.p.name, errStaleHold)
+		res, err = attempt{}, lockError(a.p.primitive, a.p.name, errStaleHold)
 	}
 	if res.acquired {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))

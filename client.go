@@ -102,7 +102,7 @@ func (c *Client) Close() error {
 		if c.quorum != nil {
 			c.quorum.Close() // its catch-ups of restarted servers
 		}
-		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.name, ErrClosed)) }, nil)
+		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.primitive, t.name, ErrClosed)) }, nil)
 		c.background.Wait()
 	})
 	return nil

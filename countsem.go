@@ -65,7 +65,7 @@ func (c *Client) NewCountingSemaphore(name string, size int64, opts ...Option) *
 		panic("redisync: counting semaphore size > MaxSemaphoreSize")
 	}
 	s := &CountingSemaphore{l: layout.RSemOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
-	c.initHandle(&s.h, name, opts)
+	c.initHandle(&s.h, PrimitiveCountingSemaphore, name, opts)
 	p := s.h.protocol(exclusive, s.l.Key, s.h.owner, PrimitiveCountingSemaphore, s.l.Channel, countingPolicy)
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		r, err := c.scripts.AcquireRSem(ctx, &s.l, a.field, int64(a.n), s.sizeArg, tombstoneTTL)
@@ -156,7 +156,7 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	sent := time.Now()
 	r, err := p.acquire(ctx, acquisition{field: a.field, n: a.n, permitLease: permitLease})
 	if err == nil && r.Outcome == scripts.Complete && a.outlived(sent) {
-		err = lockError(h.name, errStaleHold) // their lease ran out before the reply was read
+		err = lockError(h.primitive, h.name, errStaleHold) // their lease ran out before the reply was read
 	}
 	if err != nil {
 		a.firstUnknown = ambiguous(err)
@@ -184,7 +184,7 @@ func (s *CountingSemaphore) Release(n int64) {
 	}
 	for held := s.held.Load(); ; held = s.held.Load() {
 		if held < n {
-			panic("redisync: counting semaphore released more than held")
+			panic(fmt.Sprintf("redisync: counting semaphore %q released more than held", s.h.name))
 		}
 		if s.held.CompareAndSwap(held, held-n) {
 			break // exact under racing calls: a legitimate Release never sees another's overdraft

@@ -50,7 +50,7 @@ type Election struct {
 func (c *Client) NewElection(name string, opts ...Option) *Election {
 	c.single("NewElection")
 	e := &Election{l: layout.ElectionOf(name)}
-	c.initHandle(&e.h, name, opts)
+	c.initHandle(&e.h, PrimitiveElection, name, opts)
 	e.h.key = e.l.Key
 	e.k = scripts.ElectionKeysOf(e.l)
 	return e
@@ -114,7 +114,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	n, err := e.h.c.direct.Proclaim(ctx, &e.k, t.field, value, int64(t.token.Add(1))+1)
 	switch {
 	case err != nil:
-		return lockError(e.h.name, err)
+		return lockError(e.h.primitive, e.h.name, err)
 	case n == 0:
 		e.h.c.lose(t, ErrHoldGone)
 		_, err := t.result()
@@ -146,7 +146,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	case rueidis.IsRedisNil(err):
 		return "", e.wrap(ErrNoLeader)
 	case err != nil:
-		return "", lockError(e.h.name, err)
+		return "", lockError(e.h.primitive, e.h.name, err)
 	}
 	return v, nil
 }

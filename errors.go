@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -63,14 +65,30 @@ var errStaleHold = errors.New("the hold came when its lease could have run out: 
 // errRefused: an acquire found its own call's latch (a late copy of an attempt).
 var errRefused = errors.New("the acquire was refused: its call had been undone")
 
-// lockError wraps err with the name of the lock it is about.
-func lockError(name string, err error) error {
-	return fmt.Errorf("redisync: lock %q: %w", name, err)
+// A namedError is an error about one primitive: its message names the
+// primitive's sort and name, with the package's prefix once (the errors it
+// wraps have theirs: `redisync: Mutex "order:7": lock lost: lease expired`).
+type namedError struct {
+	primitive Primitive
+	name      string
+	err       error
+}
+
+func (e *namedError) Error() string {
+	return "redisync: " + e.primitive.sort() + " " + strconv.Quote(e.name) + ": " +
+		strings.TrimPrefix(e.err.Error(), "redisync: ")
+}
+
+func (e *namedError) Unwrap() error { return e.err }
+
+// lockError wraps err with the sort and name of the primitive it is about.
+func lockError(primitive Primitive, name string, err error) error {
+	return &namedError{primitive: primitive, name: name, err: err}
 }
 
 // lostError reports the loss of the hold on name, for the given cause.
-func lostError(name string, cause error) error {
-	return fmt.Errorf("redisync: lock %q: %w: %w", name, ErrLockLost, cause)
+func lostError(primitive Primitive, name string, cause error) error {
+	return lockError(primitive, name, fmt.Errorf("%w: %w", ErrLockLost, cause))
 }
 
 // unsent reports whether err proves that the attempt it answers never left

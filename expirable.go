@@ -66,7 +66,7 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 		panic("redisync: expirable semaphore size > MaxSemaphoreSize")
 	}
 	s := &ExpirableSemaphore{l: layout.RPermitOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
-	c.initHandle(&s.h, name, opts)
+	c.initHandle(&s.h, PrimitiveExpirableSemaphore, name, opts)
 	p := s.h.protocol(exclusive, s.l.Key, s.h.owner, PrimitiveExpirableSemaphore, s.l.Channel, countingPolicy)
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		r, err := c.scripts.AcquireRPerm(ctx, &s.l, a.field, s.sizeArg, a.permitLease, tombstoneTTL, permitIDs(a.field, a.n, true))

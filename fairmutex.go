@@ -43,7 +43,7 @@ type FairMutex struct {
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	c.single("NewFairMutex")
 	fm := &FairMutex{l: layout.FairOf(name)}
-	c.initHandle(&fm.handle, name, opts)
+	c.initHandle(&fm.handle, PrimitiveFairMutex, name, opts)
 	fm.key = fm.l.Key
 	return fm
 }
@@ -73,7 +73,7 @@ func (c *Client) NewRedissonFairMutex(name string, opts ...Option) *FairMutex {
 	c.single("NewRedissonFairMutex")
 	rf := layout.RFairOf(name)
 	fm := &FairMutex{rf: &rf}
-	c.initHandle(&fm.handle, name, opts)
+	c.initHandle(&fm.handle, PrimitiveFairMutex, name, opts)
 	fm.key = rf.Key
 	fm.wait = strconv.FormatInt(fm.cfg.fairWait.Milliseconds(), 10)
 	return fm
@@ -122,7 +122,7 @@ func (fm *FairMutex) TryLockContext(ctx context.Context) (bool, error) {
 // [Mutex.Unlock] it never hands the lock over within the process (turns are
 // kept in Redis); otherwise it behaves the same, panics included.
 func (fm *FairMutex) Unlock() {
-	fm.unlocked(fm.unlockIn(context.Background(), fm.proto), "redisync: unlock of unlocked mutex")
+	fm.unlocked(fm.unlockIn(context.Background(), fm.proto), "redisync: unlock of unlocked mutex %q")
 }
 
 // UnlockContext releases one hold of fm by the owner in ctx, waking the next

@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -529,12 +530,12 @@ func testFairMutexMisuse(t *testing.T, tg *redisserver.Target) {
 	name := freshName(t)
 	c, _ := newClient(t, tg)
 	fm := c.NewFairMutex(name)
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", fm.Unlock)
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex "+strconv.Quote(name), fm.Unlock)
 	assert.ErrorIs(t, fm.UnlockContext(context.Background()), redisync.ErrNotHeld)
 	fm.Lock()
 	assert.ErrorIs(t, c.NewFairMutex(name).UnlockContext(context.Background()), redisync.ErrNotHeld)
 	fm.Unlock()
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", fm.Unlock, "double unlock")
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex "+strconv.Quote(name), fm.Unlock, "double unlock")
 	assert.Panics(t, func() { c.NewFairMutex("") })
 	assert.Panics(t, func() { c.NewFairMutex("a{}b") })
 	assert.Panics(t, func() { c.NewFairMutex("x", redisync.WithHeartbeatTimeout(time.Millisecond)) })

@@ -30,7 +30,7 @@ type FencedMutex struct {
 // options and panics are as for [Client.NewMutex].
 func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 	fm := new(FencedMutex)
-	c.initMutex(&fm.m, name, opts)
+	c.initMutex(&fm.m, PrimitiveFencedMutex, name, opts)
 	fm.m.fenced = true
 	return fm
 }

@@ -3,6 +3,7 @@ package redisync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,21 +19,22 @@ import (
 type handle struct {
 	_ noCopy
 
-	c       *Client
-	cfg     config
-	name    string
-	key     string // the hash whose fields are the holds (a Semaphore's holders)
-	owner   uint64 // the handle's own owner
-	leaseMS string
-	lease   time.Duration // the lease written to Redis on each acquire
+	c         *Client
+	cfg       config
+	primitive Primitive // what errors call it
+	name      string
+	key       string // the hash whose fields are the holds (a Semaphore's holders)
+	owner     uint64 // the handle's own owner
+	leaseMS   string
+	lease     time.Duration // the lease written to Redis on each acquire
 
 	cur  atomic.Pointer[term]     // the hold this handle took last
 	self atomic.Pointer[protocol] // the handle's own owner's hold, built on first use
 }
 
-// initHandle sets up h, a new handle on the lock called name. It panics if
-// the name or an option is invalid.
-func (c *Client) initHandle(h *handle, name string, opts []Option) {
+// initHandle sets up h, a new handle on the primitive called name. It
+// panics if the name or an option is invalid.
+func (c *Client) initHandle(h *handle, prim Primitive, name string, opts []Option) {
 	if err := layout.Check(name); err != nil {
 		panic("redisync: invalid lock name " + strconv.Quote(name) + ": " + err.Error())
 	}
@@ -46,7 +48,7 @@ func (c *Client) initHandle(h *handle, name string, opts []Option) {
 	if c.quorum != nil {
 		c.checkQuorumHandle(&cfg)
 	}
-	h.c, h.cfg, h.name, h.key, h.owner = c, cfg, name, name, lastOwner.Add(1)
+	h.c, h.cfg, h.primitive, h.name, h.key, h.owner = c, cfg, prim, name, name, lastOwner.Add(1)
 	h.lease = cfg.leaseTTL()
 	h.leaseMS = strconv.FormatInt(h.lease.Milliseconds(), 10)
 }
@@ -150,13 +152,13 @@ func (h *handle) tried(ok bool, err error) bool {
 	return ok
 }
 
-// unlocked turns the error of an Unlock into a panic with misuse when the
-// handle held nothing, and logs a failure to reach Redis (not a loss, which
+// unlocked turns the error of an Unlock into a panic when the handle held
+// nothing, with misuse, a format given the lock's name, and logs a failure to reach Redis (not a loss, which
 // Done and Err report).
 func (h *handle) unlocked(err error, misuse string) {
 	switch {
 	case errors.Is(err, ErrNotHeld):
-		panic(misuse)
+		panic(fmt.Sprintf(misuse, h.name))
 	case err != nil && !errors.Is(err, ErrLockLost) && !errors.Is(err, ErrClosed):
 		h.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", h.name, "error", err)
 	}

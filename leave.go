@@ -181,7 +181,7 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 			e.wake(p, rep.Woken, rep.Status == 1)
 		}
 	})
-	return lockError(p.name, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, s.Acked, s.Wanted, s.Timeout))
+	return lockError(p.primitive, p.name, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, s.Acked, s.Wanted, s.Timeout))
 }
 
 // leave takes w out of its queue. When a hold was handed to w meanwhile, it

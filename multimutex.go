@@ -64,7 +64,7 @@ func (c *Client) NewMultiMutex(names []string, opts ...Option) *MultiMutex {
 		}
 	}
 	m := &MultiMutex{names: slices.Clone(names)}
-	c.initHandle(&m.h, sorted[0], opts)
+	c.initHandle(&m.h, PrimitiveMultiMutex, sorted[0], opts)
 	m.h.name = strings.Join(names, ",")
 	cluster := c.rc.Mode() == rueidis.ClientModeCluster
 	slot := func(name string) uint16 {
@@ -218,7 +218,7 @@ func (m *MultiMutex) began(terms []*term) {
 // loss was reported through Done and Err, a failure is logged, and a name
 // that could not be released expires with its lease.
 func (m *MultiMutex) Unlock() {
-	m.h.unlocked(m.UnlockContext(context.Background()), "redisync: unlock of unlocked MultiMutex")
+	m.h.unlocked(m.UnlockContext(context.Background()), "redisync: unlock of unlocked MultiMutex %q")
 }
 
 // UnlockContext unlocks every name of m. It returns an error wrapping

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,7 +156,7 @@ func TestMultiMutexLoss(t *testing.T) {
 	assert.NoError(t, m.Err())
 	assert.Zero(t, existing(t, rc, names))
 	assert.ErrorIs(t, m.UnlockContext(ctx), redisync.ErrNotHeld)
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked MultiMutex", m.Unlock)
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: unlock of unlocked MultiMutex %q", strings.Join(m.Names(), ",")), m.Unlock)
 }
 
 // A Redisson RLock on one of the names (its raw protocol) excludes a

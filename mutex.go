@@ -38,13 +38,13 @@ type Mutex struct {
 // Client's, or WithSyncReplicas: see [NewQuorum]).
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := new(Mutex)
-	c.initMutex(m, name, opts)
+	c.initMutex(m, PrimitiveMutex, name, opts)
 	return m
 }
 
-// initMutex sets up m, a new handle on the mutex called name.
-func (c *Client) initMutex(m *Mutex, name string, opts []Option) {
-	c.initHandle(&m.handle, name, opts)
+// initMutex sets up m, a new handle of sort prim on the mutex called name.
+func (c *Client) initMutex(m *Mutex, prim Primitive, name string, opts []Option) {
+	c.initHandle(&m.handle, prim, name, opts)
 	m.keys = scripts.MutexKeysOf(layout.MutexOf(name))
 }
 
@@ -121,7 +121,7 @@ func (m *Mutex) TryLockContext(ctx context.Context) (bool, error) {
 // in the background, and a lock that could not be released expires with its
 // lease.
 func (m *Mutex) Unlock() {
-	m.unlocked(m.unlockIn(context.Background(), m.proto), "redisync: unlock of unlocked mutex")
+	m.unlocked(m.unlockIn(context.Background(), m.proto), "redisync: unlock of unlocked mutex %q")
 }
 
 // UnlockContext releases one hold of m by the owner in ctx (m's own owner if
@@ -144,7 +144,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if m.c.quorum != nil {
 		if m.c.isClosed() { // the servers are asked through the quorum's clients, not the gate
-			return false, lockError(m.name, ErrClosed)
+			return false, lockError(m.primitive, m.name, ErrClosed)
 		}
 		fields, err := m.c.quorum.ForceUnlock(ctx, m.key, m.keys.Channel(), "0")
 		ok, err := m.forceUnlocked(ctx, fields, err)

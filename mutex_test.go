@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -440,20 +441,20 @@ func testMutexMisuse(t *testing.T, tg *redisserver.Target) {
 	name := freshName(t)
 	c, _ := newClient(t, tg)
 	m := c.NewMutex(name)
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", m.Unlock)
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex "+strconv.Quote(name), m.Unlock)
 	assert.ErrorIs(t, m.UnlockContext(context.Background()), redisync.ErrNotHeld)
 
 	m.Lock()
 	other, _ := newClient(t, tg)
 	intruder := other.NewMutex(name)
 	assert.ErrorIs(t, intruder.UnlockContext(context.Background()), redisync.ErrNotHeld)
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", intruder.Unlock)
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex "+strconv.Quote(name), intruder.Unlock)
 	assert.ErrorIs(t, m.UnlockContext(redisync.WithOwner(context.Background())), redisync.ErrNotHeld)
 	n, err := m.HoldCount(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "another owner's unlock must leave the lock intact")
 	m.Unlock()
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", m.Unlock, "double unlock")
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex "+strconv.Quote(name), m.Unlock, "double unlock")
 
 	assert.Panics(t, func() { c.NewMutex("") })
 	assert.Panics(t, func() { c.NewMutex("a{}b") })

@@ -3,6 +3,7 @@ package redisync
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -142,6 +143,16 @@ const (
 	PrimitiveElection           Primitive = "Election"
 	PrimitiveMultiMutex         Primitive = "MultiMutex"
 )
+
+// sort returns the primitive's type name, as errors name it: an RWMutex's
+// read and write sides are both an RWMutex.
+func (p Primitive) sort() string {
+	if p == "" {
+		return "lock"
+	}
+	t, _, _ := strings.Cut(string(p), ".")
+	return t
+}
 
 // String returns p's name.
 func (p Primitive) String() string { return string(p) }

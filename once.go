@@ -40,7 +40,7 @@ type Once struct {
 func (c *Client) NewOnce(name string, opts ...Option) *Once {
 	c.single("NewOnce")
 	o := &Once{l: layout.OnceOf(name)}
-	c.initHandle(&o.handle, name, opts)
+	c.initHandle(&o.handle, PrimitiveOnce, name, opts)
 	o.key = o.l.Claim
 	return o
 }
@@ -116,7 +116,7 @@ func (o *Once) run(ctx context.Context, p *protocol, t *term, succeeded *atomic.
 func (o *Once) IsDone(ctx context.Context) (bool, error) {
 	n, err := o.c.rc.Do(ctx, o.c.rc.B().Exists().Key(o.l.Done).Build()).AsInt64()
 	if err != nil {
-		return false, lockError(o.name, err)
+		return false, lockError(o.primitive, o.name, err)
 	}
 	return n == 1, nil
 }
@@ -125,7 +125,7 @@ func (o *Once) IsDone(ctx context.Context) (bool, error) {
 // affect a call of f in progress. It is meant for operators and tests.
 func (o *Once) Reset(ctx context.Context) error {
 	if err := o.c.rc.Do(ctx, o.c.rc.B().Del().Key(o.l.Done).Build()).Error(); err != nil {
-		return lockError(o.name, err)
+		return lockError(o.primitive, o.name, err)
 	}
 	return nil
 }

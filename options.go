@@ -1,6 +1,7 @@
 package redisync
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -32,6 +33,9 @@ type config struct {
 	fairWait      time.Duration // Redisson's fairLockWaitTimeout (NewRedissonFairMutex)
 	calls         *deadlines    // bounds the calls that take no context (WithCallTimeout)
 	err           error
+	// leases records, while with applies one list of options, which of
+	// WithLease (1) and WithWatchdogTimeout (2) it has: not both.
+	leases uint8
 }
 
 func defaultConfig() config {
@@ -41,12 +45,16 @@ func defaultConfig() config {
 
 // with returns cfg changed by opts, in order; cfg.err reports an invalid one.
 func (cfg config) with(opts []Option) config {
+	cfg.leases = 0
 	for i, opt := range opts {
 		if opt == nil {
 			cfg.err = fmt.Errorf("redisync: option %d of %d is nil", i+1, len(opts))
 			continue
 		}
 		opt(&cfg)
+	}
+	if cfg.leases == 3 {
+		cfg.err = errors.New("redisync: WithLease and WithWatchdogTimeout given together: a lock's lease is fixed or kept by the watchdog, not both")
 	}
 	return cfg
 }
@@ -70,6 +78,7 @@ func WithWatchdogTimeout(d time.Duration) Option {
 			return
 		}
 		cfg.watchdog, cfg.lease = ceilMS(d), 0
+		cfg.leases |= 2
 	}
 }
 
@@ -95,6 +104,7 @@ func WithLease(d time.Duration) Option {
 			return
 		}
 		cfg.lease = ceilMS(d)
+		cfg.leases |= 1
 	}
 }
 

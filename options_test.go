@@ -63,3 +63,30 @@ func TestLongestLease(t *testing.T) {
 		m.Unlock()
 	}
 }
+
+// WithLease and WithWatchdogTimeout in one list of options contradict each
+// other (a fixed lease, or one the watchdog keeps): New refuses them, and a
+// handle constructor panics, instead of the later one silently winning. A
+// handle's option still overrides the Client's.
+func TestLeaseAndWatchdogTogether(t *testing.T) {
+	const want = "redisync: WithLease and WithWatchdogTimeout given together: a lock's lease is fixed or kept by the watchdog, not both"
+	rc := newRueidis(t, standalone)
+	_, err := redisync.New(rc, redisync.WithLease(time.Second), redisync.WithWatchdogTimeout(time.Second))
+	assert.EqualError(t, err, want)
+	_, err = redisync.New(rc, redisync.WithWatchdogTimeout(time.Second), redisync.WithLease(time.Second))
+	assert.EqualError(t, err, want)
+
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(time.Second), redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	name := freshName(t)
+	assert.PanicsWithValue(t, want, func() { c.NewMutex(name, redisync.WithLease(time.Second), redisync.WithWatchdogTimeout(time.Second)) })
+	m := c.NewMutex(name, redisync.WithLease(5*time.Second)) // overrides the Client's watchdog
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.LockContext(ctx))
+	ttl, err := m.TTL(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 2*time.Second, "the handle's fixed lease, not the Client's 1 s watchdog")
+	require.NoError(t, m.UnlockContext(ctx))
+}

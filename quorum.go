@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -38,7 +39,9 @@ import (
 //
 // NewQuorum marks the servers of a new quorum (a majority without redisync's
 // marker) so that they vote at once; it fails when fewer than a majority
-// answer within 5 s. Close the Client before the rueidis clients.
+// answer within 5 s, and when two of rcs reach one server (the same client
+// twice, or two clients of one server: each server is given a key of its
+// own that no other may see). Close the Client before the rueidis clients.
 func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 	if n := len(rcs); n < 3 || n%2 == 0 {
 		return nil, fmt.Errorf("redisync: a quorum needs an odd number of deployments, at least 3; got %d", n)
@@ -59,6 +62,11 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		case rc.Mode() == rueidis.ClientModeCluster:
 			return nil, fmt.Errorf("redisync: quorum deployment %d is a Redis Cluster: a quorum's deployments are standalone servers or Sentinel primaries", i)
 		}
+		for j := range i {
+			if sameClient(rcs[j], rc) {
+				return nil, fmt.Errorf("redisync: quorum deployments %d and %d are the same rueidis client: a majority must be of distinct servers", j, i)
+			}
+		}
 		rc = bounded.Wrap(rc) // every call returns by its context's end (see internal/bounded)
 		rcs[i] = rc
 		servers[i] = quorum.Server{Name: serverName(rc, i), RC: rc, Runner: scripts.NewRunner(rc, false)}
@@ -76,6 +84,15 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	return newClient(cfg, rcs, servers[0].Runner, false, false, q), nil
+}
+
+// sameClient reports whether a and b are one client (b not yet wrapped).
+func sameClient(a, b rueidis.Client) bool {
+	if w, ok := a.(bounded.Client); ok {
+		a = w.Client
+	}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && a == b
 }
 
 // errQuorumReplicas refuses WithSyncReplicas on a quorum Client or handle.

@@ -539,3 +539,58 @@ func TestQuorumFencedTokensAfterRestartsOneAtATime(t *testing.T) {
 	next := lockToken()
 	assert.Greater(t, next, latest, "tokens must increase")
 }
+
+// A quorum whose deployments are not distinct servers is refused: one
+// server's votes would count twice, and two votes of three would be one
+// server's. The same client given twice is found at once; two clients of
+// one server by a key each server is given, which no other may see.
+func TestQuorumRefusesOneServerTwice(t *testing.T) {
+	servers := redistest.Servers(t, 2)
+	client := func(addr string) rueidis.Client {
+		rc, err := rueidis.NewClient(redistest.Option(addr))
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		return rc
+	}
+	a, b, alsoA := client(servers[0].Addr), client(servers[1].Addr), client(servers[0].Addr)
+
+	_, err := redisync.NewQuorum([]rueidis.Client{a, b, a}, redisync.WithLogger(testLogger(t)))
+	assert.EqualError(t, err, "redisync: quorum deployments 0 and 2 are the same rueidis client: a majority must be of distinct servers")
+	_, err = redisync.NewQuorum([]rueidis.Client{a, b, alsoA}, redisync.WithLogger(testLogger(t)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "redisync: quorum deployments 0 (")
+	assert.Contains(t, err.Error(), "are one server: a majority must be of distinct ones")
+
+	third := client(redistest.Servers(t, 1)[0].Addr)
+	c, err := redisync.NewQuorum([]rueidis.Client{a, b, third}, redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err, "three distinct servers")
+	require.NoError(t, c.Close())
+}
+
+// NewQuorum works with a majority when one server hangs (SIGSTOP): the
+// check that the servers are distinct waits for it a second, not the whole
+// setup's budget, after which the marker check would find no majority.
+func TestQuorumStartsWithOneServerHung(t *testing.T) {
+	requireReal(t, standalone, "servers of its own to stop")
+	servers := redistest.Servers(t, 3)
+	var rcs []rueidis.Client
+	for _, s := range servers {
+		rc, err := rueidis.NewClient(redistest.Option(s.Addr))
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		rcs = append(rcs, rc)
+	}
+	require.NoError(t, servers[2].Pause())
+	defer func() { _ = servers[2].Resume() }()
+	start := time.Now()
+	c, err := redisync.NewQuorum(rcs, redisync.WithLogger(testLogger(t)))
+	t.Logf("NewQuorum returned after %v", time.Since(start).Round(time.Millisecond))
+	require.NoError(t, err, "a majority answers")
+	require.NoError(t, servers[2].Resume())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := c.NewMutex(freshName(t))
+	require.NoError(t, m.LockContext(ctx))
+	require.NoError(t, m.UnlockContext(ctx))
+	require.NoError(t, c.Close())
+}

@@ -117,7 +117,7 @@ func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 		a.term = x.t
 		p.cur.Store(x.t)
 		if e.isClosed() {
-			x.t.end(lockError(p.name, ErrClosed))
+			x.t.end(lockError(p.primitive, p.name, ErrClosed))
 		}
 	case !ended:
 		e.cleanUp(func() { e.giveBack(ctx, p, x) })

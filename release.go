@@ -15,7 +15,7 @@ import (
 func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 	h := e.holds.ref(p.key, false)
 	if h == nil {
-		return lockError(p.name, ErrNotHeld)
+		return lockError(p.primitive, p.name, ErrNotHeld)
 	}
 	defer e.holds.unref(h)
 	if err := h.op.Lock(ctx); err != nil {
@@ -23,7 +23,7 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 	}
 	defer h.op.Unlock()
 	if n > h.count+h.lost {
-		return lockError(p.name, ErrNotHeld)
+		return lockError(p.primitive, p.name, ErrNotHeld)
 	}
 	if taken := min(n, h.lost); taken > 0 { // a Semaphore's lost permits first
 		if h.lost -= taken; h.lost == 0 && h.count == 0 {
@@ -78,7 +78,7 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 		rep, err = releaseWithin(ctx, p, r)
 		if err == nil || !(final && unfinished(err)) && ctx.Err() == nil {
 			if err != nil {
-				err = lockError(p.name, err)
+				err = lockError(p.primitive, p.name, err)
 			}
 			return e.afterRelease(p, t, rep, err, final)
 		}
@@ -88,7 +88,7 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 		defer cancel()
 		rep, err := p.release(ctx, r)
 		if err != nil {
-			err = lockError(p.name, err)
+			err = lockError(p.primitive, p.name, err)
 			p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
 		}
 		e.afterRelease(p, t, rep, err, final)
@@ -96,7 +96,7 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return lockError(p.name, err)
+	return lockError(p.primitive, p.name, err)
 }
 
 // unfinished reports whether a release that failed with err may not have

@@ -40,7 +40,7 @@ type RWMutex struct {
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	c.single("NewRWMutex")
 	rw := &RWMutex{l: layout.RWOf(name)}
-	c.initHandle(&rw.handle, name, opts)
+	c.initHandle(&rw.handle, PrimitiveRWWrite, name, opts) // errors say RWMutex
 	return rw
 }
 
@@ -95,14 +95,14 @@ func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
 // if the handle does not hold the write lock. As with [Mutex.Unlock], a lost
 // hold or a failure to reach Redis is not a panic.
 func (rw *RWMutex) Unlock() {
-	rw.unlocked(rw.unlock(context.Background(), true), "redisync: Unlock of unlocked RWMutex")
+	rw.unlocked(rw.unlock(context.Background(), true), "redisync: Unlock of unlocked RWMutex %q")
 }
 
 // RUnlock undoes a single RLock call; it does not affect other simultaneous
 // readers. It is a run-time error, and RUnlock panics, if the handle does not
 // hold the read lock.
 func (rw *RWMutex) RUnlock() {
-	rw.unlocked(rw.unlock(context.Background(), false), "redisync: RUnlock of unlocked RWMutex")
+	rw.unlocked(rw.unlock(context.Background(), false), "redisync: RUnlock of unlocked RWMutex %q")
 }
 
 // UnlockContext releases one write hold of the owner in ctx (the handle's own
@@ -159,7 +159,7 @@ func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *call {
 	if write {
 		a.check = func() error {
 			if rw.holdsRead(owner) {
-				return lockError(rw.name, ErrUpgrade)
+				return lockError(rw.primitive, rw.name, ErrUpgrade)
 			}
 			return nil
 		}

@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,11 +230,11 @@ func testRWMutexMisuse(t *testing.T, tg *redisserver.Target) {
 	name := freshName(t)
 	c, rc := newClient(t, tg)
 	rw := c.NewRWMutex(name)
-	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock)
-	assert.PanicsWithValue(t, "redisync: Unlock of unlocked RWMutex", rw.Unlock)
+	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex "+strconv.Quote(name), rw.RUnlock)
+	assert.PanicsWithValue(t, "redisync: Unlock of unlocked RWMutex "+strconv.Quote(name), rw.Unlock)
 	assert.ErrorIs(t, rw.RUnlockContext(context.Background()), redisync.ErrNotHeld)
 	rw.Lock()
-	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex", rw.RUnlock, "a read unlock by the writer")
+	assert.PanicsWithValue(t, "redisync: RUnlock of unlocked RWMutex "+strconv.Quote(name), rw.RUnlock, "a read unlock by the writer")
 	assert.ErrorIs(t, c.NewRWMutex(name).RUnlockContext(context.Background()), redisync.ErrNotHeld)
 	mode, err := rc.Do(context.Background(), rc.B().Hget().Key(name).Field("mode").Build()).ToString()
 	require.NoError(t, err)

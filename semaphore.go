@@ -68,7 +68,7 @@ func (c *Client) NewSemaphore(name string, size int64, opts ...Option) *Semaphor
 		panic("redisync: semaphore size > MaxSemaphoreSize")
 	}
 	s := &Semaphore{size: size, sizeArg: strconv.FormatInt(size, 10), l: layout.SemOf(name)}
-	c.initHandle(&s.handle, name, opts)
+	c.initHandle(&s.handle, PrimitiveSemaphore, name, opts)
 	s.key = s.l.Holders
 	return s
 }
@@ -95,7 +95,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.c.closed:
-			return lockError(s.name, ErrClosed)
+			return lockError(s.primitive, s.name, ErrClosed)
 		}
 	}
 	if n == 0 {
@@ -141,9 +141,9 @@ func (s *Semaphore) Release(n int64) {
 	if n > s.size {
 		// A holder holds at most the size. Checked before n becomes an int,
 		// which has 32 bits on some platforms.
-		panic("redisync: semaphore released more than held")
+		panic(fmt.Sprintf("redisync: semaphore %q released more than held", s.name))
 	}
-	s.unlocked(s.c.releaseHold(context.Background(), s.proto(), int(n)), "redisync: semaphore released more than held")
+	s.unlocked(s.c.releaseHold(context.Background(), s.proto(), int(n)), "redisync: semaphore %q released more than held")
 }
 
 // Held returns the number of permits this handle holds, as this process knows
@@ -173,7 +173,7 @@ func (s *Semaphore) IsLocked(ctx context.Context) (bool, error) {
 func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	st, err := state.ReadSem(ctx, s.c.rc, s.l)
 	if err != nil {
-		return 0, lockError(s.name, err)
+		return 0, lockError(s.primitive, s.name, err)
 	}
 	return time.Duration(st.TTLMillis) * time.Millisecond, nil
 }

@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -284,13 +285,13 @@ func testSemaphoreMisuse(t *testing.T, tg *redisserver.Target) {
 	name := freshName(t)
 	c, _ := newClient(t, tg)
 	s := c.NewSemaphore(name, 2)
-	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: semaphore %q released more than held", s.Name()), func() { s.Release(1) })
 	require.True(t, s.TryAcquire(2))
 	assert.False(t, s.TryAcquire(1))
-	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(3) })
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: semaphore %q released more than held", s.Name()), func() { s.Release(3) })
 	s.Release(1)
 	s.Release(1)
-	assert.PanicsWithValue(t, "redisync: semaphore released more than held", func() { s.Release(1) })
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: semaphore %q released more than held", s.Name()), func() { s.Release(1) })
 	assert.NoError(t, s.Err())
 	assert.Panics(t, func() { c.NewSemaphore("x", -1) })
 	assert.Panics(t, func() { _ = s.Acquire(context.Background(), -1) })

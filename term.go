@@ -30,9 +30,10 @@ type term struct {
 	token  atomic.Uint64 // a FencedMutex's latest token in this term; an Election's proclamations
 	obs    *termObserver // reports the end; nil without an observer
 
-	// cfg and name serve the loss report (LeaseLost).
-	cfg  *config
-	name string
+	// cfg, primitive and name serve the loss report (LeaseLost).
+	cfg       *config
+	primitive Primitive
+	name      string
 
 	mu    sync.Mutex
 	ended bool
@@ -54,7 +55,7 @@ func (t *term) LeaseLost(cause error) {
 
 // lost ends t with ErrLockLost for cause and logs the loss.
 func (t *term) lost(cause error) {
-	if t.end(lostError(t.name, cause)) {
+	if t.end(lostError(t.primitive, t.name, cause)) {
 		t.cfg.logger.Warn("redisync: lock lost", "name", t.name, "cause", cause.Error())
 	}
 }
@@ -165,7 +166,7 @@ type termObserver struct {
 // newObservedTerm returns a new term of the lock called name that reports
 // its end to cfg's observer.
 func newObservedTerm(cfg *config, primitive Primitive, name string) *term {
-	t := &term{cfg: cfg, name: name}
+	t := &term{cfg: cfg, primitive: primitive, name: name}
 	if cfg.observer != nil {
 		t.obs = &termObserver{o: cfg.observer, primitive: primitive, name: name}
 	}

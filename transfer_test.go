@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,7 +143,7 @@ func TestMutexHandedHoldChangesHands(t *testing.T) {
 	n, err = giver.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n, "the giver's hold count")
-	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex", giver.Unlock, "the giver unlocks again")
+	assert.PanicsWithValue(t, "redisync: unlock of unlocked mutex "+strconv.Quote(name), giver.Unlock, "the giver unlocks again")
 	assert.Zero(t, redisync.TransferWaitersForTest(c, name), "a waiter left queued")
 	taker.Unlock()
 	assert.Empty(t, fields(t, name), "released")

@@ -51,7 +51,7 @@ func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, forever bool)
 		res, tryErr := a.triedRes, a.triedErr
 		if !tried {
 			if e.isClosed() {
-				return lockError(a.p.name, ErrClosed)
+				return lockError(a.p.primitive, a.p.name, ErrClosed)
 			}
 			res, tryErr = e.try(ctx, a)
 		}
@@ -89,7 +89,7 @@ func (a *call) sleep(d time.Duration) {
 func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (f waitFor, done bool, err error) {
 	p := a.p
 	if tryErr == nil && res.acquired && !e.current(a) {
-		res, tryErr = attempt{}, lockError(p.name, errStaleHold)
+		res, tryErr = attempt{}, lockError(p.primitive, p.name, errStaleHold)
 	}
 	if tryErr == nil {
 		a.failures = 0
@@ -252,7 +252,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 	case <-ctx.Done():
 		return true, ctx.Err()
 	case <-e.closed:
-		return true, lockError(p.name, ErrClosed)
+		return true, lockError(p.primitive, p.name, ErrClosed)
 	}
 	return false, nil
 }

@@ -42,7 +42,7 @@ func (c *Client) NewWaitGroup(name string, opts ...Option) *WaitGroup {
 		panic("redisync: invalid WaitGroup name " + strconv.Quote(name) + ": " + err.Error())
 	}
 	wg := &WaitGroup{l: layout.LatchOf(name)}
-	c.initHandle(&wg.h, name, opts)
+	c.initHandle(&wg.h, PrimitiveWaitGroup, name, opts)
 	p := wg.h.protocol(exclusive, wg.l.Key, wg.h.owner, PrimitiveWaitGroup, wg.l.Channel, waitGroupPolicy)
 	p.acquire = func(ctx context.Context, _ acquisition) (scripts.Reply, error) {
 		n, err := wg.count(ctx)

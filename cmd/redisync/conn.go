@@ -76,12 +76,12 @@ func (cf *connFlags) rawURL() string {
 //
 // Besides rueidis.ParseURL's own forms it accepts a comma-separated host list
 // (redis://h1:26379,h2:26379/0), the usual way to name Sentinels or cluster
-// seeds. Without --cluster the client is forced to single-node mode: rueidis
+// seeds, and a bare host:port (or list of them) without the scheme. Without --cluster the client is forced to single-node mode: rueidis
 // would otherwise probe CLUSTER SLOTS, which miniredis answers as if it were a
 // one-node cluster.
 func (cf *connFlags) options() (rueidis.ClientOption, error) {
 	raw := cf.rawURL()
-	opt, err := rueidis.ParseURL(expandHosts(raw))
+	opt, err := rueidis.ParseURL(expandHosts(withScheme(raw)))
 	if err != nil {
 		return opt, usagef("bad Redis URL %q: %v", redactURL(raw), err)
 	}
@@ -171,6 +171,15 @@ func dial(ctx context.Context, opt rueidis.ClientOption) (rueidis.Client, error)
 		return nil, fmt.Errorf("cannot talk to Redis at %s: %w", where, err)
 	}
 	return rc, nil
+}
+
+// withScheme gives a bare address, "127.0.0.1:6379" or "h1:26379,h2:26379"
+// (what people type), the redis:// scheme a URL needs.
+func withScheme(raw string) string {
+	if raw != "" && !strings.Contains(raw, "://") {
+		return "redis://" + raw
+	}
+	return raw
 }
 
 // expandHosts rewrites "scheme://[userinfo@]h1,h2,h3/rest" to

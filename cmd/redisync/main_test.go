@@ -231,6 +231,15 @@ func TestExpandHosts(t *testing.T) {
 	require.Equal(t, 2, opt.SelectDB)
 	require.True(t, opt.DisableCache)
 	require.False(t, opt.ForceSingleClient)
+
+	// A bare address, as people type it: "first path segment in URL cannot
+	// contain colon" before.
+	opt, err = (&connFlags{url: "127.0.0.1:6379"}).options()
+	require.NoError(t, err)
+	require.Equal(t, []string{"127.0.0.1:6379"}, opt.InitAddress)
+	opt, err = (&connFlags{url: "h1:26379,h2:26380", sentinelMaster: "mymaster"}).options()
+	require.NoError(t, err)
+	require.Equal(t, []string{"h1:26379", "h2:26380"}, opt.InitAddress)
 }
 
 func TestGlobMatcher(t *testing.T) {

@@ -210,7 +210,7 @@ func TestPrompt(t *testing.T) {
 	// did not acknowledge it (a WithSyncReplicas call, while its replica
 	// lags) held the lock meanwhile: it was not free until then. One that
 	// ended before the release excuses nothing.
-	notAcked := `redisync: lock "m": redisync: acquisition not acknowledged by enough replicas: 0 of 1 acknowledged within 500ms`
+	notAcked := `redisync: Mutex "m": acquisition not acknowledged by enough replicas: 0 of 1 acknowledged within 500ms`
 	unreplicated := []Event{{T: 90 * ms1, W: 4, G: 1, K: Invoke, R: "m", Mode: Exclusive},
 		{T: 700 * ms1, W: 4, G: 1, K: AcquireFailed, R: "m", Err: notAcked}}
 	expect(t, history(nil, holder, unreplicated, late), I9, 0, 0)

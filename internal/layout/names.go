@@ -86,14 +86,14 @@ func Tagged(name string) string {
 }
 
 // Check reports whether name can be used as a lock name. A name must not be
-// empty, and every name derived from it must share its cluster slot. A name
+// empty or blank (only white space: a name nobody meant), and every name derived from it must share its cluster slot. A name
 // that contains "{" must therefore hold a non-empty hash tag ("a{b" and
 // "a{}b" have none), and a name without "{" must not contain "}": "a}b"
 // would make the auxiliary names "prefix:{a}b}", tagged "a", which lands in
 // another slot than the lock key "a}b".
 func Check(name string) error {
-	if name == "" {
-		return errors.New("empty name")
+	if strings.TrimSpace(name) == "" {
+		return errors.New("empty or blank name")
 	}
 	if strings.Contains(name, "{") && !hasTag(name) {
 		return errors.New("name contains '{' but no non-empty hash tag {...}, so its keys cannot share one cluster slot")

@@ -9,3 +9,8 @@ package layout
 //
 // A quorum lock keeps the Mutex layout (MutexOf) on each of its servers.
 const QuorumMarker = "redisync_quorum_server"
+
+// QuorumProbe prefixes the keys with which a new quorum Client tells whether
+// two of its servers are one: QuorumProbe:<nonce>:<i> on server i, read on
+// the others, deleted at once, and living a minute at most.
+const QuorumProbe = QuorumMarker + ":probe"

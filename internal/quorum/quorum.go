@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,8 +191,14 @@ func cmpOr(a, b error) error {
 // Otherwise a server without a marker is one that restarted empty, and the
 // scripts keep it out of the vote for the bound. Init is idempotent.
 func (q *Quorum) Init(ctx context.Context) error {
+	if err := q.distinct(ctx); err != nil {
+		return err
+	}
 	missing := make([]bool, len(q.servers))
-	errs := q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
+	// A server's share of each round is bounded, so that one that hangs
+	// does not spend the budget of the rounds after it: NewQuorum failed
+	// with a majority answering when one server was stopped.
+	errs := q.each(ctx, initShare, func(ctx context.Context, i int, s Server) error {
 		n, err := s.RC.Do(ctx, s.RC.B().Exists().Key(layout.QuorumMarker).Build()).AsInt64()
 		missing[i] = err == nil && n == 0
 		return err
@@ -209,7 +216,7 @@ func (q *Quorum) Init(ctx context.Context) error {
 		q.catchUpStale(ctx)
 		return nil
 	}
-	errs = q.each(ctx, 0, func(ctx context.Context, i int, s Server) error {
+	errs = q.each(ctx, initShare, func(ctx context.Context, i int, s Server) error {
 		if !missing[i] {
 			return nil
 		}
@@ -217,6 +224,55 @@ func (q *Quorum) Init(ctx context.Context) error {
 		return err
 	})
 	return q.unreachable(errs)
+}
+
+// initShare bounds a server's share of each of Init's rounds.
+const initShare = 1500 * time.Millisecond
+
+// distinct returns an error when two of q's servers are one server, reached
+// through two clients (the same address twice, or two names of one
+// machine): its votes would count twice, and a majority would not be one.
+// Each server is given a key of its own, and none may see another's. A
+// server that cannot be given its key within a second (unreachable, or an
+// ACL that refuses the key) is not compared.
+func (q *Quorum) distinct(ctx context.Context) error {
+	nonce := strconv.FormatInt(rand.Int64(), 36)
+	probe := func(i int) string { return layout.QuorumProbe + ":" + nonce + ":" + strconv.Itoa(i) }
+	// Each round bounds each server's share, so that a server that does
+	// not answer costs the check a second, not the caller's whole budget.
+	const share = time.Second
+	set := q.each(ctx, share, func(ctx context.Context, i int, s Server) error {
+		return s.RC.Do(ctx, s.RC.B().Set().Key(probe(i)).Value("1").Px(time.Minute).Build()).Error()
+	})
+	same := make([]int, len(q.servers)) // another server whose key server i has, plus one
+	q.each(ctx, share, func(ctx context.Context, i int, s Server) error {
+		if set[i] != nil {
+			return nil
+		}
+		for j := range q.servers {
+			if j == i || set[j] != nil {
+				continue
+			}
+			n, err := s.RC.Do(ctx, s.RC.B().Exists().Key(probe(j)).Build()).AsInt64()
+			if err == nil && n == 1 {
+				same[i] = j + 1
+			}
+		}
+		return nil
+	})
+	q.each(ctx, share, func(ctx context.Context, i int, s Server) error {
+		if set[i] == nil {
+			s.RC.Do(ctx, s.RC.B().Del().Key(probe(i)).Build())
+		}
+		return nil
+	})
+	for i, j := range same {
+		if j > 0 {
+			return fmt.Errorf("redisync: quorum deployments %d (%s) and %d (%s) are one server: a majority must be of distinct ones",
+				min(i, j-1), q.servers[min(i, j-1)].Name, max(i, j-1), q.servers[max(i, j-1)].Name)
+		}
+	}
+	return nil
 }
 
 // catchUpStale starts the catch-up of each server that restarted empty and
