@@ -36,6 +36,7 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 	ctx, cancel := a.p.cfg.calls.within(ctx)
 	defer cancel()
+	e.takeBacks.settled(ctx, a.p.name)
 	if a.check != nil {
 		if err := a.check(); err != nil {
 			return attempt{}, err
@@ -176,7 +177,7 @@ func (e *engine) drop(a *call, t *term) {
 	// Another call of the owner holds op for a round trip, which a Redis
 	// that does not answer makes long: the record is put right in the
 	// background, and a call of the owner waits for it (the term ended).
-	e.cleanUp(func() {
+	e.cleanUp(p.name, func() {
 		defer e.holds.unref(h)
 		_ = h.op.Lock(context.Background())
 		defer h.op.Unlock()
@@ -322,7 +323,7 @@ func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 		a.p.observe(ctx, acquiredEvent(time.Time{}, res))
 	}
 	if err != nil && a.uncertain() {
-		e.cleanUp(func() { e.giveUp(ctx, a) })
+		e.cleanUp(a.p.name, func() { e.giveUp(ctx, a) })
 	}
 	if ctx.Err() != nil && !res.acquired {
 		return false, ctx.Err()

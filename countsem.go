@@ -151,6 +151,7 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	}
 	ctx, cancel := h.cfg.calls.within(context.Background())
 	defer cancel()
+	h.c.takeBacks.settled(ctx, h.name)
 	a := &call{p: p, mode: share, n: n, permitLease: permitLease}
 	a.field, a.sent = h.c.newField(h.owner, ""), true
 	sent := time.Now()
@@ -160,7 +161,7 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	}
 	if err != nil {
 		a.firstUnknown = ambiguous(err)
-		h.c.cleanUp(func() { h.c.giveUp(ctx, a) })
+		h.c.cleanUp(h.name, func() { h.c.giveUp(ctx, a) })
 		h.cfg.logger.Warn("redisync: TryAcquire failed", "name", h.name, "error", err)
 		return "", false
 	}

@@ -715,3 +715,26 @@ func TestSyncReplicasCallKeepsItsDeadlineBehindADial(t *testing.T) {
 		return errors.Is(m.LockContext(ctx), redisync.ErrNotReplicated)
 	}, 10*time.Second, 50*time.Millisecond, "the handle works again once the server is back")
 }
+
+// A call that gave up returns before its take-back has landed when Redis
+// is slow to answer it (see returnSlack), but the Client's next call on
+// the lock waits for it a while: as with x/sync's semaphore, a TryAcquire
+// right after a cancelled Acquire finds the permits back (the x/sync test
+// TestWeightedAcquireCanceled failed at -cpu 1 under -race without it).
+func TestNextCallFindsACancelledCallTakenBack(t *testing.T) {
+	c, lc := newLateClient(t, standalone)
+	name := freshName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	holder := c.NewSemaphore(name, 1)
+	require.NoError(t, holder.Acquire(ctx, 1))
+	lc.Hold(scripts.SemRelease, 1) // the waiter's take-back
+	lc.DeliverAllLater(100 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer wcancel()
+	require.ErrorIs(t, c.NewSemaphore(name, 1).Acquire(wctx, 1), context.DeadlineExceeded, "queued behind the holder")
+	holder.Release(1)
+	next := c.NewSemaphore(name, 1)
+	assert.True(t, next.TryAcquire(1), "the permit is back for the Client's next call")
+	next.Release(1)
+}

@@ -95,6 +95,7 @@ type engine struct {
 
 	closed     chan struct{}
 	background tasks // runs what calls leave to do in Redis after they return
+	takeBacks  pendingTakeBacks
 
 	// sharded publishes with SPUBLISH (a cluster's sharded Pub/Sub); rcs
 	// are the deployments a force unlock tells a holder on (a quorum's

@@ -3,6 +3,8 @@ package redisync
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redisync/redisync/internal/mutant"
@@ -17,19 +19,22 @@ import (
 // deadline plus this slack.
 const returnSlack = 20 * time.Millisecond
 
-// cleanUp runs f, what a returning call leaves to do in Redis, in the
-// background, and waits for it up to returnSlack (Close waits for the
-// rest). f detaches what it sends from the call's context and bounds it
-// itself; it must be safe to run late: it acts on identities of its own,
-// latched against the late copies of the call's attempts.
-func (e *engine) cleanUp(f func()) {
+// cleanUp runs f, what a returning call on the lock called name leaves to
+// do in Redis, in the background, and waits for it up to returnSlack (Close
+// waits for the rest). f detaches what it sends from the call's context and
+// bounds it itself; it must be safe to run late: it acts on identities of
+// its own, latched against the late copies of the call's attempts. The
+// Client's next attempts on name wait for it a while (see settled).
+func (e *engine) cleanUp(name string, f func()) {
 	if mutant.On("takeback-sync") {
 		f() // the take-back done before the call returns, however long Redis takes
 		return
 	}
 	done := make(chan struct{})
+	finished := e.takeBacks.add(name)
 	e.background.Go(func() {
 		defer close(done)
+		defer finished()
 		f()
 	})
 	t := time.NewTimer(returnSlack)
@@ -37,6 +42,73 @@ func (e *engine) cleanUp(f func()) {
 	select {
 	case <-done:
 	case <-t.C:
+	}
+}
+
+// settleWait bounds how long an attempt waits for the take-backs still
+// running on its lock (see settled).
+const settleWait = 250 * time.Millisecond
+
+// pendingTakeBacks counts, by lock name, the take-backs of the Client's
+// calls still running in the background (see cleanUp).
+type pendingTakeBacks struct {
+	total atomic.Int64 // every name's: 0 spares the attempts the map
+	mu    sync.Mutex
+	by    map[string]*pendingName
+}
+
+type pendingName struct {
+	n    int
+	done chan struct{} // closed when n returns to 0
+}
+
+// add counts a take-back on name in, and returns the function that counts
+// it out.
+func (pt *pendingTakeBacks) add(name string) (finished func()) {
+	pt.total.Add(1)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.by == nil {
+		pt.by = make(map[string]*pendingName)
+	}
+	pn := pt.by[name]
+	if pn == nil {
+		pn = &pendingName{done: make(chan struct{})}
+		pt.by[name] = pn
+	}
+	pn.n++
+	return func() {
+		pt.mu.Lock()
+		defer pt.mu.Unlock()
+		if pn.n--; pn.n == 0 {
+			close(pn.done)
+			delete(pt.by, name)
+		}
+		pt.total.Add(-1)
+	}
+}
+
+// settled waits until no take-back of the Client's calls on name is still
+// running, for settleWait at most, or until ctx ends. A call that gave up
+// returns before what it took is back when Redis does not answer at once
+// (see cleanUp); the Client's next call on the lock finds it back, as with
+// sync's and x/sync's locks, whenever Redis answers within the wait.
+func (pt *pendingTakeBacks) settled(ctx context.Context, name string) {
+	if pt.total.Load() == 0 {
+		return
+	}
+	pt.mu.Lock()
+	pn := pt.by[name]
+	pt.mu.Unlock()
+	if pn == nil {
+		return
+	}
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	select {
+	case <-pn.done:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -171,7 +243,7 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 		r.Latch = tombstoneTTL
 	}
 	a.field, a.firstUnknown = "", false
-	e.cleanUp(func() {
+	e.cleanUp(p.name, func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 		defer cancel()
 		if rep, err := p.release(rctx, r); err != nil {
@@ -190,7 +262,7 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 func (e *engine) leave(ctx context.Context, w *place, failed bool) {
 	if !e.handovers.remove(w, failed) {
 		x := <-w.ch // sent before w left the queue
-		e.cleanUp(func() { e.giveBack(ctx, w.p, x) })
+		e.cleanUp(w.p.name, func() { e.giveBack(ctx, w.p, x) })
 	}
 }
 

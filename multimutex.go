@@ -160,7 +160,7 @@ func (m *MultiMutex) take(ctx context.Context, acquire func(a *call) error) erro
 	for i, g := range m.groups {
 		a := &call{p: g.p, mode: waitFree, n: 1}
 		if err := acquire(a); err != nil {
-			m.h.c.cleanUp(func() { m.undo(ctx, i) }) // the call returns by its deadline whatever Redis does
+			m.h.c.cleanUp(m.h.name, func() { m.undo(ctx, i) }) // the call returns by its deadline whatever Redis does
 			return err
 		}
 		terms = append(terms, a.term)
@@ -233,7 +233,7 @@ func (m *MultiMutex) UnlockContext(ctx context.Context) error {
 		if errors.Is(err, ErrLockLost) && field != "" {
 			// The lost hold may still have other names of the slot: they are
 			// freed in the background, and the call keeps its deadline.
-			m.h.c.cleanUp(func() { m.free(ctx, g, field) })
+			m.h.c.cleanUp(m.h.name, func() { m.free(ctx, g, field) })
 		}
 		if first == nil {
 			first = err

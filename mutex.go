@@ -277,7 +277,7 @@ func (m *Mutex) quorumAcquire(ctx context.Context, q *quorum.Quorum, k *scripts.
 		if err != nil {
 			// Given back with its field latched: the call asks again with
 			// a new one.
-			m.c.cleanUp(func() { _, _ = q.Release(context.WithoutCancel(ctx), k, q.Retire(a.field)) })
+			m.c.cleanUp(m.name, func() { _, _ = q.Release(context.WithoutCancel(ctx), k, q.Retire(a.field)) })
 			return scripts.Reply{Spent: true}, err
 		}
 		r.Value = token

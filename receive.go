@@ -98,7 +98,7 @@ func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 	h := e.holds.ref(p.key, true)
 	defer e.holds.unref(h)
 	if h.op.Lock(ctx) != nil {
-		e.cleanUp(func() { e.giveBack(ctx, p, x) })
+		e.cleanUp(p.name, func() { e.giveBack(ctx, p, x) })
 		return false
 	}
 	ended, ok := false, false
@@ -120,7 +120,7 @@ func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 			x.t.end(lockError(p.primitive, p.name, ErrClosed))
 		}
 	case !ended:
-		e.cleanUp(func() { e.giveBack(ctx, p, x) })
+		e.cleanUp(p.name, func() { e.giveBack(ctx, p, x) })
 	}
 	return ok
 }

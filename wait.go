@@ -192,7 +192,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		// What the call left in Redis is taken back before it returns when
 		// Redis answers at once, else in the background: the call returns
 		// by its deadline whatever Redis does.
-		e.cleanUp(func() {
+		e.cleanUp(p.name, func() {
 			e.giveUp(ctx, a)
 			if a.left != nil {
 				a.left(ctx) // a waiting writer's claim
