@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -146,6 +147,73 @@ func (b *tasks) Wait() {
 	b.waiting = true
 	b.mu.Unlock()
 	b.wg.Wait()
+}
+
+// settleWait bounds how long an attempt waits for the take-backs still
+// running on its lock (see settled).
+const settleWait = 250 * time.Millisecond
+
+// pendingTakeBacks counts, by lock name, the take-backs of the Client's
+// calls still running in the background (see cleanUp).
+type pendingTakeBacks struct {
+	total atomic.Int64 // every name's: 0 spares the attempts the map
+	mu    sync.Mutex
+	by    map[string]*pendingName
+}
+
+type pendingName struct {
+	n    int
+	done chan struct{} // closed when n returns to 0
+}
+
+// add counts a take-back on name in, and returns the function that counts
+// it out.
+func (pt *pendingTakeBacks) add(name string) (finished func()) {
+	pt.total.Add(1)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.by == nil {
+		pt.by = make(map[string]*pendingName)
+	}
+	pn := pt.by[name]
+	if pn == nil {
+		pn = &pendingName{done: make(chan struct{})}
+		pt.by[name] = pn
+	}
+	pn.n++
+	return func() {
+		pt.mu.Lock()
+		defer pt.mu.Unlock()
+		if pn.n--; pn.n == 0 {
+			close(pn.done)
+			delete(pt.by, name)
+		}
+		pt.total.Add(-1)
+	}
+}
+
+// settled waits until no take-back of the Client's calls on name is still
+// running, for settleWait at most, or until ctx ends. A call that gave up
+// returns before what it took is back when Redis does not answer at once
+// (see cleanUp); the Client's next call on the lock finds it back, as with
+// sync's and x/sync's locks, whenever Redis answers within the wait.
+func (pt *pendingTakeBacks) settled(ctx context.Context, name string) {
+	if pt.total.Load() == 0 {
+		return
+	}
+	pt.mu.Lock()
+	pn := pt.by[name]
+	pt.mu.Unlock()
+	if pn == nil {
+		return
+	}
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	select {
+	case <-pn.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // isClosed reports whether the Client was closed.
