@@ -116,7 +116,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		}
 		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel, place: r.Place, fresh: r.Fresh,
 			mayQueue: tk == nil && p.hand == handThroughRedis && a.takesHanded()}, nil, 0, nil
-	case sync != nil && sync.Acked < sync.Wanted:
+	case sync != nil && (sync.Failed != nil || sync.Acked < sync.Wanted):
 		return attempt{}, nil, 0, e.unreplicated(ctx, a, &acq, sync)
 	case sync != nil:
 		acq.synced = sync.N

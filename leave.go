@@ -165,8 +165,9 @@ func (e *engine) retire(a *call) {
 }
 
 // unreplicated undoes acquisition acq of a (h.op held), which fewer replicas
-// acknowledged in time than asked, and returns the error that says so. The
-// call's next attempt takes a new identity: this one's is latched.
+// acknowledged in time than asked (or whose WAIT failed), and returns the
+// error that says so. The call's next attempt takes a new identity: this
+// one's is latched.
 func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s *scripts.Sync) error {
 	p := a.p
 	r := release{Release: scripts.Release{Field: acq.field, From: a.n, Latch: latchTTL, Undo: true}}
@@ -184,6 +185,11 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 			e.wake(p, rep.Woken, rep.Status == 1)
 		}
 	})
+	if s.Failed != nil {
+		// Not ErrNotReplicated, which Lock retries: a WAIT the server
+		// refuses is refused again.
+		return lockError(p.primitive, p.name, fmt.Errorf("WAIT for %d replicas failed (WithSyncReplicas needs it): %w", s.Wanted, s.Failed))
+	}
 	return lockError(p.primitive, p.name, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, s.Acked, s.Wanted, s.Timeout))
 }
 

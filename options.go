@@ -191,9 +191,11 @@ func WithShardedPubSub(on bool) Option {
 // that a failover right after it keeps the lock; n < 0 waits for every
 // replica connected to the primary, as Redisson's checkLockSyncedSlaves does.
 // When fewer acknowledge within timeout, the acquisition is undone: LockContext
-// returns an error wrapping [ErrNotReplicated], Lock retries. Off by default
-// (n = 0): docs/guarantees.md gives its cost. A re-entry, which extends a hold
-// already acknowledged, does not wait.
+// returns an error wrapping [ErrNotReplicated], Lock retries. A server that
+// refuses WAIT (or, for n < 0, ROLE) to the user, as some managed services do,
+// fails every acquisition with its refusal. Off by default (n = 0):
+// docs/guarantees.md gives its cost. A re-entry, which extends a hold already
+// acknowledged, does not wait.
 func WithSyncReplicas(n int, timeout time.Duration) Option {
 	return func(cfg *config) {
 		if n != 0 && timeout <= 0 {

@@ -23,6 +23,9 @@ type Sync struct {
 	Timeout time.Duration
 	// Set by Exec: Wanted is N, or the node's replicas for N < 0.
 	Wanted, Acked int64
+	// Failed is set by Exec when WAIT itself failed (a server that refuses
+	// it to the user, say): Acked counts nothing then.
+	Failed error
 }
 
 type syncKey struct{}
@@ -66,7 +69,7 @@ func (r *Runner) execSync(ctx context.Context, call Call, s *Sync) rueidis.Redis
 	if isNoScript(results[0].Error()) {
 		results = batch(false)
 	}
-	s.Acked, _ = results[1].AsInt64()
+	s.Acked, s.Failed = results[1].AsInt64()
 	if n, err := replicasOf(results[2]); err == nil {
 		r.counts.set(slot, n)
 	}
