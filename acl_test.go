@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
 )
 
 // aclLine returns the ACL SETUSER line that docs/topologies.md gives as the
@@ -119,6 +120,12 @@ func TestACLLeastPrivilege(t *testing.T) {
 	s.Release(1)
 	require.NoError(t, <-in)
 	sw.Release(1)
+
+	// The Client keeps its record, by which the tools name it.
+	assert.Eventually(t, func() bool {
+		n, err := admin.Do(ctx, admin.B().Exists().Key(layout.ClientInfo(c.ID())).Build()).AsInt64()
+		return err == nil && n == 1
+	}, hang, 10*time.Millisecond, "no record of the Client")
 }
 
 // A user without the permissions gets the server's refusal, naming what is

@@ -24,6 +24,7 @@ import (
 // process and as many handles as needed.
 type Client struct {
 	engine
+	identity  *identity // the Client's record, by which the tools name it
 	closeOnce sync.Once
 }
 
@@ -53,6 +54,10 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // quorum's, q), whose scripts run through runner (a quorum's first
 // deployment's: its handles ask every one through q).
 func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster, sharded bool, q *quorum.Quorum) *Client {
+	if cfg.name == "" {
+		cfg.name = defaultName()
+	}
+	cfg.logger = cfg.logger.With("client", cfg.name)
 	closed := make(chan struct{})
 	rc := gate{Client: rcs[0], closed: closed}
 	c := &Client{engine: engine{
@@ -80,8 +85,18 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster
 	c.leases = lease.New(c.scripts, cluster, cfg.logger, leaseOpts...)
 	c.notify = notify.NewOver(rcs, sharded, cfg.logger, notifyOpts...)
 	c.listen()
+	c.identity = startIdentity(rcs, c.id, cfg.name, cfg.logger)
 	return c
 }
+
+// ID returns the Client's identity in Redis: the first part of every hold
+// field it writes ("<id>:<n>"), which `redisync inspect` shows. It is random,
+// fresh for each Client.
+func (c *Client) ID() string { return c.id }
+
+// Name returns the Client's name: the one given to [WithName], or its host's
+// name and process id ("web-7/4182").
+func (c *Client) Name() string { return c.cfg.name }
 
 // Close stops the Client's renewal and subscriptions and waits until its
 // goroutines have exited, and releases still in progress (a few seconds at
@@ -104,6 +119,7 @@ func (c *Client) Close() error {
 		}
 		c.endHolds(func(holdKey, *term) bool { return true }, func(t *term) { t.end(lockError(t.primitive, t.name, ErrClosed)) }, nil)
 		c.background.Wait()
+		c.identity.stop()
 	})
 	return nil
 }
@@ -119,7 +135,7 @@ func newUUID() string {
 
 // observeBatch is the renewal scheduler's batch callback.
 func (c *Client) observeBatch(b lease.Batch) {
-	c.cfg.observer.Observe(context.Background(), Event{Kind: EventRenewalBatch, Batch: b.Size, Failures: b.Failures,
+	c.cfg.observer.Observe(context.Background(), Event{Kind: EventRenewalBatch, Client: c.cfg.name, Batch: b.Size, Failures: b.Failures,
 		Duration: b.Duration, Cause: b.Err})
 }
 
@@ -130,7 +146,7 @@ func (c *Client) observeSubscribed(channel string, again bool) {
 	if channel == layout.ClientChannel(c.id) {
 		return
 	}
-	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Name: channel, Resubscribed: again})
+	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Client: c.cfg.name, Name: channel, Resubscribed: again})
 }
 
 // single panics on a quorum Client, whose handles are Mutex and FencedMutex

@@ -45,6 +45,12 @@ func (c *Client) initHandle(h *handle, prim Primitive, name string, opts []Optio
 	if cfg.classicPubSub != c.cfg.classicPubSub {
 		panic("redisync: WithShardedPubSub applies to a Client (New), not to one handle")
 	}
+	if cfg.name != c.cfg.name {
+		panic("redisync: WithName applies to a Client (New), not to one handle")
+	}
+	if cfg.logger != c.cfg.logger {
+		cfg.logger = cfg.logger.With("client", cfg.name) // a handle's own logger names the Client too
+	}
 	if c.quorum != nil {
 		c.checkQuorumHandle(&cfg)
 	}

@@ -162,6 +162,7 @@ func (p Primitive) String() string { return string(p) }
 // are zero.
 type Event struct {
 	Kind      EventKind     // what happened
+	Client    string        // the name of the Client (see [WithName])
 	Primitive Primitive     // the sort of lock; empty for the Client's own events
 	Name      string        // the lock's name as given to its constructor; for EventSubscribed, the channel
 	Wait      time.Duration // how long the call waited (EventAcquired, EventAcquireFailed)

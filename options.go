@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,7 @@ type config struct {
 	syncTimeout   time.Duration
 	fairWait      time.Duration // Redisson's fairLockWaitTimeout (NewRedissonFairMutex)
 	calls         *deadlines    // bounds the calls that take no context (WithCallTimeout)
+	name          string        // the Client's name (WithName; Client-wide, set by New)
 	err           error
 	// leases records, while with applies one list of options, which of
 	// WithLease (1) and WithWatchdogTimeout (2) it has: not both.
@@ -142,6 +144,22 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		cfg.logger = l
+	}
+}
+
+// WithName names the Client for the people who run it: `redisync inspect`,
+// `watch` and `top` show the name beside each hold and waiting call of the
+// Client, its log lines carry it (the attribute "client"), and so do its
+// [Event]s. The default is the host's name and the process id, as in
+// "web-7/4182". A name has at most 100 bytes and is not blank. It applies to a
+// Client (New): a handle constructor given another name panics.
+func WithName(name string) Option {
+	return func(cfg *config) {
+		if strings.TrimSpace(name) == "" || len(name) > 100 {
+			cfg.err = fmt.Errorf("redisync: WithName %q: blank or longer than 100 bytes", name)
+			return
+		}
+		cfg.name = name
 	}
 }
 

@@ -203,7 +203,7 @@ const (
 // observe reports e, an event of p's lock, to p's observer, if it has one.
 func (p *protocol) observe(ctx context.Context, e Event) {
 	if p.cfg.observer != nil {
-		e.Primitive, e.Name = p.primitive, p.name
+		e.Client, e.Primitive, e.Name = p.cfg.name, p.primitive, p.name
 		p.cfg.observer.Observe(ctx, e)
 	}
 }

@@ -64,6 +64,10 @@ const (
 	WakeupSourceKey = attribute.Key("redisync.wakeup.source")
 	// ResubscribedKey marks a subscription established again.
 	ResubscribedKey = attribute.Key("redisync.resubscribed")
+	// ClientKey is the name of the Client (see [redisync.WithName]), on
+	// spans only: the metrics' resource names the process already, and a
+	// name per process would multiply their series.
+	ClientKey = attribute.Key("redisync.client")
 	// ErrorTypeKey is the semantic conventions' error.type: on a wait that
 	// failed ("timeout", "canceled", "closed" or "_OTHER") and on a hold
 	// that ended badly ("lost", "closed" or "_OTHER").
@@ -243,6 +247,9 @@ func (o *Observer) span(ctx context.Context, e redisync.Event, errType string) {
 	}
 	end := time.Now()
 	attrs := []attribute.KeyValue{PrimitiveKey.String(string(e.Primitive))}
+	if e.Client != "" {
+		attrs = append(attrs, ClientKey.String(e.Client))
+	}
 	if o.lockName {
 		attrs = append(attrs, LockNameKey.String(e.Name))
 	}

@@ -358,6 +358,7 @@ func TestSpans(t *testing.T) {
 	for _, s := range waits {
 		assert.Equal(t, parent.SpanContext().SpanID(), s.Parent().SpanID())
 		assert.Contains(t, s.Attributes(), redisyncotel.PrimitiveKey.String(string(redisync.PrimitiveMutex)))
+		assert.Contains(t, s.Attributes(), redisyncotel.ClientKey.String(c.Name()))
 	}
 	assert.Equal(t, codes.Unset, waits[0].Status().Code)
 	assert.Equal(t, codes.Error, waits[1].Status().Code)

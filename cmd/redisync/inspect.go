@@ -72,12 +72,12 @@ func printInfo(w io.Writer, info *lockInfo) {
 		if info.Kind == "RWMutex" {
 			fmt.Fprintln(tw, "  CLIENT\tOWNER\tMODE\tHOLDS\tTTL")
 			for _, h := range info.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Mode, h.Count, holdTTLs(h))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", shownClient(h.Client, h.ClientName), h.Owner, h.Mode, h.Count, holdTTLs(h))
 			}
 		} else {
 			fmt.Fprintln(tw, "  CLIENT\tOWNER\tHOLDS\tTTL")
 			for _, h := range info.Holders {
-				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Count, formatTTL(h.TTLMillis))
+				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", shownClient(h.Client, h.ClientName), h.Owner, h.Count, formatTTL(h.TTLMillis))
 			}
 		}
 		_ = tw.Flush()
@@ -92,7 +92,7 @@ func printInfo(w io.Writer, info *lockInfo) {
 			if ww.ClaimMillis <= 0 {
 				claim = fmt.Sprintf("lapsed %s ago: ignored (its writer gave up or died)", durationMS(-ww.ClaimMillis))
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", ww.Client, ww.Owner, claim)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", shownClient(ww.Client, ww.ClientName), ww.Owner, claim)
 		}
 		_ = tw.Flush()
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ func TestInspectHeld(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `^Mutex "inspect:held": locked, [0-9.]+s left\n`, r.stdout)
 	require.Regexp(t, `(?m)^  CLIENT +OWNER +HOLDS +TTL$`, r.stdout)
-	require.Regexp(t, `(?m)^  `+client+` +`+owner+` +2 +[0-9.]+s left$`, r.stdout)
+	require.Regexp(t, `(?m)^  `+shown(c)+` +`+owner+` +2 +[0-9.]+s left$`, r.stdout) // the Client by its name
 
 	// --json after the name, and the server from REDIS_URL.
 	r = runCmd(t, "", []string{"REDIS_URL=" + serverURL()}, "inspect", "inspect:held", "--json")
@@ -49,6 +51,7 @@ func TestInspectHeld(t *testing.T) {
 	require.Len(t, info.Holders, 1)
 	h := info.Holders[0]
 	require.Equal(t, client, h.Client)
+	require.Equal(t, c.Name(), h.ClientName)
 	require.Equal(t, owner, h.Owner)
 	require.EqualValues(t, 2, h.Count)
 	// The default watchdog lease is 30 s; the key was just renewed or set.
@@ -123,7 +126,7 @@ func TestUnlockForce(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the holder was not told")
 	}
-	require.Regexp(t, `holder [0-9a-f-]+ was told at once`, r.stdout)
+	require.Regexp(t, `holder `+shown(holder)+` was told at once`, r.stdout)
 	require.NoError(t, wm.UnlockContext(ctx))
 	n, err := rc.Do(ctx, rc.B().Exists().Key("unlock:force").Build()).AsInt64()
 	require.NoError(t, err)
@@ -172,7 +175,9 @@ func TestWatch(t *testing.T) {
 	require.NoError(t, cmd.Wait(), stderr.String())
 	require.Len(t, events, want, events)
 	if keyspace {
-		require.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3}  acquire  watch:one$`, events[0])
+		// Named when watch reads the lock before its release (see
+		// TestWatchMutexHandover for a hold that waits for it).
+		require.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3}  acquire  watch:one(  \(by `+shown(c)+`\))?$`, events[0])
 	}
 	require.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3}  release  watch:one$`, events[want-1])
 }
@@ -199,4 +204,30 @@ func TestWatchStops(t *testing.T) {
 	for lines.Scan() {
 	}
 	require.NoError(t, cmd.Wait(), "watch must exit 0 on SIGINT")
+}
+
+// inspect and top name a holding Client by the name given to WithName, with
+// its host and process; a Client without a record (a Java client's, or one
+// gone) shows as its id.
+func TestToolsNameTheClient(t *testing.T) {
+	c, _ := newLibClient(t, redisync.WithName("orders-svc"))
+	ctx := context.Background()
+	m := c.NewMutex("inspect:named")
+	require.NoError(t, m.LockContext(ctx))
+	defer func() { require.NoError(t, m.UnlockContext(ctx)) }()
+	host, _ := os.Hostname()
+	want := fmt.Sprintf("orders-svc (%s/%d)", host, os.Getpid())
+
+	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), "inspect:named")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(want)+` +\d+ +1 +[0-9.]+s left$`, r.stdout)
+	info := inspectJSON(t, "inspect:named")
+	require.Len(t, info.Holders, 1)
+	require.Equal(t, c.ID(), info.Holders[0].Client)
+	require.Equal(t, want, info.Holders[0].ClientName)
+
+	row := &topRow{info: &info}
+	require.Regexp(t, `^`+regexp.QuoteMeta(want)+`:\d+$`, row.holder(), "top's HOLDER")
+	row.info.Holders[0].ClientName = ""
+	require.Equal(t, c.ID()[:8]+":"+info.Holders[0].Owner, row.holder(), "without a record: the id's start")
 }

@@ -60,9 +60,12 @@ type lockInfo struct {
 
 // A holderInfo is one owner's hold.
 type holderInfo struct {
-	Client string `json:"client"`          // the holding Client's UUID (Redisson: its UUID too)
-	Owner  string `json:"owner"`           // the owner within that Client (Redisson: the thread id)
-	Count  int64  `json:"count,omitempty"` // hold count: above 1 when the owner re-entered
+	Client string `json:"client"` // the holding Client's UUID (Redisson: its UUID too)
+	// ClientName is the holding Client's name, host and process (see
+	// redisync.WithName), when it is a running redisync Client.
+	ClientName string `json:"client_name,omitempty"`
+	Owner      string `json:"owner"`           // the owner within that Client (Redisson: the thread id)
+	Count      int64  `json:"count,omitempty"` // hold count: above 1 when the owner re-entered
 	// TTLMillis is this hold's own remaining lease; for a Mutex, the key's.
 	// For an RWMutex reader, the longest of its read holds' leases. For a
 	// Semaphore holder, the time until its lease ends by the server's clock:
@@ -195,6 +198,7 @@ func detectAll(ctx context.Context, rc rueidis.Client, name string) (found []*lo
 		}
 		if info != nil {
 			matched[l.group] = true
+			nameClients(ctx, rc, info)
 			found = append(found, info)
 		}
 	}

@@ -17,8 +17,9 @@ import (
 // for a Semaphore, in queue order.
 type waiterInfo struct {
 	// ID is the waiter's id, "<client-uuid>:w<n>": one per waiting call.
-	ID     string `json:"id"`
-	Client string `json:"client"` // the waiting Client's UUID
+	ID         string `json:"id"`
+	Client     string `json:"client"`                // the waiting Client's UUID
+	ClientName string `json:"client_name,omitempty"` // its name, as a holder's
 	// Arrival is its place number in the queue's sorted set: 1, 2, ... in
 	// the order of arrival (numbers of waiters gone are not reused).
 	Arrival int64 `json:"arrival"`
@@ -144,11 +145,11 @@ func printWaiters(w io.Writer, info *lockInfo) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if sem {
-		fmt.Fprintln(tw, "  #\tWAITER\tWANTS\tHEARTBEAT")
+		fmt.Fprintln(tw, "  #\tWAITER\tCLIENT\tWANTS\tHEARTBEAT")
 	} else if info.Kind == "RFairLock" {
-		fmt.Fprintln(tw, "  #\tWAITER\tEVICTION")
+		fmt.Fprintln(tw, "  #\tWAITER\tEVICTION") // Redisson's: its id is the whole client
 	} else {
-		fmt.Fprintln(tw, "  #\tWAITER\tHEARTBEAT")
+		fmt.Fprintln(tw, "  #\tWAITER\tCLIENT\tHEARTBEAT")
 	}
 	for i, wt := range info.Waiters {
 		beat := "no heartbeat recorded"
@@ -165,9 +166,11 @@ func printWaiters(w io.Writer, info *lockInfo) {
 			beat = "dead since " + durationMS(-*ms) + ": will be skipped"
 		}
 		if sem {
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", i+1, wt.ID, wt.Wants, beat)
-		} else {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", i+1, wt.ID, shownClient(wt.Client, wt.ClientName), wt.Wants, beat)
+		} else if info.Kind == "RFairLock" {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\n", i+1, wt.ID, beat)
+		} else {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", i+1, wt.ID, shownClient(wt.Client, wt.ClientName), beat)
 		}
 	}
 	_ = tw.Flush()

@@ -155,7 +155,7 @@ func printRPermits(w io.Writer, info *lockInfo) {
 		case h.Lapsed:
 			lease = fmt.Sprintf("ended %s ago: free (the next call of either side counts it back)", durationMS(-h.TTLMillis))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", h.Client, lease)
+		fmt.Fprintf(tw, "  %s\t%s\n", shownClient(h.Client, h.ClientName), lease)
 	}
 	_ = tw.Flush()
 }

@@ -15,8 +15,9 @@ import (
 // A writerInfo is a writer waiting for an RWMutex: its claim in the set of
 // waiting writers.
 type writerInfo struct {
-	Client string `json:"client"`
-	Owner  string `json:"owner"`
+	Client     string `json:"client"`
+	ClientName string `json:"client_name,omitempty"` // its name, as a holder's
+	Owner      string `json:"owner"`
 	// ClaimMillis is how long the writer's claim lasts unless the writer
 	// tries again (a live one does, several times per claim), by the
 	// server's clock. Zero or negative once it has lapsed: the claim is then

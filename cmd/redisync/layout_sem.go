@@ -98,7 +98,7 @@ func printSemHolders(w io.Writer, info *lockInfo) {
 		} else if h.Lapsed {
 			lease = fmt.Sprintf("lapsed %s ago: not counted (its permits are free; the next call removes it)", durationMS(-h.TTLMillis))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", h.Client, h.Owner, h.Permits, lease)
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", shownClient(h.Client, h.ClientName), h.Owner, h.Permits, lease)
 	}
 	_ = tw.Flush()
 }

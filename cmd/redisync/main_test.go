@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
 )
@@ -270,4 +273,21 @@ func startWatch(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner, *strin
 		t.Log(lines.Text())
 	}
 	return cmd, lines, stderr
+}
+
+// shown is how the tools show c: its name, as a regular expression.
+func shown(c *redisync.Client) string { return regexp.QuoteMeta(c.Name()) }
+
+// nameOf is how the tools show the Client whose id is id: by the record it
+// keeps on the test server.
+func nameOf(t *testing.T, id string) string {
+	t.Helper()
+	rc, err := target.NewClient()
+	require.NoError(t, err)
+	defer rc.Close()
+	v, err := rc.Do(context.Background(), rc.B().Get().Key(layout.ClientInfo(id)).Build()).ToString()
+	require.NoError(t, err, "the record of Client %s", id)
+	var rec clientRecord
+	require.NoError(t, json.Unmarshal([]byte(v), &rec))
+	return rec.String()
 }

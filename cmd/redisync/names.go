@@ -150,7 +150,7 @@ var lockChannels = []lockChannel{
 			return "release", ""
 		}
 		if n, err := strconv.ParseInt(msg, 10, 64); err == nil && n > 1 {
-			return "handover", "Mutex: handed to the queued waiter at place " + msg
+			return "handover", "Mutex: handed to the first live waiter in its queue"
 		}
 		return fmt.Sprintf("message %q", msg), ""
 	}},

@@ -81,10 +81,11 @@ type serverView struct {
 
 // A quorumHold is one hold and the deployments that have it.
 type quorumHold struct {
-	Client string   `json:"client"`
-	Owner  string   `json:"owner"`
-	On     []string `json:"on"`
-	Held   bool     `json:"held"` // on a majority
+	Client     string   `json:"client"`
+	ClientName string   `json:"client_name,omitempty"` // as a holder's
+	Owner      string   `json:"owner"`
+	On         []string `json:"on"`
+	Held       bool     `json:"held"` // on a majority
 }
 
 // inspectQuorum reads the lock name on every deployment of rcs.
@@ -105,7 +106,7 @@ func inspectQuorum(ctx context.Context, rcs []rueidis.Client, urls quorumURLs, n
 			for _, h := range info.Holders {
 				j := slices.IndexFunc(v.Holders, func(q quorumHold) bool { return q.Client == h.Client && q.Owner == h.Owner })
 				if j < 0 {
-					v.Holders = append(v.Holders, quorumHold{Client: h.Client, Owner: h.Owner})
+					v.Holders = append(v.Holders, quorumHold{Client: h.Client, ClientName: h.ClientName, Owner: h.Owner})
 					j = len(v.Holders) - 1
 				}
 				v.Holders[j].On = append(v.Holders[j].On, sv.URL)
@@ -131,7 +132,7 @@ func (v *quorumView) print(w io.Writer) {
 		if !h.Held {
 			state = "NOT held (fewer than a majority: a hold being taken, given back, or lost)"
 		}
-		fmt.Fprintf(w, "  %s:%s on %d of %d: %s; %s\n", h.Client, h.Owner, len(h.On), len(v.Servers), strings.Join(h.On, ", "), state)
+		fmt.Fprintf(w, "  %s:%s on %d of %d: %s; %s\n", shownClient(h.Client, h.ClientName), h.Owner, len(h.On), len(v.Servers), strings.Join(h.On, ", "), state)
 	}
 	for i, s := range v.Servers {
 		fmt.Fprintf(w, "\n%s:\n", s.URL)

@@ -65,8 +65,8 @@ func TestInspectRWMutexReaders(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `^RWMutex "inspect:rw": locked for reading by 2 readers, [0-9.]+s left\n`, r.stdout)
 	require.Regexp(t, `(?m)^  CLIENT +OWNER +MODE +HOLDS +TTL$`, r.stdout)
-	require.Regexp(t, `(?m)^  `+client+` +`+owner+` +read +2 +2\d\.\d+s left \(holds: [0-8]\.\d+s, 2\d\.\d+s\)$`, r.stdout)
-	require.Regexp(t, `(?m)^  [-0-9a-f]+ +\d+ +read +1 +2\d\.\d+s left$`, r.stdout)
+	require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(nameOf(t, client))+` +`+owner+` +read +2 +2\d\.\d+s left \(holds: [0-8]\.\d+s, 2\d\.\d+s\)$`, r.stdout)
+	require.Regexp(t, `(?m)^  \S+ +\d+ +read +1 +2\d\.\d+s left$`, r.stdout)
 
 	info := inspectJSON(t, name)
 	require.Equal(t, "RWMutex", info.Kind)
@@ -122,10 +122,10 @@ func TestInspectRWMutexWaitingWriter(t *testing.T) {
 	r := runCmd(t, "", nil, "inspect", "--redis", serverURL(), name)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `^RWMutex "inspect:rwwriter": locked for writing, 2\d\.\d+s left\n`, r.stdout)
-	require.Regexp(t, `(?m)^  `+hClient+` +`+hOwner+` +write +1 +2\d\.\d+s left$`, r.stdout)
+	require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(nameOf(t, hClient))+` +`+hOwner+` +write +1 +2\d\.\d+s left$`, r.stdout)
 	require.Contains(t, r.stdout, "\n  waiting writers (new readers wait behind them):\n")
 	// The claim lasts 3 s and is renewed while the writer waits.
-	require.Regexp(t, `(?m)^  `+wClient+` +`+wOwner+` +lapses in [0-3](\.\d+)?m?s unless it tries again$`, r.stdout)
+	require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(nameOf(t, wClient))+` +`+wOwner+` +lapses in [0-3](\.\d+)?m?s unless it tries again$`, r.stdout)
 
 	info := inspectJSON(t, name)
 	require.Equal(t, "write", info.Mode)

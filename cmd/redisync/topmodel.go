@@ -380,7 +380,8 @@ func (r *topRow) cells(now time.Time, uncounted bool) []string {
 }
 
 // holder describes who holds the row's lock: the first holder as its
-// Client's UUID's first 8 characters and its owner, with how many more
+// Client's name (without a record of it, its UUID's first 8 characters) and
+// its owner, with how many more
 // there are; a Semaphore's holders as their count and the permits taken; a
 // WaitGroup's counter; a done Once as "done".
 func (r *topRow) holder() string {
@@ -411,9 +412,11 @@ func (r *topRow) holder() string {
 		return "free"
 	}
 	h := live[0]
-	client := h.Client
-	if len(client) > 8 {
-		client = client[:8]
+	client := h.ClientName
+	if client == "" && len(h.Client) > 8 {
+		client = h.Client[:8]
+	} else if client == "" {
+		client = h.Client
 	}
 	s := client + ":" + h.Owner
 	if h.Mode != "" {

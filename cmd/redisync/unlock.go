@@ -140,11 +140,11 @@ func sayTold(ctx context.Context, std *stdio, rc rueidis.Client, holders []holde
 		counts, err := rc.Do(ctx, cmd).AsIntMap()
 		switch {
 		case err != nil:
-			fmt.Fprintf(std.out, "holder %s: could not tell whether it was told (%v)\n", h.Client, err)
+			fmt.Fprintf(std.out, "holder %s: could not tell whether it was told (%v)\n", shownClient(h.Client, h.ClientName), err)
 		case counts[channel] > 0:
-			fmt.Fprintf(std.out, "holder %s was told at once (its Done closed)\n", h.Client)
+			fmt.Fprintf(std.out, "holder %s was told at once (its Done closed)\n", shownClient(h.Client, h.ClientName))
 		default:
-			fmt.Fprintf(std.out, "holder %s was not listening (its process is gone, or it is not redisync): it learns at its next renewal, if it lives\n", h.Client)
+			fmt.Fprintf(std.out, "holder %s was not listening (its process is gone, or it is not redisync): it learns at its next renewal, if it lives\n", shownClient(h.Client, h.ClientName))
 		}
 	}
 }

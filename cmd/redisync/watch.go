@@ -55,7 +55,7 @@ func runWatch(ctx context.Context, std *stdio, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	w := &watcher{out: std, match: match, limit: *count, renewals: *renewals, stop: cancel, known: map[string]bool{}}
+	w := &watcher{out: std, rc: rc, match: match, limit: *count, renewals: *renewals, stop: cancel, known: map[string]bool{}}
 	subs, notes := watchPlan(ctx, rc, opt.SelectDB, pattern, literalPattern(pattern), cf.classicPubSub)
 	for _, n := range notes {
 		fmt.Fprintln(std.out, "# "+n)
@@ -145,6 +145,7 @@ func keyspaceSetting(ctx context.Context, rc rueidis.Client) (string, bool) {
 // A watcher turns messages into event lines.
 type watcher struct {
 	out      *stdio
+	rc       rueidis.Client // reads who a line is about (see named)
 	match    func(string) bool
 	limit    int
 	renewals bool
@@ -155,7 +156,22 @@ type watcher struct {
 	ready   bool
 	known   map[string]bool // keys seen acquired, whose expiry is a lock's
 	echoes  map[string]bool // channels whose next "0" is an event's echo (lockChannel.echoed)
+
+	// lines are the events on their way to the printer, in the order of
+	// their messages: naming a Client takes a read from Redis, which a
+	// message handler, on rueidis's reader, must not wait for.
+	lines chan watchLine
 }
+
+// A watchLine is one event to print. named, when set, returns its detail
+// with the Clients it concerns named, or "" to keep detail.
+type watchLine struct {
+	event, name, detail string
+	named               func(ctx context.Context) string
+}
+
+// nameBound bounds the reads that name the Clients of one line.
+const nameBound = 200 * time.Millisecond
 
 // run subscribes, prints a header once every subscription is confirmed, and
 // prints events until ctx ends. A resubscription after a reconnect is noted,
@@ -183,6 +199,9 @@ func (w *watcher) run(ctx context.Context, subs []subscription, pattern string) 
 		}
 	}
 	errs := make(chan error, len(subs))
+	w.lines = make(chan watchLine, 1024)
+	printed := make(chan struct{})
+	go w.print(context.WithoutCancel(ctx), printed)
 	var wg sync.WaitGroup
 	for _, s := range subs {
 		wg.Go(func() {
@@ -190,6 +209,8 @@ func (w *watcher) run(ctx context.Context, subs []subscription, pattern string) 
 		})
 	}
 	wg.Wait()
+	close(w.lines)
+	<-printed
 	close(errs)
 	for err := range errs {
 		if err != nil && ctx.Err() == nil {
@@ -207,9 +228,81 @@ func (w *watcher) handle(msg rueidis.PubSubMessage) {
 		}
 		return
 	}
-	if _, event, name, detail, ok := w.channel(msg); ok {
-		w.emit(event, name, detail)
+	if lc, event, name, detail, ok := w.channel(msg); ok {
+		w.queue(event, name, detail, w.naming(lc, event, name, msg.Message))
 	}
+}
+
+// queue passes an event of a matching name on to the printer.
+func (w *watcher) queue(event, name, detail string, named func(context.Context) string) {
+	if w.match(name) {
+		w.lines <- watchLine{event: event, name: name, detail: detail, named: named}
+	}
+}
+
+// print prints the queued lines in order, naming their Clients, until the
+// queue is closed; then it closes done.
+func (w *watcher) print(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	for l := range w.lines {
+		if l.named != nil {
+			nctx, cancel := context.WithTimeout(ctx, nameBound)
+			if d := l.named(nctx); d != "" {
+				l.detail = d
+			}
+			cancel()
+		}
+		w.emit(l.event, l.name, l.detail)
+	}
+}
+
+// naming returns how to name the Client an event of lc concerns: the new
+// holder of a Mutex handed over, the waiter whose turn a FairMutex's message
+// gives, or whose request a Semaphore's fits. It is nil for other events.
+func (w *watcher) naming(lc *lockChannel, event, name, msg string) func(context.Context) string {
+	switch {
+	case event == "handover":
+		return func(ctx context.Context) string {
+			if who := w.holderOf(ctx, name); who != "" {
+				return "Mutex: handed to " + who + ", the first live waiter in its queue"
+			}
+			return ""
+		}
+	case lc.kind == "FairMutex" || lc.kind == "Semaphore":
+		return func(ctx context.Context) string {
+			who := namesOf(ctx, w.rc, []string{layout.ClientOf(msg)})[layout.ClientOf(msg)]
+			if who == "" {
+				return ""
+			}
+			if lc.kind == "FairMutex" {
+				return "FairMutex: waiter " + msg + " of " + who + " is next"
+			}
+			return "Semaphore: the request of waiter " + msg + " of " + who + " fits now"
+		}
+	}
+	return nil
+}
+
+// holderOf names the Client that holds the lock hash key: "" when none
+// does, when its holders are of several Clients, or when its Client has no
+// record.
+func (w *watcher) holderOf(ctx context.Context, key string) string {
+	fields, err := w.rc.Do(ctx, w.rc.B().Hkeys().Key(key).Build()).AsStrSlice()
+	if err != nil {
+		return ""
+	}
+	id := ""
+	for _, f := range fields {
+		if f == "mode" { // an RWMutex's
+			continue
+		}
+		c := layout.ClientOf(f)
+		if c == "" || id != "" && c != id {
+			return ""
+		}
+		id = c
+	}
+	return namesOf(ctx, w.rc, []string{id})[id]
 }
 
 // channel classifies a message of a lock channel: the primitive's channel,
@@ -290,7 +383,7 @@ func (w *watcher) keyspace(key, event string) {
 		name, kind = nameFromAux(rest), "Once" // its claim
 	} else if rest, ok := strings.CutPrefix(key, layout.ElectionPrefix+":"); ok {
 		if event == "expired" {
-			w.emit("expire", nameFromAux(rest), "Election: the leader's lease ran out: it stopped renewing")
+			w.queue("expire", nameFromAux(rest), "Election: the leader's lease ran out: it stopped renewing", nil)
 		}
 		return
 	} else if strings.HasPrefix(key, "redisson_") || strings.HasPrefix(key, "redisync_") || strings.Contains(key, ":rwlock_timeout:") {
@@ -301,10 +394,15 @@ func (w *watcher) keyspace(key, event string) {
 		w.mu.Lock()
 		w.known[key] = true
 		w.mu.Unlock()
-		w.emit("acquire", name, kind)
+		w.queue("acquire", name, kind, func(ctx context.Context) string {
+			if who := w.holderOf(ctx, key); who != "" {
+				return strings.TrimPrefix(kind+": by "+who, ": ")
+			}
+			return ""
+		})
 	case "expire":
 		if w.renewals {
-			w.emit("renew", name, kind)
+			w.queue("renew", name, kind, nil)
 		}
 	case "expired":
 		w.mu.Lock()
@@ -312,14 +410,14 @@ func (w *watcher) keyspace(key, event string) {
 		delete(w.known, key)
 		w.mu.Unlock()
 		if known {
-			w.emit("expire", name, strings.TrimPrefix(kind+": lease ran out: its holder stopped renewing", ": "))
+			w.queue("expire", name, strings.TrimPrefix(kind+": lease ran out: its holder stopped renewing", ": "), nil)
 		}
 	case "del":
 		w.mu.Lock()
 		delete(w.known, key) // a lock's release arrives on its channel
 		w.mu.Unlock()
 		if kind == "FairMutex" { // a Once's claim's end comes on its channel
-			w.emit("release", name, kind)
+			w.queue("release", name, kind, nil)
 		}
 	}
 }

@@ -162,6 +162,12 @@ const ClientChannelPrefix = "redisync_client"
 // cluster, its sharded channel lives in that slot.
 func ClientChannel(id string) string { return ClientChannelPrefix + ":{" + id + "}" }
 
+// ClientInfo returns the key where the Client whose id is id keeps its name,
+// host and process id (a JSON object) while it runs, with a short expiry it
+// renews: a Client that dies leaves no record for long. It shares the
+// Client's channel's name and hash tag (keys and channels are apart).
+func ClientInfo(id string) string { return ClientChannel(id) }
+
 // ClientOf returns the id of the Client that a hold field belongs to: the
 // field's first part, before its first ':'; "" when it has none.
 func ClientOf(field string) string {
