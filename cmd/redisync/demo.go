@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -192,36 +190,62 @@ func (d *demo) cleanup(name string) {
 	_ = d.rc.Do(ctx, d.rc.B().Del().Key(del...).Build()).Error()
 }
 
-// summary prints the table of every scene and fails if any scene saw more
-// inside at once than it allows, or served a FairMutex out of order.
+// wrapParts joins a scene's numbers with commas into indented lines that fit
+// 80 columns, each ending in a newline.
+func wrapParts(parts []string) string {
+	const indent, width = "      ", 80
+	var b strings.Builder
+	line := indent
+	for i, p := range parts {
+		if i < len(parts)-1 {
+			p += ","
+		}
+		if line != indent && len(line)+1+len(p) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += p
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// summary prints every scene's numbers, two lines a scene so that they fit
+// a terminal, and fails if any scene saw more inside at once than it allows,
+// or served a FairMutex out of order.
 func (d *demo) summary(results []sceneResult) error {
 	fmt.Fprintf(d.std.out, "\n%s\n", d.bold("summary"))
-	tw := tabwriter.NewWriter(d.std.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  scene\tworkers\tacquisitions\tmost inside / allowed\thandoff p50\thandoff p99\ttakeover\torder inversions\tstale writes rejected")
 	most, semMost, semLimit, inversions := 0, 0, 0, 0
 	var failed error
 	for i, r := range results {
 		slices.Sort(r.handoffs)
 		limit := max(r.limit, 1)
-		inside, p50, p99, take, inv, stale := fmt.Sprintf("%d / %d", r.maxHolders, limit), "-", "-", "-", "-", "-"
-		if len(r.handoffs) > 0 {
-			p50, p99 = roundDuration(percentile(r.handoffs, 50)).String(), roundDuration(percentile(r.handoffs, 99)).String()
-		}
-		if r.takeover > 0 {
-			take = fmt.Sprintf("%s (lease %v)", roundDuration(r.takeover), cmp.Or(r.lease, demoWatchdog))
-		}
+		parts := []string{fmt.Sprintf("%d workers", r.workers), fmt.Sprintf("%d acquisitions", r.acquisitions)}
 		switch {
 		case r.fenced:
-			inside, stale = "-", strconv.Itoa(r.staleRejected)
+			parts = append(parts, fmt.Sprintf("%d stale %s rejected", r.staleRejected, plural(int64(r.staleRejected), "write", "writes")))
 		case limit > 1:
 			semMost, semLimit = max(semMost, r.maxHolders), limit
 		default:
 			most = max(most, r.maxHolders)
 		}
+		if !r.fenced {
+			parts = append(parts, fmt.Sprintf("at most %d inside (%d allowed)", r.maxHolders, limit))
+		}
+		if len(r.handoffs) > 0 {
+			parts = append(parts, fmt.Sprintf("handoff p50 %s, p99 %s",
+				roundDuration(percentile(r.handoffs, 50)), roundDuration(percentile(r.handoffs, 99))))
+		}
+		if r.takeover > 0 {
+			parts = append(parts, fmt.Sprintf("takeover %s (lease %v)", roundDuration(r.takeover), cmp.Or(r.lease, demoWatchdog)))
+		}
 		if r.order != nil {
 			n := countInversions(r.order)
 			inversions += n
-			inv = strconv.Itoa(n)
+			parts = append(parts, fmt.Sprintf("%d order %s", n, plural(int64(n), "inversion", "inversions")))
 			if n > 0 && failed == nil {
 				failed = fmt.Errorf("scene %d: FairMutex order violated: %d inversions (served in queue places %v)", i+1, n, r.order)
 			}
@@ -229,19 +253,18 @@ func (d *demo) summary(results []sceneResult) error {
 		if !r.fenced && r.maxHolders > limit && failed == nil {
 			failed = fmt.Errorf("scene %d: %d inside at once, %d allowed", i+1, r.maxHolders, limit)
 		}
-		fmt.Fprintf(tw, "  %d %s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, strings.SplitN(r.title, ";", 2)[0], r.workers,
-			r.acquisitions, inside, p50, p99, take, inv, stale)
+		fmt.Fprintf(d.std.out, "  %d %s\n%s", i+1, strings.SplitN(r.title, ";", 2)[0], wrapParts(parts))
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical section; a lock allows 1)\n", most)
+	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical\n  section; a lock allows 1)\n", most)
 	if semLimit > 0 {
 		fmt.Fprintf(d.std.out, "most inside the Semaphore at once: %d of %d permits (the same counter)\n", semMost, semLimit)
 	}
-	fmt.Fprintf(d.std.out, "order inversions: %d (pairs of FairMutex waiters served in the opposite order of their arrival in the queue)\n", inversions)
-	fmt.Fprintf(d.std.out, "handoff: from the start of one worker's Unlock to the next worker holding the lock, across processes\n")
-	fmt.Fprintf(d.std.out, "takeover: from a holder's kill or pause to the next worker holding the lock, once the lease ran out\n")
-	fmt.Fprintf(d.std.out, "stale writes rejected: writes with an outdated fencing token refused by the Fence; the fenced scene\n"+
-		"does not count holders, since a paused holder still believes it holds the lock: the token is what protects the data\n")
+	fmt.Fprintf(d.std.out, "order inversions: %d (pairs of FairMutex waiters served in the opposite order\n  of their arrival in the queue)\n", inversions)
+	fmt.Fprint(d.std.out, "handoff: from the start of one worker's Unlock to the next worker holding the\n  lock, across processes\n")
+	fmt.Fprint(d.std.out, "takeover: from a holder's kill or pause to the next worker holding the lock,\n  once the lease ran out\n")
+	fmt.Fprint(d.std.out, "stale writes rejected: writes with an outdated fencing token refused by the\n"+
+		"  Fence; the fenced scene does not count holders, since a paused holder still\n"+
+		"  believes it holds the lock: the token is what protects the data\n")
 	if most > 1 {
 		return fmt.Errorf("mutual exclusion violated: %d holders at once", most)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
@@ -160,10 +161,13 @@ func checkDemo(t *testing.T, out string) {
 	require.Contains(t, out, "w1 killed with SIGKILL while holding")
 	require.Regexp(t, `w[23] acquired  took over [0-9.]+m?s after the kill`, out)
 	// Summary rows: 4 workers x 5 rounds; then the victim's one hold and
-	// 2 workers x 3 rounds. Columns: workers, acquisitions, most holders.
-	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock +4 +20 +1 / 1 `, out)
-	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL +3 +7 +1 / 1 `, out)
-	require.Regexp(t, `(?m)^  2 .* [0-9.]+m?s \(lease 1.5s\) +- +-$`, out)
+	// 2 workers x 3 rounds: workers, acquisitions, most holders.
+	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock\n      4 workers, 20 acquisitions, at most 1 inside \(1 allowed\),\n      handoff p50 `, out)
+	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL\n      3 workers, 7 acquisitions, at most 1 inside \(1 allowed\),\n`, out)
+	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL\n(?s:.*?)takeover [0-9.]+m?s \(lease 1.5s\)$`, out)
+	for _, l := range strings.Split(out[strings.Index(out, "summary"):], "\n") {
+		require.LessOrEqual(t, utf8.RuneCountInString(l), 80, "the summary fits a terminal: %q", l)
+	}
 	checkFencedScene(t, out)
 }
 

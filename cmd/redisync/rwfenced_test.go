@@ -288,5 +288,5 @@ func checkFencedScene(t *testing.T, out string) {
 	require.Contains(t, out, "w2 wrote through the fence with token "+tokens[1][2]+": accepted")
 	require.Contains(t, out, "w1's write with token "+tokens[0][2]+" REJECTED by the fence (ErrStaleToken)")
 	require.Contains(t, out, "the fence keeps w2's write: token "+tokens[1][2]+",")
-	require.Regexp(t, `(?m)^  3 FencedMutex: a paused holder's lease runs out +2 +2 +- +- +- +[0-9.]+m?s \(lease 1s\) +- +1$`, out)
+	require.Regexp(t, `(?m)^  3 FencedMutex: a paused holder's lease runs out\n      2 workers, 2 acquisitions, 1 stale write rejected,\n      takeover [0-9.]+[mµ]?s \(lease 1s\)$`, out)
 }

@@ -29,7 +29,7 @@ func runTop(ctx context.Context, std *stdio, args []string) error {
 	var cf connFlags
 	cf.register(fs)
 	interval := fs.Duration("interval", time.Second, "refresh every `D`")
-	sortBy := fs.String("sort", "activity", "first `ORDER`: activity (acquisitions and releases per second), waiters, held, longest, ttl or name")
+	sortBy := fs.String("sort", "activity", "first `ORDER`: activity (locks held or waited on first, then acquisitions and releases per second), waiters, held, longest, ttl or name")
 	count := fs.Int("count", 0, "stop after `N` refreshes shown (0: until q or Ctrl-C)")
 	plain := fs.Bool("plain", false, "print a table each refresh, also on a terminal")
 	rows := fs.Int("rows", 20, "with --plain or output that is not a terminal: at most `N` rows a table (0: all)")

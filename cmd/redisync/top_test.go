@@ -135,3 +135,25 @@ func TestTopShortDuration(t *testing.T) {
 		require.Equal(t, want, shortDuration(d), d)
 	}
 }
+
+// By default a lock held now comes before a free one however busy the free
+// one is: a 250 ms hold stays in sight beside locks churning through short
+// holds, which are free at most refreshes.
+func TestTopDefaultOrderShowsHeldLocksFirst(t *testing.T) {
+	m := newTopModel()
+	t0 := time.Now()
+	churn, long := rowKey{"churn", "name"}, rowKey{"long", "name"}
+	m.update(refresh{at: t0, infos: map[rowKey]*lockInfo{long: mutexInfo("long", "1")}, read: map[string]bool{"churn": true, "long": true},
+		released: map[rowKey]int64{churn: 1}})
+	t1 := t0.Add(time.Second)
+	m.update(refresh{at: t1, infos: map[rowKey]*lockInfo{long: mutexInfo("long", "1")}, read: map[string]bool{"churn": true, "long": true},
+		released: map[rowKey]int64{churn: 200}})
+	acq, rel, _ := m.rows[churn].rates()
+	require.Positive(t, acq+rel, "churn is busy")
+	rows := m.sorted("activity", false)
+	require.Equal(t, []string{"long", "churn"}, []string{rows[0].key.name, rows[1].key.name})
+	rows = m.sorted("name", false)
+	require.Equal(t, "churn", rows[0].key.name, "other orders are as they were")
+	rows = m.sorted("activity", true)
+	require.Equal(t, "churn", rows[0].key.name, "reversed")
+}

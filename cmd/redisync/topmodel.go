@@ -300,9 +300,18 @@ func (m *topModel) sorted(by string, reverse bool) []*topRow {
 		acq, rel, _ := r.rates()
 		return acq + rel
 	}
+	// In the default order a lock held or waited on now comes before a free
+	// one, however busy: a lock that churns through short holds is free at
+	// most refreshes, and would push the long holds out of sight.
+	busy := func(r *topRow) bool { return by == "activity" && (r.holds > 0 || r.waiting() > 0) }
 	slices.SortFunc(rows, func(a, b *topRow) int {
 		c := 0
-		if ma, mb := metric(a), metric(b); ma != mb {
+		if ba, bb := busy(a), busy(b); ba != bb {
+			c = 1
+			if ba {
+				c = -1
+			}
+		} else if ma, mb := metric(a), metric(b); ma != mb {
 			c = 1
 			if ma > mb {
 				c = -1
