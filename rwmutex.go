@@ -196,6 +196,7 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 // claims its turn when it finds the lock taken.
 func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	op := rw.protocol(shared, rw.name, owner, PrimitiveRWRead, rw.l.Channel, readPolicy)
+	op.latch = rw.l.Latch
 	if write {
 		op.key.kind, op.primitive, op.suffix = exclusive, PrimitiveRWWrite, layout.WriteSuffix
 		op.policy = writePolicy

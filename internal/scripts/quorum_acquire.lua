@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
 --          (the Mutex layout, on each server)
--- KEYS[2]  the prefix of the lock's latch keys (see mutex_release)
+-- KEYS[2]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          mutex_release)
 -- KEYS[3]  the lock's token counter (a FencedMutex's)
 -- KEYS[4]  the server's quorum marker (see quorum_lib)
 -- ARGV[1]  lease in milliseconds
@@ -54,7 +55,7 @@ end
 if redis.call('exists', lock) == 1 then
 	return {0, redis.call('pttl', lock), counter, kept}
 end
-if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
+if redis.call('exists', KEYS[2]) == 1 then
 	return {-4, 0, counter, kept}
 end
 redis.call('hset', lock, field, 1)

@@ -25,7 +25,7 @@ func (r *Runner) AcquireRead(ctx context.Context, l *layout.RW, h Hold, writer s
 func (r *Runner) AcquireWrite(ctx context.Context, l *layout.RW, h Hold, claimMS string, claim bool) (Reply, error) {
 	return lockReply(r.integer(ctx, Call{
 		Script: RWWriteLock,
-		Keys:   []string{l.Key, l.Writers, l.Latch},
+		Keys:   []string{l.Key, l.Writers, latchKey(l.Latch, h.Field, h.LatchKey)},
 		Args:   []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), h.Field, claimMS, flag(claim)},
 	}))
 }
@@ -43,7 +43,8 @@ func (r *Runner) ReleaseRead(ctx context.Context, l *layout.RW, rel *Release) (R
 // write lock and wakes every waiter.
 func (r *Runner) ReleaseWrite(ctx context.Context, l *layout.RW, rel *Release) (Released, error) {
 	var argv [7]string
-	return r.released(ctx, Call{Script: RWWriteUnlock, Keys: []string{l.Key, l.Channel, l.Latch}, Args: r.argv(&argv, rel)})
+	keys := []string{l.Key, l.Channel, latchKey(l.Latch, rel.Field, rel.LatchKey)}
+	return r.released(ctx, Call{Script: RWWriteUnlock, Keys: keys, Args: r.argv(&argv, rel)})
 }
 
 // LeaveWriters runs rw_writer_leave: the waiting writer id takes back its
