@@ -178,11 +178,16 @@ func (r *Runner) ints(ctx context.Context, call Call, most int) ([]int64, error)
 // first did), whose reply is 1, 0 or nil (-1: the hold was not there).
 func (r *Runner) released(ctx context.Context, call Call) (Released, error) {
 	call.Retryable = true
-	n, err := r.integer(ctx, call)
+	return releasedOf(call, r.Exec(ctx, call))
+}
+
+// releasedOf decodes res, the reply of the release call: see released.
+func releasedOf(call Call, res rueidis.RedisResult) (Released, error) {
+	n, err := res.AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return Released{Status: -1}, nil
 	}
-	return Released{Status: n}, err
+	return Released{Status: n}, call.explain(err)
 }
 
 // queueReleased runs a retryable release call whose reply is {status, id...}

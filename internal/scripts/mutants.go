@@ -29,7 +29,7 @@ var mutants = []struct {
 	{"owner-field", &MutexWait, "if redis.call('exists', KEYS[2]) == 1 then", "if false then"},
 	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
-	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[4] .. ':' .. ARGV[2]) == 1 then", "if false then"},
+	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5]) == 1 then", "if false then"},
 	{"once-rerun", &OnceClaim, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"wg-early", &WGAdd, "if after == 0 then", "if after <= 1 then"},
