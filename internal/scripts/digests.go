@@ -23,7 +23,7 @@ var digests = map[string]string{
 	"mutex_wait+queue_lib":                       "1ba7f1ddee8cb247c94563646dc92030f7da3b37",
 	"once_claim+hold_lib":                        "96463a414005682f99e1100f65dee9d2cca214a7",
 	"once_release+hold_lib":                      "822d55ffcf4d437b9215a20dd0335467a1438e8d",
-	"quorum_acquire+queue_lib+quorum_lib":        "6a276b1cb3283b5f284f984fe18c3ce1709253e8",
+	"quorum_acquire+queue_lib+quorum_lib":        "7b214508983ce9cc7e23d8b189609f39a2082707",
 	"quorum_catchup+queue_lib+quorum_lib":        "b827c257469f71af259b2bca6b756456391825d0",
 	"quorum_init":                                "4b235305ef49478fdd85a6f596ef0e9ddfadcd41",
 	"quorum_renew":                               "3741d4a0b55423f268f8e04e9f54a18c37aa4858",
