@@ -84,8 +84,8 @@ func (s *Scheduler) renew(due []*Lease) {
 }
 
 // grow files a renewal of l that asked for keys its Keys do not declare, n
-// by l's own count (s.mu held, l in flight): l declares those from now on
-// and is renewed again at once, and a copy of the asking call that arrives
+// by l's own count (s.mu held, l in flight): l declares those in its later
+// renewals and is renewed again at once, and a copy of the asking call that arrives
 // late is harmless, since it did nothing for l. A lease that asks right
 // after it grew is a failure, retried after a backoff until its deadline:
 // Grow does not give what the script wants.

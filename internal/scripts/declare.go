@@ -21,15 +21,16 @@ import (
 // That keeps what the scripts promise. An attempt that asks changes nothing,
 // so a copy of it that arrives late, after the call has gone on or given up,
 // is harmless; the next attempt is the same call (the same hold, counts and
-// latch, the same Retryable) with more keys, which is what a retry of the
-// call was before. A script that ends up with every key it needs does what
-// it did when it built the names itself, on the same keys, to the byte.
+// latch, the same Retryable) with more keys, as a resent call is: the latch
+// and the compare-and-set counts that make a resent call harmless make it
+// so too. A script that has every key it needs touches the keys Redisson
+// names, with Redisson's values, to the byte.
 //
 // declareRounds bounds the attempts of one call. An attempt asks again only
 // when what it reads changed since the one before: a hold's own count, which
-// only its owner's calls change, one at a time, and so at most once; or,
-// for a read release, the other read holds, which change whenever a reader
-// comes (their fields are new for each hold). Readers that come faster than
+// only its owner's calls change, one at a time (a late copy of one of them
+// may, once); or, for a read release, the other read holds, which change
+// whenever a reader comes (their fields are new for each hold). Readers that come faster than
 // a round trip would keep a release asking, so its last attempt settles
 // instead (rw_runlock's ARGV[8]): it releases, and leaves the lock's expiry
 // as it is. A call whose last attempt still asks fails, saying so, having
