@@ -77,7 +77,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		if e.handovers.queuedBehind(a, tk) {
 			return attempt{wait: -1}, nil, 0, nil // a Busy reply without asking: a local waiter is ahead
 		}
-		acq.field = e.callField(a)
+		acq.field, acq.latchKey = e.callField(a)
 	}
 	sent := time.Now()
 	a.sent = true
@@ -189,13 +189,13 @@ func (e *engine) drop(a *call, t *term) {
 	})
 }
 
-// callField returns the identity the first acquire of call a asks for: a
-// new one on its first attempt, the same on its retries.
-func (e *engine) callField(a *call) string {
+// callField returns the identity the first acquire of call a asks for, and
+// its latch key: new ones on its first attempt, the same on its retries.
+func (e *engine) callField(a *call) (field, latchKey string) {
 	if a.field == "" {
-		a.field = e.newField(a.p.key.owner, a.p.suffix)
+		a.field, a.latchKey = e.newField(a.p.key.owner, a.p.suffix, a.p.latch)
 	}
-	return a.field
+	return a.field, a.latchKey
 }
 
 // lockOp takes h's op for a: at once or not at all for a single attempt,
@@ -226,7 +226,7 @@ func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res atte
 	case ended:
 		return attempt{}, true, err
 	}
-	acq.field, acq.count = h.term.Load().field, h.count
+	acq.field, acq.latchKey, acq.count = h.term.Load().field, h.term.Load().latchKey, h.count
 	a.reentered, a.base, a.reentryUnknown = acq.field, h.count, false
 	return attempt{}, false, nil
 }
@@ -237,7 +237,7 @@ func (e *engine) took(h *hold, a *call, acq *acquisition, sent time.Time) attemp
 	p := a.p
 	if acq.count == 0 {
 		t := newObservedTerm(p.cfg, p.primitive, p.name)
-		t.field, t.ambiguous, t.synced = acq.field, a.firstUnknown, acq.synced
+		t.field, t.latchKey, t.ambiguous, t.synced = acq.field, acq.latchKey, a.firstUnknown, acq.synced
 		t.queued = acq.tk != nil || acq.within > 0 // a queued call's, or one handed through Redis
 		h.setCount(a.n)
 		t.lease = p.newLease(t)
@@ -288,17 +288,29 @@ func (e *engine) begin(h *hold, t *term, sent time.Time, within time.Duration) {
 var lastHold atomic.Uint64
 
 // newField returns the identity of a new hold of owner, ending in suffix: a
-// field no other hold has had. (The owner-field mutant gives every hold of
-// an owner the same one, "<client-uuid>:<owner>".)
-func (e *engine) newField(owner uint64, suffix string) string {
-	if mutant.On("owner-field") {
-		return e.id + ":" + strconv.FormatUint(owner, 10) + suffix
+// field no other hold has had. With latch set, the prefix of the lock's latch
+// keys, it returns the hold's latch key too, latch + ":" + field, and makes
+// the field its tail: the scripts take the latch as a key of its own, and
+// one allocation for both keeps an uncontended Lock and Unlock within
+// benchmarks' allocsBudget. (The owner-field mutant gives every hold of an
+// owner the same field, "<client-uuid>:<owner>".)
+func (e *engine) newField(owner uint64, suffix, latch string) (field, latchKey string) {
+	var buf [128]byte
+	b := buf[:0]
+	if latch != "" {
+		b = append(append(b, latch...), ':')
 	}
-	var buf [64]byte
-	b := append(buf[:0], e.id...)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, lastHold.Add(1), 10)
-	return string(append(b, suffix...))
+	b = append(append(b, e.id...), ':')
+	if mutant.On("owner-field") {
+		b = strconv.AppendUint(b, owner, 10)
+	} else {
+		b = strconv.AppendUint(b, lastHold.Add(1), 10)
+	}
+	s := string(append(b, suffix...))
+	if latch == "" {
+		return s, ""
+	}
+	return s[len(latch)+1:], s
 }
 
 // waitMS converts a wait bound in milliseconds from a script (negative if

@@ -153,7 +153,8 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	defer cancel()
 	h.c.takeBacks.settled(ctx, h.name)
 	a := &call{p: p, mode: share, n: n, permitLease: permitLease}
-	a.field, a.sent = h.c.newField(h.owner, ""), true
+	a.field, _ = h.c.newField(h.owner, "", "")
+	a.sent = true
 	sent := time.Now()
 	r, err := p.acquire(ctx, acquisition{field: a.field, n: a.n, permitLease: permitLease})
 	if err == nil && r.Outcome == scripts.Complete && a.outlived(sent) {
@@ -191,7 +192,7 @@ func (s *CountingSemaphore) Release(n int64) {
 			break // exact under racing calls: a legitimate Release never sees another's overdraft
 		}
 	}
-	id := s.h.c.newField(s.h.owner, ":r")
+	id, _ := s.h.c.newField(s.h.owner, ":r", "")
 	if s.release(s.h.cfg.calls.get(), id, n, 1) {
 		return
 	}

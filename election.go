@@ -258,6 +258,7 @@ func (e *Election) key() holdKey { return holdKey{kind: exclusive, name: e.l.Key
 // proto describes a leadership of the handle with value.
 func (e *Election) proto(value string) *protocol {
 	p := e.h.protocol(exclusive, e.l.Key, e.h.owner, PrimitiveElection, e.l.Channel, electionPolicy)
+	p.latch = e.l.Latch
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		return e.h.c.scripts.Campaign(ctx, &e.k, a.hold(e.h.leaseMS), value)
 	}

@@ -248,7 +248,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	id := s.h.c.newField(s.h.owner, ":r")
+	id, _ := s.h.c.newField(s.h.owner, ":r", "")
 	members := permitMembers(ids)
 	var held, ended int64
 	for attempt := 1; ; attempt++ {

@@ -153,10 +153,10 @@ func (fm *FairMutex) newProto(owner uint64) *protocol {
 	var p *protocol
 	if fm.rf != nil {
 		p = fm.protocol(fair, fm.rf.Key, owner, PrimitiveFairMutex, fm.rf.Channel, rfairPolicy)
-		p.acquire, p.release = fm.runAcquireRFair, fm.runReleaseRFair
+		p.acquire, p.release, p.latch = fm.runAcquireRFair, fm.runReleaseRFair, fm.rf.Latch
 	} else {
 		p = fm.protocol(fair, fm.l.Key, owner, PrimitiveFairMutex, fm.l.Channel, fairPolicy)
-		p.acquire, p.release = fm.runAcquire, fm.runRelease
+		p.acquire, p.release, p.latch = fm.runAcquire, fm.runRelease, fm.l.Latch
 	}
 	// The lock hash has Mutex's shape, so Mutex's renewal serves it.
 	p.newLease = func(t *term) *lease.Lease { return fm.newLease(t, []string{fm.key}, scripts.MutexRenew) }

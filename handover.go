@@ -177,7 +177,7 @@ func (hs *handovers) hand(h *hold, p *protocol, t *term, replace func(old, next 
 	}
 	w := hs.queues[k][i]
 	next := newObservedTerm(w.p.cfg, w.p.primitive, w.p.name)
-	next.field, next.synced, next.queued = t.field, t.synced, t.queued
+	next.field, next.latchKey, next.synced, next.queued = t.field, t.latchKey, t.synced, t.queued
 	next.lease = w.p.newLease(next)
 	if !replace(t.lease, next.lease) {
 		return false // lost, or past its deadline: the release finds out

@@ -210,6 +210,6 @@ func (e *engine) giveBack(ctx context.Context, p *protocol, x handed) {
 	if !e.leases.Remove(x.t.lease) {
 		x.t.lost(ErrLeaseExpired)
 	}
-	r := release{Release: scripts.Release{Field: x.t.field, From: 1, To: 0, Latch: latchTTL, Run: x.t.queued}}
+	r := release{Release: scripts.Release{Field: x.t.field, LatchKey: x.t.latchKey, From: 1, To: 0, Latch: latchTTL, Run: x.t.queued}}
 	_ = e.settle(context.WithoutCancel(ctx), p, x.t, r, true)
 }

@@ -171,6 +171,7 @@ func (m *Mutex) proto(owner uint64) *protocol {
 
 func (m *Mutex) newProto(owner uint64) *protocol {
 	p := m.protocol(exclusive, m.name, owner, PrimitiveMutex, m.keys.Channel(), mutexPolicy)
+	p.latch = m.keys[2]
 	if m.fenced {
 		p.primitive, p.policy = PrimitiveFencedMutex, fencedPolicy
 	}

@@ -102,7 +102,7 @@ func (o *Once) run(ctx context.Context, p *protocol, t *term, succeeded *atomic.
 	case errors.Is(rerr, ErrLockLost):
 		// The claim was lost while f ran; f succeeded all the same, and the
 		// release script records that even without the claim.
-		_, rerr = p.release(context.WithoutCancel(ctx), release{Release: scripts.Release{Field: t.field, From: 1, Latch: latchTTL}})
+		_, rerr = p.release(context.WithoutCancel(ctx), release{Release: scripts.Release{Field: t.field, LatchKey: t.latchKey, From: 1, Latch: latchTTL}})
 	}
 	if rerr != nil {
 		return fmt.Errorf("redisync: once %q: the function succeeded but that could not be recorded, so it may run again: %w",
@@ -141,6 +141,7 @@ func (o *Once) ForceUnlock(ctx context.Context) (bool, error) {
 // Do, whose release records f's success as succeeded says.
 func (o *Once) claimProto(succeeded *atomic.Bool) *protocol {
 	p := o.protocol(exclusive, o.l.Claim, o.owner, PrimitiveOnce, o.l.Channel, oncePolicy)
+	p.latch = o.l.Latch
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		return o.c.scripts.ClaimOnce(ctx, &o.l, a.hold(o.leaseMS))
 	}

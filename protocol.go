@@ -22,6 +22,7 @@ type protocol struct {
 	primitive Primitive // the lock's sort in events
 	channel   string    // where the lock's waiters wait
 	suffix    string    // ends the fields of new holds (a write hold's ":write")
+	latch     string    // the prefix of the lock's latch keys, "" for none (see newField)
 	policy              // how its calls wait, where its holds may be handed, what it holds, whom a release wakes
 	// ticket returns the place of the waiting call a in the lock's queue in
 	// Redis (a Mutex handed through Redis).
@@ -149,11 +150,12 @@ func (w wakePolicy) dispatch() notify.Policy {
 
 // An acquisition is one acquire script call.
 type acquisition struct {
-	h     *hold  // the owner's record (its op held)
-	field string // the hold's identity
-	count int    // holds (permits) before: 0 for a first acquire
-	n     int    // holds (permits) to add
-	tk    *ticket
+	h        *hold  // the owner's record (its op held)
+	field    string // the hold's identity
+	latchKey string // the hold's latch key, if its field was made with it (see newField)
+	count    int    // holds (permits) before: 0 for a first acquire
+	n        int    // holds (permits) to add
+	tk       *ticket
 	// queueOnly: queue (or keep the place), never take; the owner holds.
 	queueOnly bool
 	// synced is the WithSyncReplicas count that replicas acknowledged for
@@ -171,7 +173,7 @@ type acquisition struct {
 // hold returns what an acquire script is asked for a, under a lease of
 // leaseMS milliseconds.
 func (a *acquisition) hold(leaseMS string) scripts.Hold {
-	h := scripts.Hold{Field: a.field, Count: a.count, LeaseMS: leaseMS}
+	h := scripts.Hold{Field: a.field, LatchKey: a.latchKey, Count: a.count, LeaseMS: leaseMS}
 	if a.tk != nil {
 		h.Waiter, h.HeartbeatMS = a.tk.ID, a.tk.TimeoutMS
 	}
@@ -246,6 +248,7 @@ type call struct {
 	// attempt reached Redis: a call that gives up may have something to
 	// take back.
 	field          string
+	latchKey       string // the latch key field was made the tail of (see newField)
 	firstUnknown   bool
 	reentered      string
 	base           int

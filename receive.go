@@ -79,7 +79,7 @@ func (e *engine) takeHanded(ctx context.Context, a *call) bool {
 	if h.count > 0 {
 		return false
 	}
-	acq := acquisition{h: h, n: a.n, field: a.field, within: p.cfg.heartbeat}
+	acq := acquisition{h: h, n: a.n, field: a.field, latchKey: a.latchKey, within: p.cfg.heartbeat}
 	e.took(h, a, &acq, since)
 	t := h.term.Load()
 	a.value, a.term = 0, t

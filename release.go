@@ -53,7 +53,7 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 		// The release below still frees what may be left of it in Redis.
 		t.lost(ErrLeaseExpired)
 	}
-	r := release{h: h, Release: scripts.Release{Field: t.field, From: n, To: 0, Latch: latchTTL, Run: t.queued}}
+	r := release{h: h, Release: scripts.Release{Field: t.field, LatchKey: t.latchKey, From: n, To: 0, Latch: latchTTL, Run: t.queued}}
 	if t.ambiguous {
 		r.Latch = tombstoneTTL
 	}

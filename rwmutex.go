@@ -32,7 +32,8 @@ import (
 // An RWMutex must not be copied after first use.
 type RWMutex struct {
 	handle
-	l layout.RW // its keys and channel
+	l       layout.RW       // its keys and channel
+	readers scripts.Readers // the other readers' timeout keys, as its read releases last saw them
 }
 
 // NewRWMutex returns a handle on the reader/writer mutex called name. Names,
@@ -196,6 +197,7 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 // claims its turn when it finds the lock taken.
 func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	op := rw.protocol(shared, rw.name, owner, PrimitiveRWRead, rw.l.Channel, readPolicy)
+	op.latch = rw.l.Latch
 	if write {
 		op.key.kind, op.primitive, op.suffix = exclusive, PrimitiveRWWrite, layout.WriteSuffix
 		op.policy = writePolicy
@@ -206,7 +208,7 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 		op.release = func(ctx context.Context, r release) (scripts.Released, error) {
 			return rw.c.scripts.ReleaseWrite(ctx, &rw.l, &r.Release)
 		}
-		op.newLease = func(t *term) *lease.Lease { return rw.newLease(t, []string{rw.name}, scripts.RWRenew, "") }
+		op.newLease = rw.writeLease
 		return op
 	}
 	op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
@@ -219,7 +221,7 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 		return claimWait(r, err)
 	}
 	op.release = func(ctx context.Context, r release) (scripts.Released, error) {
-		return rw.c.scripts.ReleaseRead(ctx, &rw.l, &r.Release)
+		return rw.c.scripts.ReleaseRead(ctx, &rw.l, &r.Release, &rw.readers)
 	}
 	op.newLease = rw.readLease
 	return op
@@ -231,17 +233,35 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 // dies. A variable only so that tests can shorten it.
 var readRenewEvery = 5 * time.Second
 
+// writeLease describes the lease of term t, a new write hold, for the
+// scheduler.
+func (rw *RWMutex) writeLease(t *term) *lease.Lease {
+	l := rw.newLease(t, []string{rw.name}, scripts.RWRenew)
+	l.Keys, l.Args = scripts.WriteRenewal(&rw.l, t.field, rw.leaseMS)
+	return l
+}
+
+// readHeadroom is how many holds beyond the count it was last known to have
+// a read hold's renewals declare timeout keys for: a hold entered more often
+// makes the script ask for the others, and is renewed once more with them
+// (see lease.Lease.Grow).
+const readHeadroom = 2
+
 // readLease describes the lease of term t, a new read hold, for the
 // scheduler. A fixed lease is renewed too, without being extended: its
 // renewals restore the lock's expiry from its timeout keys, and find a hold
 // gone (reporting the loss) instead of waiting for the deadline.
 func (rw *RWMutex) readLease(t *term) *lease.Lease {
-	l := rw.newLease(t, []string{rw.name}, scripts.RWRenew, rw.l.Timeouts(t.field))
+	l := rw.newLease(t, []string{rw.name}, scripts.RWRenew)
 	l.Every = readRenewEvery
+	leaseMS := rw.leaseMS
 	if l.Renew == nil {
 		l.Renew, l.Fixed = scripts.RWRenew, true
-		t.args[1] = "0" // see rw_renew.lua
+		leaseMS = "0" // see rw_renew.lua
 	}
+	field := t.field
+	l.Grow = func(n int) ([]string, []string) { return scripts.ReadRenewal(&rw.l, field, leaseMS, n+readHeadroom) }
+	l.Keys, l.Args = l.Grow(1) // a new hold's count
 	return l
 }
 

@@ -171,6 +171,35 @@ func testRWMutexWriterPreference(t *testing.T, tg *redisserver.Target) {
 	}
 }
 
+// A read hold entered more often than its renewals first declare timeout
+// keys for stays renewed: the renewal script asks for the others, and the
+// scheduler renews the hold again with them declared (lease.Lease.Grow).
+func TestRWMutexDeepReadHoldIsRenewed(t *testing.T) {
+	defer redisync.ReadRenewEveryForTest(100 * time.Millisecond)()
+	const lease = 600 * time.Millisecond
+	c, rc := newClient(t, standalone)
+	name := freshName(t)
+	rw := c.NewRWMutex(name, redisync.WithWatchdogTimeout(lease))
+	const depth = 5
+	for range depth {
+		rw.RLock()
+	}
+	time.Sleep(3 * lease) // only renewals keep it
+	require.NoError(t, rw.Err(), "the hold was lost")
+	ctx := context.Background()
+	timeouts, err := rc.Do(ctx, rc.B().Keys().Pattern(layout.Tagged(name)+":*:rwlock_timeout:*").Build()).AsStrSlice()
+	require.NoError(t, err)
+	assert.Len(t, timeouts, depth)
+	for _, k := range timeouts {
+		ms, err := rc.Do(ctx, rc.B().Pttl().Key(k).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Positive(t, ms, "%s is renewed", k)
+	}
+	for range depth {
+		rw.RUnlock()
+	}
+}
+
 func TestRWMutexCrashedReader(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
 	forEachTopology(t, testRWMutexCrashedReader)

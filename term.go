@@ -13,7 +13,8 @@ import (
 // A term is one continuous hold, from the first acquire to the final release
 // or the loss: what a handle's Done and Err report.
 type term struct {
-	field string // the hold's identity in Redis
+	field    string // the hold's identity in Redis
+	latchKey string // its latch key, if the field was made with it (see newField)
 	// ambiguous records that an acquire attempt of the term had an unknown
 	// outcome: a copy of it may still arrive after the term ends, so the
 	// final release latches the field for longer (see tombstoneTTL).

@@ -45,16 +45,25 @@ type Lease struct {
 	// never renewed and only expires. The script takes the Keys and Args of
 	// each lease in the batch, concatenated, and replies one integer per lease:
 	// 1 renewed, 0 no longer held, 2 renewed but the hold's state in Redis
-	// differs from what Args say it should be (see Changing).
+	// differs from what Args say it should be (see Changing), -n (a lease
+	// with Grow) it did nothing for the lease, whose renewal needs keys that
+	// its Keys do not declare, n by its count.
 	Renew *scripts.Script
 	// Renewer, set instead of Renew, renews the lease by itself: a hold that
 	// no batch script renews (a quorum's, held on several servers).
 	Renewer Renewer
 	// Keys are this lease's KEYS in a renewal call (for a Mutex, its key).
+	// Only the scheduler changes them, with Grow.
 	Keys []string
 	// Args are this lease's ARGV in a renewal call (for a Mutex, the hold's
-	// field and the lease in milliseconds). Change them with Update only.
+	// field and the lease in milliseconds). Change them with Update only;
+	// the scheduler changes them with Grow.
 	Args []string
+	// Grow, when set, returns the Keys and Args of a renewal that declares
+	// the keys of n (an RWMutex read hold's timeout keys: n holds): a
+	// renewal that replies -n for the lease is sent again at once with them,
+	// from then on (see grow).
+	Grow func(n int) (keys, args []string)
 	// TTL is the length of the lease. A watchdog lease is renewed every TTL/3.
 	TTL time.Duration
 	// Every, when set and shorter than TTL/3, is how often the lease is
@@ -81,7 +90,11 @@ type Lease struct {
 	gen      uint64
 	changing bool
 	sent     []string
+	sentKeys []string
 	sentGen  uint64
+	// grown records that the lease's latest renewal asked for keys (see
+	// grow), until the next one that does not.
+	grown bool
 }
 
 // A Renewer renews one lease by itself (see Lease.Renewer). The scheduler
@@ -411,7 +424,7 @@ func (s *Scheduler) round() {
 			continue
 		}
 		l.state = inflight
-		l.sent, l.sentGen = l.Args, l.gen
+		l.sent, l.sentKeys, l.sentGen = l.Args, l.Keys, l.gen
 		l.at = l.deadline
 		s.heap.fix(l)
 		due = append(due, l)

@@ -383,3 +383,58 @@ func TestLeaseRenewer(t *testing.T) {
 		t.Fatal("a lease whose renewer found the hold gone was not lost")
 	}
 }
+
+// growRenew is a renewal script for one lease that needs ARGV[1] keys: with
+// fewer it replies -ARGV[1], as rw_renew asks for a read hold's timeout keys;
+// with enough it extends KEYS[1] by ARGV[2] ms.
+var growRenew = func() *scripts.Script {
+	src := `if #KEYS < tonumber(ARGV[1]) then return {-tonumber(ARGV[1])} end
+redis.call('pexpire', KEYS[1], ARGV[2])
+return {1}`
+	var sum [sha1.Size]byte
+	fips140.WithoutEnforcement(func() { sum = sha1.Sum([]byte(src)) })
+	return &scripts.Script{Name: "grow_renew", Source: src, SHA1: hex.EncodeToString(sum[:])}
+}()
+
+// A renewal that asks for more keys is sent again at once with what Grow
+// gives; a lease whose Grow gives too few is not renewed, and ends at its
+// deadline.
+func TestRenewalGrowsItsKeys(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name   string
+		grow   func(n int) int // the keys Grow declares for n
+		expire bool
+	}{
+		{"enough", func(n int) int { return n }, false},
+		{"too few", func(n int) int { return n - 1 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := redistest.Name(t)
+			require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Set().Key(key).Value("1").Px(300*time.Millisecond).Build()).Error())
+			lost := make(chan error, 1)
+			var grown atomic.Int32
+			l := &lease.Lease{Key: key, Renew: growRenew, Keys: []string{key}, Args: []string{"3", "300"}, TTL: 300 * time.Millisecond,
+				Lost: lease.ReportFunc(func(cause error) { lost <- cause })}
+			l.Grow = func(n int) ([]string, []string) {
+				grown.Add(1)
+				keys := make([]string, tc.grow(n))
+				for i := range keys {
+					keys[i] = key
+				}
+				return keys, []string{"3", "300"}
+			}
+			f.sched.Add(l, time.Now())
+			select {
+			case err := <-lost:
+				require.True(t, tc.expire, "lost: %v", err)
+				assert.ErrorIs(t, err, lease.ErrExpired, "asking again after growing is a failure, not a loss")
+			case <-time.After(time.Second):
+				require.False(t, tc.expire, "a lease that never renewed outlived its deadline")
+				assert.Positive(t, f.pttl(key), "renewed")
+				assert.EqualValues(t, 1, grown.Load(), "grown once")
+				f.sched.Remove(l)
+			}
+		})
+	}
+}

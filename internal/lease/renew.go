@@ -59,6 +59,14 @@ func (s *Scheduler) renew(due []*Lease) {
 			if l.state != inflight {
 				continue // removed while in flight
 			}
+			if err == nil && renewed[j] < 0 && l.Grow != nil {
+				if err := s.grow(l, int(-renewed[j])); err != nil {
+					failure = err
+					batch.Failures++
+				}
+				continue
+			}
+			l.grown = false
 			// A different state (2) is the holder's own doing when it was
 			// changing it, or changed it since this was sent.
 			ok := err == nil && (renewed[j] == 1 || renewed[j] == 2 && (l.changing || l.gen != l.sentGen))
@@ -73,6 +81,26 @@ func (s *Scheduler) renew(due []*Lease) {
 	}
 	s.mu.Unlock()
 	s.filed(batch, failure, lost)
+}
+
+// grow files a renewal of l that asked for keys its Keys do not declare, n
+// by l's own count (s.mu held, l in flight): l declares those in its later
+// renewals and is renewed again at once, and a copy of the asking call that arrives
+// late is harmless, since it did nothing for l. A lease that asks right
+// after it grew is a failure, retried after a backoff until its deadline:
+// Grow does not give what the script wants.
+func (s *Scheduler) grow(l *Lease, n int) error {
+	l.Keys, l.Args = l.Grow(n)
+	l.gen++
+	if l.grown {
+		s.settle(l, true, false, time.Time{}, time.Time{})
+		return fmt.Errorf("renewal script asked for the keys of %d again after the lease declared them", n)
+	}
+	l.grown = true
+	l.at, l.state = time.Now(), waiting
+	s.heap.fix(l)
+	s.wake()
+	return nil
 }
 
 // renewOwn renews the leases of due that renew themselves (all in flight),
@@ -199,12 +227,12 @@ func (s *Scheduler) group(due []*Lease) [][]*Lease {
 func batchCall(g []*Lease) scripts.Call {
 	call := scripts.Call{
 		Script:    g[0].Renew,
-		Keys:      make([]string, 0, len(g)*len(g[0].Keys)),
+		Keys:      make([]string, 0, len(g)*len(g[0].sentKeys)),
 		Args:      make([]string, 0, len(g)*len(g[0].sent)),
 		Retryable: true, // a renewal only extends an owner's own hold
 	}
 	for _, l := range g {
-		call.Keys = append(call.Keys, l.Keys...)
+		call.Keys = append(call.Keys, l.sentKeys...)
 		call.Args = append(call.Args, l.sent...)
 	}
 	return call

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -57,6 +58,10 @@ type Hold struct {
 	Field   string // the hold's identity (a Semaphore's holder id)
 	Count   int    // holds (permits) before the call: 0 for a first acquire
 	LeaseMS string // the lease in milliseconds
+	// LatchKey, when set, is the hold's latch key (see latchKey): the
+	// caller made the field as its tail, and the call sends it instead of
+	// making the name anew.
+	LatchKey string
 	// Waiter is the queue ticket of a waiting call ("" to try without
 	// queueing), HeartbeatMS its heartbeat timeout; for FairMutex and
 	// Semaphore (a Mutex's waiting call queues under its Field).
@@ -74,6 +79,8 @@ type Release struct {
 	Latch    string
 	Undo     bool
 	Waiter   string
+	// LatchKey, when set, is the hold's latch key, as Hold's.
+	LatchKey string
 	// Run marks a hold that came through a Mutex's queue in Redis (handed
 	// by a release, or taken by a queued call): it may be part of a run of
 	// handovers, which its release ends when it finds nobody queued.
@@ -95,6 +102,19 @@ type Released struct {
 func (r *Runner) argv(a *[7]string, rel *Release) []string {
 	*a = [7]string{rel.Field, strconv.Itoa(rel.From), strconv.Itoa(rel.To), r.publish, ms(rel.Latch), flag(rel.Undo)}
 	return a[:6]
+}
+
+// latchKey returns the latch key of the hold field under the lock's latch
+// prefix, prefix + ":" + field: made itself when it is that name. A hold's
+// latch is a key of every call that may take or end the hold, so the
+// engine makes the field as the tail of its latch key (see Hold.LatchKey):
+// one allocation for both, where each call would make one more.
+func latchKey(prefix, field, made string) string {
+	if len(made) == len(prefix)+1+len(field) && strings.HasPrefix(made, prefix) && made[len(prefix)] == ':' &&
+		strings.HasSuffix(made, field) {
+		return made
+	}
+	return prefix + ":" + field
 }
 
 // lockReply decodes the reply of an acquire script that answers nil when it
@@ -158,11 +178,16 @@ func (r *Runner) ints(ctx context.Context, call Call, most int) ([]int64, error)
 // first did), whose reply is 1, 0 or nil (-1: the hold was not there).
 func (r *Runner) released(ctx context.Context, call Call) (Released, error) {
 	call.Retryable = true
-	n, err := r.integer(ctx, call)
+	return releasedOf(call, r.Exec(ctx, call))
+}
+
+// releasedOf decodes res, the reply of the release call: see released.
+func releasedOf(call Call, res rueidis.RedisResult) (Released, error) {
+	n, err := res.AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return Released{Status: -1}, nil
 	}
-	return Released{Status: n}, err
+	return Released{Status: n}, call.explain(err)
 }
 
 // queueReleased runs a retryable release call whose reply is {status, id...}

@@ -74,7 +74,7 @@ func TestRWCallsDecode(t *testing.T) {
 	assert.Zero(t, claims)
 
 	rel := scripts.Release{Field: "a:1", From: 1, Latch: "5000"}
-	got, err := r.ReleaseRead(ctx, &l, &rel)
+	got, err := r.ReleaseRead(ctx, &l, &rel, new(scripts.Readers))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, got.Status)
 	w, err = r.AcquireWrite(ctx, &l, scripts.Hold{Field: "b:1:write", LeaseMS: "10000"}, "3000", false)

@@ -14,20 +14,21 @@ var (
 	ElectionProclaim = load("election_proclaim")
 )
 
-// ElectionKeys are the KEYS of an Election's scripts, made once per handle:
-// the release's [0:3] (a MutexKeys prefix), the campaign's [3:6], the
-// proclamation's [6:8].
-type ElectionKeys [8]string
+// ElectionKeys are the names that an Election's scripts take, made once per
+// handle: the leadership, its channel, the prefix of its latches (a call
+// sends the hold's latch instead: see latchKey).
+type ElectionKeys [3]string
 
-// ElectionKeysOf returns the KEYS of the scripts of the Election at l.
+// ElectionKeysOf returns the names of the keys of the Election at l.
 func ElectionKeysOf(l layout.Election) ElectionKeys {
-	return ElectionKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Channel, l.Key, l.Channel}
+	return ElectionKeys{l.Key, l.Channel, l.Latch}
 }
 
 // Campaign runs election_campaign: hold h becomes the Election k's leader
 // with value, unless another hold leads (Busy, with its PTTL).
 func (r *Runner) Campaign(ctx context.Context, k *ElectionKeys, h Hold, value string) (Reply, error) {
-	return lockReply(r.integer(ctx, Call{Script: ElectionCampaign, Keys: k[3:6],
+	keys := [...]string{k[0], latchKey(k[2], h.Field, h.LatchKey), k[1]}
+	return lockReply(r.integer(ctx, Call{Script: ElectionCampaign, Keys: keys[:],
 		Args: []string{h.LeaseMS, h.Field, value, r.publish}}))
 }
 
@@ -36,7 +37,7 @@ func (r *Runner) Campaign(ctx context.Context, k *ElectionKeys, h Hold, value st
 // It returns 1 when value is proclaimed, 0 when field does not lead, -1 when
 // a later proclamation had landed.
 func (r *Runner) Proclaim(ctx context.Context, k *ElectionKeys, field, value string, rev int64) (int64, error) {
-	return r.integer(ctx, Call{Script: ElectionProclaim, Keys: k[6:8],
+	return r.integer(ctx, Call{Script: ElectionProclaim, Keys: k[:2],
 		Args: []string{field, value, strconv.FormatInt(rev, 10), r.publish}})
 }
 
@@ -44,5 +45,6 @@ func (r *Runner) Proclaim(ctx context.Context, k *ElectionKeys, field, value str
 // Election k ends and its campaigners are woken ("0").
 func (r *Runner) Resign(ctx context.Context, k *ElectionKeys, rel *Release) (Released, error) {
 	var argv [7]string
-	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:3], Args: r.argv(&argv, rel)})
+	keys := [...]string{k[0], k[1], latchKey(k[2], rel.Field, rel.LatchKey)}
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: keys[:], Args: r.argv(&argv, rel)})
 }

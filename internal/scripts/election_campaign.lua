@@ -6,7 +6,8 @@
 --          mutex_release ends it and mutex_force_unlock deletes it), with the
 --          fields "value" (the leader's value) and "rev" (the number of its
 --          latest proclamation, 1 for the campaign; see election_proclaim)
--- KEYS[2]  the prefix of the leaderships' latch keys (see mutex_release)
+-- KEYS[2]  the hold's latch: the leaderships' latch prefix, ":", ARGV[2]
+--          (see mutex_release)
 -- KEYS[3]  the channel of changes
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the hold's field: its identity, fresh for each leadership
@@ -24,7 +25,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	return nil
 end
-local busy = takeFree(KEYS[1], ARGV[2], KEYS[2] .. ':' .. ARGV[2], ARGV[1])
+local busy = takeFree(KEYS[1], ARGV[2], KEYS[2], ARGV[1])
 if busy then
 	return busy
 end

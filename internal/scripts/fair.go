@@ -26,7 +26,7 @@ func (r *Runner) AcquireFair(ctx context.Context, l *layout.Fair, h Hold, queueO
 	}
 	return r.pair(ctx, Call{
 		Script: FairAcquire,
-		Keys:   []string{l.Key, l.Queue, l.Alive, l.Channel, l.Latch},
+		Keys:   []string{l.Key, l.Queue, l.Alive, l.Channel, latchKey(l.Latch, h.Field, h.LatchKey)},
 		Args:   []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), h.Waiter, ms(h.HeartbeatMS), r.publish, mode},
 	})
 }
@@ -37,7 +37,8 @@ func (r *Runner) AcquireFair(ctx context.Context, l *layout.Fair, h Hold, queueO
 func (r *Runner) ReleaseFair(ctx context.Context, l *layout.Fair, rel *Release) (Released, error) {
 	var argv [7]string
 	args := r.argv(&argv, rel)
-	return r.queueReleased(ctx, Call{Script: FairRelease, Keys: []string{l.Key, l.Queue, l.Alive, l.Channel, l.Latch},
+	keys := []string{l.Key, l.Queue, l.Alive, l.Channel, latchKey(l.Latch, rel.Field, rel.LatchKey)}
+	return r.queueReleased(ctx, Call{Script: FairRelease, Keys: keys,
 		Args: append(args, rel.Waiter)})
 }
 

@@ -6,7 +6,8 @@
 -- KEYS[3]  the heartbeats: a sorted set of the same ids scored by the server
 --          time (ms) after which a waiter counts as dead
 -- KEYS[4]  the wake-up channel
--- KEYS[5]  the prefix of the lock's latch keys (see fair_release)
+-- KEYS[5]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          fair_release)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the hold's field: its identity, fresh for each hold
 -- ARGV[3]  the hold count before this acquire: 0 for a first acquire
@@ -49,7 +50,7 @@ end
 
 -- Take the free lock, unless this call was undone (its latch is set).
 local function take()
-	if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then
+	if redis.call('exists', KEYS[5]) == 1 then
 		return {-4, 0}
 	end
 	redis.call('hset', lock, field, 1)

@@ -5,8 +5,7 @@
 -- KEYS[2]  the queue (sorted set of waiter ids by arrival)
 -- KEYS[3]  the heartbeats (sorted set of waiter ids by deadline, server ms)
 -- KEYS[4]  the wake-up channel
--- KEYS[5]  the prefix of the lock's latch keys: a hold's latch is
---          KEYS[5]..":"..field
+-- KEYS[5]  the hold's latch: the lock's latch prefix, ":", ARGV[1]
 -- ARGV[1]  the hold's field
 -- ARGV[2]  the hold count before this release
 -- ARGV[3]  the hold count after it: 0 releases the lock
@@ -27,7 +26,7 @@
 -- on.
 local lock, queue, alive, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local field, id = ARGV[1], ARGV[7]
-local latch = KEYS[5] .. ':' .. field
+local latch = KEYS[5]
 
 local wasHead = false
 if id ~= '' then

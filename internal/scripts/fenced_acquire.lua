@@ -2,7 +2,8 @@
 --
 -- KEYS[1]  the lock hash (Redisson's RLock layout)
 -- KEYS[2]  the token counter (Redisson's redisson_lock_token:{name}), no expiry
--- KEYS[3]  the prefix of the lock's latch keys (see mutex_release)
+-- KEYS[3]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          mutex_release)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the hold's field: its identity, fresh for each hold
 -- ARGV[3]  the hold count before this acquire: 0 for a first acquire
@@ -37,7 +38,7 @@ else
 	if redis.call('exists', KEYS[1]) == 1 then
 		return {0, redis.call('pttl', KEYS[1])}
 	end
-	if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then
+	if redis.call('exists', KEYS[3]) == 1 then
 		return {-4, 0}
 	end
 	redis.call('hset', KEYS[1], ARGV[2], 1)

@@ -2,7 +2,8 @@
 -- Once) share about a hold's latch. A hold's final release leaves a latch
 -- named by its field for a while: a repeat of that release (its reply was
 -- lost) finds the latch and answers as the first did, and a late copy of the
--- hold's first acquire finds it and takes nothing.
+-- hold's first acquire finds it and takes nothing. The latch is the key
+-- "<the lock's latch prefix>:<field>", which each script is given in KEYS.
 
 -- releasedBefore answers for a release whose hold is not in the lock: true
 -- when the hold's latch is there (the hold was released, this is a repeat),

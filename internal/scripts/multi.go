@@ -16,31 +16,49 @@ var (
 	MultiRenew = load("multi_renew")
 )
 
-// MultiKeys are the KEYS of the scripts of several Mutexes held as one,
-// made once per handle: the acquire's Acquire (lock and latch prefix per
-// lock) and the release's Release (lock, channel, latch prefix per lock).
+// MultiKeys are the names that the scripts of several Mutexes held as one
+// take, made once per handle: each lock, its channel and the prefix of its
+// latches.
 type MultiKeys struct {
-	Locks, Channels  []string
-	Acquire, Release []string
+	Locks, Channels, Latches []string
 }
 
-// MultiKeysOf returns the KEYS of the scripts of the Mutexes at ls, held as
+// MultiKeysOf returns the names of the keys of the Mutexes at ls, held as
 // one (on Redis Cluster, all in one slot).
 func MultiKeysOf(ls []layout.Mutex) MultiKeys {
 	var k MultiKeys
 	for _, l := range ls {
 		k.Locks = append(k.Locks, l.Key)
 		k.Channels = append(k.Channels, l.Channel)
-		k.Acquire = append(k.Acquire, l.Key, l.Latch)
-		k.Release = append(k.Release, l.Key, l.Channel, l.Latch)
+		k.Latches = append(k.Latches, l.Latch)
 	}
 	return k
+}
+
+// acquireKeys returns multi_acquire's KEYS for the hold field: each lock and
+// the hold's latch there.
+func (k *MultiKeys) acquireKeys(field string) []string {
+	keys := make([]string, 0, 2*len(k.Locks))
+	for i, lock := range k.Locks {
+		keys = append(keys, lock, latchKey(k.Latches[i], field, ""))
+	}
+	return keys
+}
+
+// releaseKeys returns multi_release's KEYS for the hold field: each lock,
+// its channel and the hold's latch there.
+func (k *MultiKeys) releaseKeys(field string) []string {
+	keys := make([]string, 0, 3*len(k.Locks))
+	for i, lock := range k.Locks {
+		keys = append(keys, lock, k.Channels[i], latchKey(k.Latches[i], field, ""))
+	}
+	return keys
 }
 
 // AcquireMulti runs multi_acquire: hold h takes every lock k names, or
 // none. A Busy reply has the Channel of the lock that is taken, where to wait.
 func (r *Runner) AcquireMulti(ctx context.Context, k *MultiKeys, h Hold) (Reply, error) {
-	call := Call{Script: MultiAcquire, Keys: k.Acquire, Args: []string{h.LeaseMS, h.Field}}
+	call := Call{Script: MultiAcquire, Keys: k.acquireKeys(h.Field), Args: []string{h.LeaseMS, h.Field}}
 	v, err := r.Exec(ctx, call).AsIntSlice()
 	err = call.explain(err)
 	if err == nil && (len(v) != 3 || v[0] != 1 && (v[2] < 1 || int(v[2]) > len(k.Locks))) {
@@ -61,5 +79,5 @@ func (r *Runner) AcquireMulti(ctx context.Context, k *MultiKeys, h Hold) (Reply,
 // and each lock's waiters are woken.
 func (r *Runner) ReleaseMulti(ctx context.Context, k *MultiKeys, rel *Release) (Released, error) {
 	var argv [7]string
-	return r.released(ctx, Call{Script: MultiRelease, Keys: k.Release, Args: r.argv(&argv, rel)})
+	return r.released(ctx, Call{Script: MultiRelease, Keys: k.releaseKeys(rel.Field), Args: r.argv(&argv, rel)})
 }

@@ -3,7 +3,8 @@
 --
 -- KEYS[2i-1]  the i-th lock: a hash of one field "<client-uuid>:<n>" = hold
 --             count, as mutex_acquire takes it
--- KEYS[2i]    the prefix of the i-th lock's latch keys (see mutex_release)
+-- KEYS[2i]    the hold's latch in the i-th lock: its latch prefix, ":",
+--             ARGV[2] (see mutex_release)
 -- ARGV[1]     lease in milliseconds
 -- ARGV[2]     the hold's field: its identity, fresh for each hold, the same
 --             in every lock
@@ -25,7 +26,7 @@ for i = 1, n do
 		if redis.call('exists', lock) == 1 then
 			return {0, redis.call('pttl', lock), i}
 		end
-		if redis.call('exists', KEYS[2 * i] .. ':' .. ARGV[2]) == 1 then
+		if redis.call('exists', KEYS[2 * i]) == 1 then
 			return {-4, 0, i}
 		end
 	end

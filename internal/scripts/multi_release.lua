@@ -3,8 +3,7 @@
 --
 -- KEYS[3i-2]  the i-th lock hash
 -- KEYS[3i-1]  its unlock channel (Redisson's redisson_lock__channel:{name})
--- KEYS[3i]    the prefix of its latch keys: the hold's latch is
---             KEYS[3i]..":"..field
+-- KEYS[3i]    the hold's latch in it: its latch prefix, ":", ARGV[1]
 -- ARGV[1]     the hold's field
 -- ARGV[2], ARGV[3]  the count before and after: always 1 and 0 (the hold is
 --             never re-entered); kept for the shape the hash releases share
@@ -24,13 +23,13 @@ for i = 1, n do
 	held = held + redis.call('hexists', KEYS[3 * i - 2], ARGV[1])
 end
 if held == 0 then
-	local first = redis.call('get', KEYS[3] .. ':' .. ARGV[1])
+	local first = redis.call('get', KEYS[3])
 	if first == '1' then
 		return 1
 	end
 	if first == false and ARGV[6] == '1' then
 		for i = 1, n do
-			redis.call('set', KEYS[3 * i] .. ':' .. ARGV[1], '0', 'px', ARGV[5])
+			redis.call('set', KEYS[3 * i], '0', 'px', ARGV[5])
 		end
 	end
 	return nil
@@ -45,7 +44,7 @@ for i = 1, n do
 		redis.call('del', lock)
 		redis.call(ARGV[4], KEYS[3 * i - 1], '0')
 	end
-	redis.call('set', KEYS[3 * i] .. ':' .. ARGV[1], all, 'px', ARGV[5])
+	redis.call('set', KEYS[3 * i], all, 'px', ARGV[5])
 end
 if held < n then
 	return nil

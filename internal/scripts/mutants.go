@@ -26,11 +26,11 @@ var mutants = []struct {
 	// takes, so it takes over the entry of the owner's previous hold, or
 	// takes it anew, whatever that hold's release left.
 	{"owner-field", &MutexAcquire, "if redis.call('exists', lock, latch) == 0 then", "if redis.call('exists', lock) == 0 then"},
-	{"owner-field", &MutexWait, "if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then", "if false then"},
-	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
-	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then", "if false then"},
-	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[4] .. ':' .. ARGV[2]) == 1 then", "if false then"},
-	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then", "if false then"},
+	{"owner-field", &MutexWait, "if redis.call('exists', KEYS[2]) == 1 then", "if false then"},
+	{"owner-field", &FencedAcquire, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
+	{"owner-field", &RWWriteLock, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
+	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
+	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5]) == 1 then", "if false then"},
 	{"once-rerun", &OnceClaim, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"wg-early", &WGAdd, "if after == 0 then", "if after <= 1 then"},
 	{"election-steal", &ElectionCampaign, "if busy then", "if false then"},

@@ -8,14 +8,16 @@ import (
 	"github.com/go-redisync/redisync/internal/layout"
 )
 
-// MutexKeys are the KEYS of a Mutex's (and a FencedMutex's) scripts, made
-// once per handle so that a call allocates none: the release's [0:6], the
-// acquire's [6:8], a waiting acquire's [6:10], a FencedMutex acquire's [10:13].
-type MutexKeys [13]string
+// MutexKeys are the names that a Mutex's (and a FencedMutex's) scripts take,
+// made once per handle: the lock, its channel, the prefix of its latches, the
+// queue, the heartbeats, the run of handovers, the token counter. Each call
+// sends them in its script's order, with the hold's latch (see latchKey) for
+// the prefix, from an array of its own that does not escape.
+type MutexKeys [7]string
 
-// MutexKeysOf returns the KEYS of the scripts of the Mutex at l.
+// MutexKeysOf returns the names of the keys of the Mutex at l.
 func MutexKeysOf(l layout.Mutex) MutexKeys {
-	return MutexKeys{l.Key, l.Channel, l.Latch, l.Queue, l.Alive, l.Run, l.Key, l.Latch, l.Queue, l.Alive, l.Key, l.Token, l.Latch}
+	return MutexKeys{l.Key, l.Channel, l.Latch, l.Queue, l.Alive, l.Run, l.Token}
 }
 
 // Channel returns the Mutex's release channel.
@@ -23,8 +25,9 @@ func (k *MutexKeys) Channel() string { return k[1] }
 
 // AcquireMutex runs mutex_acquire: hold h takes the lock k, or re-enters it.
 func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
+	keys := [...]string{k[0], latchKey(k[2], h.Field, h.LatchKey)}
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: k[6:8], Args: args}))
+	return lockReply(r.integer(ctx, Call{Script: MutexAcquire, Keys: keys[:], Args: args}))
 }
 
 // WaitMutex runs mutex_wait: the waiting call whose first acquire is hold h
@@ -32,7 +35,8 @@ func (r *Runner) AcquireMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply,
 // in the queue with a heartbeat of h.HeartbeatMS; a Busy Reply's Place is
 // the number a release that hands it the lock publishes.
 func (r *Runner) WaitMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
-	v, err := r.Exec(ctx, Call{Script: MutexWait, Keys: k[6:10], Args: []string{h.LeaseMS, h.Field, h.HeartbeatMS}}).AsIntSlice()
+	keys := [...]string{k[0], latchKey(k[2], h.Field, h.LatchKey), k[3], k[4]}
+	v, err := r.Exec(ctx, Call{Script: MutexWait, Keys: keys[:], Args: []string{h.LeaseMS, h.Field, h.HeartbeatMS}}).AsIntSlice()
 	switch {
 	case err != nil:
 		return Reply{}, err
@@ -49,8 +53,9 @@ func (r *Runner) WaitMutex(ctx context.Context, k *MutexKeys, h Hold) (Reply, er
 // AcquireFenced runs fenced_acquire: as AcquireMutex, and a first acquire
 // takes the next fencing token, the Reply's Value.
 func (r *Runner) AcquireFenced(ctx context.Context, k *MutexKeys, h Hold) (Reply, error) {
+	keys := [...]string{k[0], k[6], latchKey(k[2], h.Field, h.LatchKey)}
 	args := []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count)}
-	return r.pair(ctx, Call{Script: FencedAcquire, Keys: k[10:13], Args: args})
+	return r.pair(ctx, Call{Script: FencedAcquire, Keys: keys[:], Args: args})
 }
 
 // ReleaseMutex runs mutex_release: rel's hold of the lock k leaves holds, or
@@ -61,7 +66,8 @@ func (r *Runner) ReleaseMutex(ctx context.Context, k *MutexKeys, rel *Release) (
 	var argv [9]string
 	r.argv((*[7]string)(argv[:7]), rel)
 	argv[6], argv[7], argv[8] = rel.Waiter, HandoverRunMS, flag(rel.Run)
-	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:6], Args: argv[:]})
+	keys := [...]string{k[0], k[1], latchKey(k[2], rel.Field, rel.LatchKey), k[3], k[4], k[5]}
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: keys[:], Args: argv[:]})
 }
 
 // HandoverRunMS bounds, in milliseconds, a run of releases of a Mutex that

@@ -1,7 +1,8 @@
 -- mutex_acquire: take or re-enter a Redisson-compatible reentrant lock.
 --
 -- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
--- KEYS[2]  the prefix of the lock's latch keys (see mutex_release)
+-- KEYS[2]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          mutex_release)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the hold's field: its identity, fresh for each hold
 -- ARGV[3]  the hold count before this acquire: 0 for a first acquire
@@ -34,7 +35,7 @@ if expect > 0 then
 end
 -- A first acquire: one EXISTS of the lock and of the field's latch says, in
 -- the usual case, that the lock is free and this is no late copy.
-local latch = KEYS[2] .. ':' .. field
+local latch = KEYS[2]
 if redis.call('exists', lock, latch) == 0 then
 	redis.call('hset', lock, field, 1)
 	redis.call('pexpire', lock, ARGV[1])

@@ -4,8 +4,7 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the unlock channel (Redisson's redisson_lock__channel:{name})
--- KEYS[3]  the prefix of the lock's latch keys: a hold's latch is
---          KEYS[3]..":"..field
+-- KEYS[3]  the hold's latch: the lock's latch prefix, ":", ARGV[1]
 -- KEYS[4]  the queue of waiting calls (see mutex_wait); absent for a lock
 --          that queues none (an Election's leadership)
 -- KEYS[5]  the waiters' heartbeats (see mutex_wait); absent with KEYS[4]
@@ -113,7 +112,7 @@ end
 
 -- notThere answers for a release whose hold is not in the lock.
 local function notThere()
-	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
+	if releasedBefore(KEYS[3], ARGV[6], ARGV[5]) then
 		return {1, ''}
 	end
 	return {-1, ''}
@@ -149,7 +148,7 @@ if not removeHold() then
 	return notThere()
 end
 if ARGV[5] ~= '0' then
-	redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
+	redis.call('set', KEYS[3], '1', 'px', ARGV[5])
 end
 local n = handOver()
 if n then

@@ -3,7 +3,8 @@
 -- release hands the lock (see mutex_release).
 --
 -- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
--- KEYS[2]  the prefix of the lock's latch keys (see mutex_release)
+-- KEYS[2]  the call's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          mutex_release)
 -- KEYS[3]  the queue: a sorted set of the waiting calls' hold fields, scored
 --          by their place numbers (arrival order)
 -- KEYS[4]  the heartbeats: a sorted set of the same fields scored by the
@@ -40,7 +41,7 @@ end
 if redis.call('hexists', lock, field) == 1 then
 	return hold()
 end
-if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
+if redis.call('exists', KEYS[2]) == 1 then
 	return {-4, 0}
 end
 if redis.call('exists', lock) == 0 then

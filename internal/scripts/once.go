@@ -17,7 +17,7 @@ var (
 // ClaimOnce runs once_claim: hold h claims the Once at l, unless its function
 // has succeeded (Complete).
 func (r *Runner) ClaimOnce(ctx context.Context, l *layout.Once, h Hold) (Reply, error) {
-	return lockReply(r.integer(ctx, Call{Script: OnceClaim, Keys: []string{l.Claim, l.Latch, l.Done},
+	return lockReply(r.integer(ctx, Call{Script: OnceClaim, Keys: []string{l.Claim, latchKey(l.Latch, h.Field, h.LatchKey), l.Done},
 		Args: []string{h.LeaseMS, h.Field}}))
 }
 
@@ -26,7 +26,8 @@ func (r *Runner) ClaimOnce(ctx context.Context, l *layout.Once, h Hold) (Reply, 
 func (r *Runner) ReleaseOnce(ctx context.Context, l *layout.Once, rel *Release, succeeded bool) (Released, error) {
 	var argv [7]string
 	args := append(r.argv(&argv, rel), flag(succeeded))
-	return r.released(ctx, Call{Script: OnceRelease, Keys: []string{l.Claim, l.Channel, l.Latch, l.Done}, Args: args})
+	keys := []string{l.Claim, l.Channel, latchKey(l.Latch, rel.Field, rel.LatchKey), l.Done}
+	return r.released(ctx, Call{Script: OnceRelease, Keys: keys, Args: args})
 }
 
 // WGAdd is the script of WaitGroup.Add.

@@ -1,7 +1,8 @@
 -- once_claim: claim the right to run a Once's function, unless it has run.
 --
 -- KEYS[1]  the claim: a hash of one field, the running caller's hold
--- KEYS[2]  the prefix of the claims' latch keys (see once_release)
+-- KEYS[2]  the hold's latch: the claims' latch prefix, ":", ARGV[2] (see
+--          once_release)
 -- KEYS[3]  the completion marker, present once the function has succeeded
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the hold's field: its identity, fresh for each claim
@@ -22,4 +23,4 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 	redis.call('pexpire', KEYS[1], ARGV[1])
 	return nil
 end
-return takeFree(KEYS[1], ARGV[2], KEYS[2] .. ':' .. ARGV[2], ARGV[1])
+return takeFree(KEYS[1], ARGV[2], KEYS[2], ARGV[1])

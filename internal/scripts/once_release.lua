@@ -3,7 +3,7 @@
 --
 -- KEYS[1]  the claim hash
 -- KEYS[2]  the channel of claim ends
--- KEYS[3]  the prefix of the claims' latch keys: KEYS[3]..":"..field
+-- KEYS[3]  the hold's latch: the claims' latch prefix, ":", ARGV[1]
 -- KEYS[4]  the completion marker
 -- ARGV[1]  the hold's field
 -- ARGV[2], ARGV[3]  the count before and after: always 1 and 0 (a claim is
@@ -22,7 +22,7 @@
 -- next attempt. Every end publishes: "1" (done, waiters return) or "0" (the
 -- next waiter claims).
 local succeeded = ARGV[7] == '1'
-local latch = KEYS[3] .. ':' .. ARGV[1]
+local latch = KEYS[3]
 if succeeded then
 	redis.call('set', KEYS[4], ARGV[1])
 end

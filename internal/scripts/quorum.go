@@ -19,15 +19,14 @@ var (
 	QuorumCatchUp = loadWith("quorum_catchup", "queue_lib", "quorum_lib")
 )
 
-// QuorumKeys are the KEYS of a quorum lock's scripts on one server: the
-// release's [0:3] (mutex_release, as an Election's), the acquire's [3:7],
-// the renewal's [0:1], the token write's [7:9].
-type QuorumKeys [9]string
+// QuorumKeys are the names that a quorum lock's scripts take on one server:
+// the lock, its channel, the prefix of its latches (a call sends the hold's
+// latch instead: see latchKey), the token counter, the server's marker.
+type QuorumKeys [5]string
 
-// QuorumKeysOf returns the KEYS of the quorum lock at l.
+// QuorumKeysOf returns the names of the keys of the quorum lock at l.
 func QuorumKeysOf(l layout.Mutex) QuorumKeys {
-	m := layout.QuorumMarker
-	return QuorumKeys{l.Key, l.Channel, l.Latch, l.Key, l.Latch, l.Token, m, l.Token, m}
+	return QuorumKeys{l.Key, l.Channel, l.Latch, l.Token, layout.QuorumMarker}
 }
 
 // A Vote is one server's answer to a quorum acquire: the Reply (Acquired,
@@ -47,7 +46,8 @@ type Vote struct {
 // there, or re-enters it; a server found without its marker, or marked less
 // than bound ago, abstains.
 func (r *Runner) AcquireQuorum(ctx context.Context, k *QuorumKeys, h Hold, bound string) (Vote, error) {
-	v, err := r.ints(ctx, Call{Script: QuorumAcquire, Keys: k[3:7], Args: []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), bound}}, 4)
+	keys := [...]string{k[0], latchKey(k[2], h.Field, h.LatchKey), k[3], k[4]}
+	v, err := r.ints(ctx, Call{Script: QuorumAcquire, Keys: keys[:], Args: []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), bound}}, 4)
 	if err == nil && len(v) != 4 {
 		err = fmt.Errorf("quorum_acquire replied %v", v)
 	}
@@ -82,7 +82,7 @@ func (r *Runner) RenewQuorum(ctx context.Context, k *QuorumKeys, field, leaseMS 
 // RaiseQuorumToken runs quorum_token on one server: the lock k's token
 // counter there becomes at least value. It returns the counter.
 func (r *Runner) RaiseQuorumToken(ctx context.Context, k *QuorumKeys, value int64, bound string) (int64, error) {
-	return r.integer(ctx, Call{Script: QuorumToken, Keys: k[7:9], Args: []string{strconv.FormatInt(value, 10), bound}, Retryable: true})
+	return r.integer(ctx, Call{Script: QuorumToken, Keys: k[3:5], Args: []string{strconv.FormatInt(value, 10), bound}, Retryable: true})
 }
 
 // CatchUpQuorum runs quorum_catchup on one server, whose marker's "from"
@@ -111,5 +111,6 @@ func (r *Runner) InitQuorum(ctx context.Context) (bool, error) {
 // lock k ends there, and the waiters there are woken ("0").
 func (r *Runner) ReleaseQuorum(ctx context.Context, k *QuorumKeys, rel *Release) (Released, error) {
 	var argv [7]string
-	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: k[:3], Args: r.argv(&argv, rel)})
+	keys := [...]string{k[0], k[1], latchKey(k[2], rel.Field, rel.LatchKey)}
+	return r.queueReleased(ctx, Call{Script: MutexRelease, Keys: keys[:], Args: r.argv(&argv, rel)})
 }

@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  the lock: a hash of one field "<client-uuid>:<n>" = hold count
 --          (the Mutex layout, on each server)
--- KEYS[2]  the prefix of the lock's latch keys (see mutex_release)
+-- KEYS[2]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          mutex_release)
 -- KEYS[3]  the lock's token counter (a FencedMutex's)
 -- KEYS[4]  the server's quorum marker (see quorum_lib)
 -- ARGV[1]  lease in milliseconds
@@ -28,35 +29,37 @@
 -- that a FencedMutex reads a majority's highest in the acquire's round trip.
 local lock, field, expect = KEYS[1], ARGV[2], tonumber(ARGV[3])
 local ok, left = votes(KEYS[4], ARGV[4])
-local counter = counterOf(KEYS[3], KEYS[4])
+-- (tokens, not counter: the test of the scripts' keys reads a name as one
+-- variable wherever it is, and counterOf's parameter is called counter.)
+local tokens = counterOf(KEYS[3], KEYS[4])
 local kept = 0
 if keeps(KEYS[4]) then
 	kept = 1
 end
 if not ok then
-	return {-5, left, counter, kept}
+	return {-5, left, tokens, kept}
 end
 if expect > 0 then
 	local cur = redis.call('hget', lock, field)
 	if not cur then
-		return {-3, 0, counter, kept}
+		return {-3, 0, tokens, kept}
 	end
 	if tonumber(cur) == expect then
 		redis.call('hset', lock, field, expect + 1)
 	end
 	redis.call('pexpire', lock, ARGV[1])
-	return {1, 0, counter, kept}
+	return {1, 0, tokens, kept}
 end
 if redis.call('hexists', lock, field) == 1 then
 	redis.call('pexpire', lock, ARGV[1]) -- an earlier attempt of this call took it
-	return {1, 0, counter, kept}
+	return {1, 0, tokens, kept}
 end
 if redis.call('exists', lock) == 1 then
-	return {0, redis.call('pttl', lock), counter, kept}
+	return {0, redis.call('pttl', lock), tokens, kept}
 end
-if redis.call('exists', KEYS[2] .. ':' .. field) == 1 then
-	return {-4, 0, counter, kept}
+if redis.call('exists', KEYS[2]) == 1 then
+	return {-4, 0, tokens, kept}
 end
 redis.call('hset', lock, field, 1)
 redis.call('pexpire', lock, ARGV[1])
-return {1, 0, counter, kept}
+return {1, 0, tokens, kept}

@@ -27,7 +27,7 @@ func TestQuorumScripts(t *testing.T) {
 	}
 	ctx := context.Background()
 	k := scripts.QuorumKeysOf(layout.MutexOf(redistest.Name(t)))
-	lock, token := k[0], k[7]
+	lock, token := k[0], k[3]
 	const bound = "300" // ms a restarted server stays out
 	del := func(keys ...string) {
 		require.NoError(t, rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error())
@@ -76,7 +76,7 @@ func TestQuorumScripts(t *testing.T) {
 	require.NoError(t, err)
 	other := scripts.QuorumKeysOf(layout.MutexOf(redistest.Name(t) + ":other"))
 	catchUp := func(from string, values []string, last bool) bool {
-		ok, err := r.CatchUpQuorum(ctx, from, []string{token, other[7]}, values, last)
+		ok, err := r.CatchUpQuorum(ctx, from, []string{token, other[3]}, values, last)
 		require.NoError(t, err)
 		return ok
 	}
@@ -89,7 +89,7 @@ func TestQuorumScripts(t *testing.T) {
 	assert.EqualValues(t, 9, v.Counter, "a catch-up lowers nothing")
 	assert.False(t, v.Stale, "caught up")
 	assert.False(t, catchUp(from, []string{"10", "4"}, true), "a server caught up is not caught up again")
-	del(token, other[7])
+	del(token, other[3])
 	assert.Zero(t, vote("a", 4).Counter, "a counter a caught-up server does not have is one never issued")
 
 	// A new quorum's server votes at once, with a counter of 0.
@@ -139,6 +139,6 @@ func TestQuorumScripts(t *testing.T) {
 	assert.False(t, renew("d"), "not where another holds the lock")
 	_, err = r.ReleaseQuorum(ctx, &k, &scripts.Release{Field: "c", From: 1, Latch: "5000"})
 	require.NoError(t, err)
-	del(k[4] + ":c")
+	del(k[2] + ":c")
 	assert.False(t, renew("c"), "nor where the lock is free")
 }

@@ -27,7 +27,7 @@ func (r *Runner) AcquireRFair(ctx context.Context, l *layout.RFair, h Hold, wait
 	}
 	return r.pair(ctx, Call{
 		Script: RFairAcquire,
-		Keys:   []string{l.Key, l.Queue, l.Timeouts, l.Channel, l.Latch},
+		Keys:   []string{l.Key, l.Queue, l.Timeouts, l.Channel, latchKey(l.Latch, h.Field, h.LatchKey)},
 		Args:   []string{h.LeaseMS, h.Field, strconv.Itoa(h.Count), h.Waiter, ms(h.HeartbeatMS), wait, mode, r.publish},
 	})
 }
@@ -38,7 +38,8 @@ func (r *Runner) AcquireRFair(ctx context.Context, l *layout.RFair, h Hold, wait
 func (r *Runner) ReleaseRFair(ctx context.Context, l *layout.RFair, rel *Release, wait string) (Released, error) {
 	var argv [7]string
 	args := r.argv(&argv, rel)
-	return r.queueReleased(ctx, Call{Script: RFairRelease, Keys: []string{l.Key, l.Queue, l.Timeouts, l.Channel, l.Latch},
+	keys := []string{l.Key, l.Queue, l.Timeouts, l.Channel, latchKey(l.Latch, rel.Field, rel.LatchKey)}
+	return r.queueReleased(ctx, Call{Script: RFairRelease, Keys: keys,
 		Args: append(args, rel.Waiter, wait)})
 }
 

@@ -6,7 +6,8 @@
 -- KEYS[2]  Redisson's queue: a list of waiter ids
 -- KEYS[3]  Redisson's eviction times: a sorted set of the same ids
 -- KEYS[4]  the channel prefix: a waiter listens on KEYS[4] .. ':' .. its id
--- KEYS[5]  the prefix of the lock's latch keys (see rfair_release)
+-- KEYS[5]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          rfair_release)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the hold's field: its identity, fresh for each hold
 -- ARGV[3]  the hold count before this acquire: 0 for a first acquire
@@ -55,7 +56,7 @@ end
 -- Take the free lock as Redisson does (the head, or anyone when nobody
 -- waits), unless this call was undone (its latch is set).
 local function take()
-	if redis.call('exists', KEYS[5] .. ':' .. field) == 1 then
+	if redis.call('exists', KEYS[5]) == 1 then
 		return {-4, 0}
 	end
 	if id ~= '' then

@@ -6,8 +6,7 @@
 -- KEYS[2]  Redisson's queue (a list of waiter ids)
 -- KEYS[3]  Redisson's eviction times (a sorted set)
 -- KEYS[4]  the channel prefix (a waiter's channel is KEYS[4] .. ':' .. id)
--- KEYS[5]  the prefix of the lock's latch keys: a hold's latch is
---          KEYS[5]..":"..field
+-- KEYS[5]  the hold's latch: the lock's latch prefix, ":", ARGV[1]
 -- ARGV[1]  the hold's field
 -- ARGV[2]  the hold count before this release
 -- ARGV[3]  the hold count after it: 0 releases the lock
@@ -27,7 +26,7 @@
 -- (their eviction time has passed, server time).
 local lock, queue, timeouts, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local field, id = ARGV[1], ARGV[7]
-local latch = KEYS[5] .. ':' .. field
+local latch = KEYS[5]
 
 local wasHead = false
 if id ~= '' then

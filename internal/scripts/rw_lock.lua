@@ -2,7 +2,8 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  waiting writers (sorted set, see rw_rlock)
--- KEYS[3]  the prefix of the lock's latch keys (see rw_unlock)
+-- KEYS[3]  the hold's latch: the lock's latch prefix, ":", ARGV[2] (see
+--          rw_unlock)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the write hold's field "<uuid>:<n>:write": its identity, fresh
 --          for each hold
@@ -36,7 +37,7 @@ if expect > 0 then
 	return -3
 end
 if redis.call('exists', KEYS[1]) == 0 then
-	if redis.call('exists', KEYS[3] .. ':' .. ARGV[2]) == 1 then
+	if redis.call('exists', KEYS[3]) == 1 then
 		return -4
 	end
 	redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)

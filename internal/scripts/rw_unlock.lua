@@ -2,8 +2,7 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the channel (Redisson's redisson_rwlock:{name})
--- KEYS[3]  the prefix of the lock's latch keys: a hold's latch is
---          KEYS[3]..":"..field
+-- KEYS[3]  the hold's latch: the lock's latch prefix, ":", ARGV[1]
 -- ARGV[1]  the write hold's field
 -- ARGV[2]  the write hold count before this release
 -- ARGV[3]  the write hold count after it: 0 releases the write lock
@@ -20,7 +19,7 @@
 -- becomes a read lock that other readers may join). The final release
 -- latches the field, as mutex_release does.
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-	if releasedBefore(KEYS[3] .. ':' .. ARGV[1], ARGV[6], ARGV[5]) then
+	if releasedBefore(KEYS[3], ARGV[6], ARGV[5]) then
 		return 1
 	end
 	return nil
@@ -38,5 +37,5 @@ else
 	redis.call('hset', KEYS[1], 'mode', 'read')
 end
 redis.call(ARGV[4], KEYS[2], '1')
-redis.call('set', KEYS[3] .. ':' .. ARGV[1], '1', 'px', ARGV[5])
+redis.call('set', KEYS[3], '1', 'px', ARGV[5])
 return 1

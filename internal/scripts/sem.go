@@ -27,6 +27,14 @@ func (v SemVersion) args() (expect, write string) {
 	return strconv.FormatUint(v.Expect, 10), strconv.FormatUint(v.Write, 10)
 }
 
+// semKeys returns the KEYS of the Semaphore calls of holder at l: its keys,
+// with the holder's latch for the prefix of the latches.
+func semKeys(l *layout.Sem, holder string) []string {
+	keys := l.Keys()
+	keys[7] = latchKey(l.Latch, holder, "")
+	return keys
+}
+
 // AcquireSem runs sem_acquire on the Semaphore at l, whose handle has size
 // permits: holder h.Field goes from h.Count to h.Count+n permits in queue
 // order, or its waiter queues (keeps its place). A Mismatch reply carries the
@@ -35,7 +43,7 @@ func (r *Runner) AcquireSem(ctx context.Context, l *layout.Sem, size string, h H
 	expect, write := v.args()
 	return r.pair(ctx, Call{
 		Script: SemAcquire,
-		Keys:   l.Keys(),
+		Keys:   semKeys(l, h.Field),
 		Args: []string{size, h.Field, strconv.Itoa(n), strconv.Itoa(h.Count + n), h.LeaseMS, h.Waiter, ms(h.HeartbeatMS),
 			r.publish, expect, write},
 	})
@@ -49,7 +57,7 @@ func (r *Runner) ReleaseSem(ctx context.Context, l *layout.Sem, rel *Release, v 
 	expect, write := v.args()
 	return r.queueReleased(ctx, Call{
 		Script: SemRelease,
-		Keys:   l.Keys(),
+		Keys:   semKeys(l, rel.Field),
 		Args:   []string{rel.Field, strconv.Itoa(rel.To), rel.Waiter, r.publish, expect, write, ms(rel.Latch)},
 	})
 }

@@ -11,7 +11,8 @@
 --          time (ms) after which a waiter counts as dead
 -- KEYS[6]  the requests: a hash of waiter id -> permits wanted
 -- KEYS[7]  the wake-up channel
--- KEYS[8]  the prefix of the semaphore's latch keys (see sem_release)
+-- KEYS[8]  the term's latch: the semaphore's latch prefix, ":", ARGV[2]
+--          (see sem_release)
 -- ARGV[1]  the size of the caller's handle
 -- ARGV[2]  the holder id: one per term of a handle (from its first acquire
 --          to the release of its last permit), never reused
@@ -100,7 +101,7 @@ if entry then
 	end
 elseif expect > 0 then
 	return {-3, 0}
-elseif redis.call('exists', KEYS[8] .. ':' .. holder) == 1 then
+elseif redis.call('exists', KEYS[8]) == 1 then
 	return {-4, 0}
 end
 local total = sem_taken(holders)

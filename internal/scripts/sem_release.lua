@@ -5,8 +5,7 @@
 --
 -- KEYS[1..7] as sem_acquire: holders, leases, size, queue, heartbeats,
 --            requests, channel
--- KEYS[8]  the prefix of the semaphore's latch keys: a term's latch is
---          KEYS[8]..":"..holder
+-- KEYS[8]  the term's latch: the semaphore's latch prefix, ":", ARGV[1]
 -- ARGV[1]  the holder id
 -- ARGV[2]  the permits the holder keeps, in decimal (written as given, as
 --          sem_acquire writes ARGV[4])
@@ -63,7 +62,7 @@ else
 	redis.call('zrem', leases, holder)
 end
 if keep == 0 and status ~= -4 and tonumber(ARGV[7]) > 0 then
-	redis.call('set', KEYS[8] .. ':' .. holder, '1', 'px', ARGV[7])
+	redis.call('set', KEYS[8], '1', 'px', ARGV[7])
 end
 
 local free = tonumber(redis.call('get', sizeKey) or '0') - sem_taken(holders)
