@@ -358,8 +358,10 @@ func (r *run) list(addr string, args ...string) []string {
 
 // leftKeys records the keys left on the lock server once the release latches
 // have expired, other than token counters, Semaphore sizes, Once completions
-// and WaitGroup counters (durable by design) and the long-lived latches of holds whose acquire had an unknown
-// outcome, which must expire by themselves (one with no expiry is a leak).
+// and WaitGroup counters (durable by design), and the long-lived latches of
+// holds whose acquire had an unknown outcome and the records of killed
+// workers' Clients, which must expire by themselves (one with no expiry is a
+// leak).
 func (r *run) leftKeys() {
 	time.Sleep(5500 * time.Millisecond) // release latches live 5 s
 	ctx := context.Background()
@@ -394,6 +396,12 @@ func (r *run) leftKeys() {
 			}
 		case k == layout.RFairOf("chaos-rfair").Queue:
 			// The line itself: its entries are the timeouts' (above).
+		case strings.HasPrefix(k, layout.ClientChannelPrefix+":"):
+			// A Client's record (layout.ClientInfo): a killed worker's stays
+			// until its expiry, within a minute. -1: no expiry, a leak.
+			if ms, err := pttl(addr, k); err != nil || ms == -1 {
+				left = append(left, k)
+			}
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
 			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"), strings.HasPrefix(k, layout.RSemLatchPrefix+":"):
