@@ -97,8 +97,22 @@ func TestQuick(t *testing.T) {
 		if h := r.Held[peer]; h.Locks != r.Config.Held {
 			t.Errorf("held/%s: %d locks measured, want %d", peer, h.Locks, r.Config.Held)
 		}
-		if w := r.Waiters[peer]; w.Served != w.Waiters || w.Waiters == 0 {
+		// Every redisync waiter must be served: that is our guarantee. A
+		// peer's waiters are its own: rueidislock's wake-ups ride
+		// client-side caching invalidations, and on a loaded machine (CI
+		// runs this beside the chaos mutants) some of them are still asleep
+		// when the scenario's 10 s end; the report shows how many. Of a
+		// peer the test asks that the scenario ran and served some.
+		w := r.Waiters[peer]
+		switch {
+		case w.Waiters != r.Config.Waiters:
+			t.Errorf("waiters/%s: %d waiters measured, want %d", peer, w.Waiters, r.Config.Waiters)
+		case peer == r.Peers[0] && w.Served != w.Waiters:
 			t.Errorf("waiters/%s: %d of %d served", peer, w.Served, w.Waiters)
+		case w.Served == 0:
+			t.Errorf("waiters/%s: none of %d served", peer, w.Waiters)
+		case w.Served != w.Waiters:
+			t.Logf("waiters/%s: %d of %d served (a peer's, reported)", peer, w.Served, w.Waiters)
 		}
 	}
 	for _, prim := range r.Primitives {
