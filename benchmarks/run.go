@@ -129,8 +129,8 @@ type Results struct {
 //
 // The locks are taken and released under context.Background(), as Lock and
 // Unlock use: ctx only stops the run, its scenarios abandoned. (Under a
-// context that can end, rueidis sends every call through its pipelining
-// goroutines, which costs a lone caller time.)
+// context that can be cancelled but has no deadline, rueidis sends every
+// call through its pipelining goroutines, which costs a lone caller time.)
 func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 	abort := ctx.Done()
 	ctx = context.Background()

@@ -41,7 +41,7 @@ func leaky(t *testing.T, wait time.Duration) (base map[string]bool, rc rueidis.C
 	rc, err = target.NewClient()
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
-	ctx, cancel := context.WithCancel(context.Background()) // a context that can end starts rueidis's pipelining goroutines
+	ctx, cancel := context.WithCancel(context.Background()) // a context that can be cancelled, without a deadline, starts rueidis's pipelining goroutines
 	t.Cleanup(cancel)
 	require.NoError(t, rc.Do(ctx, rc.B().Ping().Build()).Error())
 	return base, rc
