@@ -5,12 +5,12 @@
 //
 // Usage:
 //
-//	redisync demo    [--redis URL]             live demo: worker processes contend, one is killed
-//	redisync inspect [--json] NAME             what holds NAME: holders, hold counts, lease
-//	redisync unlock  --force [--yes] NAME      delete a lock whoever holds it and wake its waiters
-//	redisync watch   [--count N] [--duration D] [PATTERN]   live acquire/release/expire events
-//	redisync top     [--sort ORDER] [--plain] [PATTERN]     live view of the busiest locks
-//	redisync bench   [--ops N] [--concurrency C]            Mutex throughput and latency
+//	redisync demo    [--redis URL]                          live demo: worker processes contend, one is killed
+//	redisync inspect [--json] [--kind KIND] NAME            what holds NAME: holders, hold counts, lease
+//	redisync unlock  --force [--yes] [--kind KIND] NAME     delete a lock whoever holds it and wake its waiters
+//	redisync watch   [--count N] [--duration D] [--renewals] [PATTERN]  live acquire/release/expire events
+//	redisync top     [--sort ORDER] [--interval D] [--plain] [PATTERN]  live view of the busiest locks
+//	redisync bench   [--ops N] [--concurrency C] [--sync-replicas N]    Mutex throughput and latency
 //
 // Every command that talks to Redis takes --redis URL (default $REDIS_URL,
 // else redis://127.0.0.1:6379), --cluster and --sentinel-master NAME; inspect
@@ -148,7 +148,8 @@ server when neither --redis nor REDIS_URL is given):
                             (redisync.NewQuorum), given once for each, instead of --redis
 
 Run 'redisync COMMAND -h' for a command's flags.
-Exit status: 0 success, 1 failure (not found, unreachable, declined), 2 usage error.
+Exit status: 0 success, 1 failure (not found, unreachable, declined), 2 usage error,
+130 interrupted.
 `)
 }
 

@@ -29,7 +29,7 @@ func (q *quorumURLs) Set(v string) error {
 
 // registerQuorum adds --quorum to fs.
 func registerQuorum(fs *flag.FlagSet, q *quorumURLs) {
-	fs.Var(q, "quorum", "a deployment `URL` of a quorum (redisync.NewQuorum), given once for each (3 or 5); the lock is looked for on every one, instead of on --redis")
+	fs.Var(q, "quorum", "a deployment `URL` of a quorum (redisync.NewQuorum), given once for each (an odd number, at least 3); the lock is looked for on every one, instead of on --redis")
 }
 
 // connectQuorum opens a client of each deployment of q, with the TLS flags
