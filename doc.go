@@ -1,8 +1,9 @@
 // Package redisync provides distributed synchronization primitives backed by
 // Redis, shaped like the sync package:
 //
-//   - [Mutex], a reentrant (per owner) exclusive lock that implements
-//     [sync.Locker] and waits with a [context.Context] in [Mutex.LockContext];
+//   - [Mutex], an exclusive lock (reentrant for an owner from [WithOwner])
+//     that implements [sync.Locker] and waits with a [context.Context] in
+//     [Mutex.LockContext];
 //   - [RWMutex], readers or one writer, writer-preferring, with a lease per
 //     read hold;
 //   - [FairMutex], served in strict arrival order across processes, in a

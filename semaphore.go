@@ -214,7 +214,8 @@ func (s *Semaphore) runAcquire(ctx context.Context, a acquisition) (scripts.Repl
 	case r.Outcome == scripts.Acquired:
 		s.confirm(a.h, a.field, a.count+a.n, v)
 	case r.Outcome == scripts.Mismatch:
-		err = fmt.Errorf("%w: the handle's size is %d, Redis has %d", errSizeMismatch, s.size, r.Value)
+		err = fmt.Errorf("%w: the handle's size is %d, Redis has %d (a name's first use fixes its size; to change it, delete %s while nobody holds permits)",
+			errSizeMismatch, s.size, r.Value, s.l.Size)
 	}
 	if r.Outcome != scripts.Acquired {
 		s.settled(a.h)
