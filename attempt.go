@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -142,7 +141,7 @@ func (e *engine) current(a *call) bool {
 	if ended, _ := t.result(); !ended && e.leases.Current(t.lease) {
 		return true
 	}
-	if a.p.hold == holdPermits && mutant.On("sem-late") {
+	if a.p.hold == holdPermits && mutantSemLate {
 		return true // a late grant of permits taken for a hold
 	}
 	e.drop(a, t)
@@ -301,7 +300,7 @@ func (e *engine) newField(owner uint64, suffix, latch string) (field, latchKey s
 		b = append(append(b, latch...), ':')
 	}
 	b = append(append(b, e.id...), ':')
-	if mutant.On("owner-field") {
+	if mutantOwnerField {
 		b = strconv.AppendUint(b, owner, 10)
 	} else {
 		b = strconv.AppendUint(b, lastHold.Add(1), 10)

@@ -2,10 +2,12 @@ package redisync_test
 
 import (
 	"go/ast"
+	"go/build"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,6 +66,14 @@ func fileDeps(t *testing.T, dir string) (map[string]map[string]bool, []string) {
 	var files []*ast.File
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		// The files of this build only (mutants_on.go and mutants_off.go
+		// declare the same names under opposite build tags).
+		if ok, err := build.Default.MatchFile(dir, filepath.Base(name)); err != nil || !ok {
+			if err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
 		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
@@ -159,5 +169,26 @@ func TestStronglyConnected(t *testing.T) {
 	got := stronglyConnected([]string{"e", "d", "c", "b", "a"}, deps)
 	if want := [][]string{{"a", "b", "c"}}; len(got) != 1 || !slices.Equal(got[0], want[0]) {
 		t.Errorf("stronglyConnected = %v, want %v", got, want)
+	}
+}
+
+// The broken variants of the chaos suite's self-test (internal/mutant) are
+// built with the redisync_mutants tag only: no package of the module
+// depends on the mutant package in a normal build, and with the tag the
+// root package does (so that the check above cannot pass by a typo).
+func TestNoMutantsInTheNormalBuild(t *testing.T) {
+	deps := func(tags ...string) string {
+		out, err := exec.Command("go", append(append([]string{"list", "-deps"}, tags...), "./...")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	const mutant = "github.com/go-redisync/redisync/internal/mutant"
+	if normal := deps(); strings.Contains(normal, mutant+"\n") {
+		t.Errorf("a normal build depends on %s", mutant)
+	}
+	if tagged := deps("-tags", "redisync_mutants"); !strings.Contains(tagged, mutant+"\n") {
+		t.Errorf("a build with the redisync_mutants tag does not depend on %s", mutant)
 	}
 }

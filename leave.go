@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -24,7 +23,7 @@ const returnSlack = 20 * time.Millisecond
 // its own, latched against the late copies of the call's attempts. The
 // Client's next attempts on name wait for it a while (see settled).
 func (e *engine) cleanUp(name string, f func()) {
-	if mutant.On("takeback-sync") {
+	if mutantTakebackSync {
 		f() // the take-back done before the call returns, however long Redis takes
 		return
 	}

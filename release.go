@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -34,7 +33,7 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 		}
 	}
 	t := h.term.Load()
-	if ended, err := t.result(); ended && !mutant.On("unlock-any") {
+	if ended, err := t.result(); ended && !mutantUnlockAny {
 		// Lost or closed earlier: the owner's release acknowledges it.
 		if h.setCount(h.count - n); h.count == 0 {
 			e.holds.finish(h)
@@ -48,7 +47,7 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 		h.setCount(h.count - n)
 		return e.settle(ctx, p, t, release{h: h, Release: scripts.Release{Field: t.field, From: h.count + n, To: h.count}}, false)
 	}
-	if !e.leases.Remove(t.lease) && !mutant.On("unlock-any") {
+	if !e.leases.Remove(t.lease) && !mutantUnlockAny {
 		// The scheduler has just found it lost; its report is on the way.
 		// The release below still frees what may be left of it in Redis.
 		t.lost(ErrLeaseExpired)
@@ -113,8 +112,8 @@ func unfinished(err error) bool { return ambiguous(err) || scripts.IsNoScript(er
 // its release is finished in the background (see settle).
 func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Released, error) {
 	if ctx.Done() == nil {
-		if mutant.On("unlock-pool") {
-			b, free := mutant.PooledBudget(ctx, releaseBudget)
+		if mutantUnlockPool {
+			b, free := pooledBudget(ctx, releaseBudget)
 			defer free()
 			return p.release(b, r)
 		}
@@ -188,7 +187,7 @@ func (e *engine) transfer(h *hold, p *protocol, t *term) bool {
 	if !e.handovers.hand(h, p, t, e.leases.Replace) {
 		return false
 	}
-	if mutant.On("handover-release") {
+	if mutantHandoverRelease {
 		_, _ = p.release(context.Background(), release{Release: scripts.Release{Field: t.field, From: 1, Latch: latchTTL}})
 	}
 	t.end(nil)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/internal/lease"
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/notify"
 )
 
@@ -228,7 +227,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		if observe {
 			p.observe(ctx, wakeEvent(a.w, f.src, true))
 		}
-		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutant.On("hand-any")) && e.takeHanded(ctx, a) && e.current(a) {
+		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutantHandAny) && e.takeHanded(ctx, a) && e.current(a) {
 			a.own = true
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
 			return true, nil
@@ -264,7 +263,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 // then lets it expire without a message.
 func (a *call) bound(pttl time.Duration) time.Duration {
 	d := waitBound(pttl)
-	if a.tk != nil && a.p.hand == handThroughRedis && !mutant.On("no-fallback") {
+	if a.tk != nil && a.p.hand == handThroughRedis && !mutantNoFallback {
 		d = min(d, a.p.cfg.heartbeat)
 	}
 	return d
@@ -273,7 +272,7 @@ func (a *call) bound(pttl time.Duration) time.Duration {
 // waitBound is how long to wait for a wake-up before trying again: until the
 // holder's lease runs out (plus a millisecond, as PTTL rounds down).
 func waitBound(pttl time.Duration) time.Duration {
-	if mutant.On("no-fallback") {
+	if mutantNoFallback {
 		return time.Hour
 	}
 	if pttl < 0 {

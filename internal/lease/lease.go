@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -434,7 +433,7 @@ func (s *Scheduler) round() {
 		l.Lost.LeaseLost(ErrExpired)
 	}
 	if len(due) > 0 {
-		if mutant.On("renew-inline") {
+		if mutantRenewInline {
 			s.renew(due) // the goroutine waits for Redis, its timers with it
 			return
 		}

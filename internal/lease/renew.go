@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-redisync/redisync/internal/layout"
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -33,7 +32,7 @@ func (s *Scheduler) renew(due []*Lease) {
 	timeout := renewTimeout(due, sent)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.stop, timeout)
-	if mutant.On("renew-inline") {
+	if mutantRenewInline {
 		// The renewals wait for Redis however long it takes, as they did
 		// when a call waiting for another's dial in rueidis ignored its own
 		// deadline; with the scheduler's goroutine waiting for them.

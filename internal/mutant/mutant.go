@@ -1,10 +1,16 @@
+//go:build redisync_mutants
+
 // Package mutant switches on deliberately broken variants of redisync, so that
 // the chaos suite (internal/chaos) can show that each of its invariant
 // checkers catches the bug it is there for.
 //
 // A variant exists only in a build with the redisync_mutants tag, and only the
-// one named by the REDISYNC_MUTANT environment variable is on. In every other
-// build [On] is a constant false and the broken code paths compile away.
+// one named by the REDISYNC_MUTANT environment variable is on. The package
+// itself is built with that tag only: each package with variants switches
+// them in a mutants_on.go file of the same tag, and its mutants_off.go, the
+// normal build's, holds them as false constants, so that the broken code
+// paths compile away and a normal build has no variant at all (checked by
+// TestNoMutantsInTheNormalBuild).
 //
 // The variants:
 //

@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/redis/rueidis"
 )
 
@@ -274,7 +273,7 @@ func (r *Registry) leave(w *Waiter, passOn bool) {
 		ch.wakeLocked(1, FromLocal, false)
 	}
 	ch.mu.Unlock()
-	if empty && r.chans[ch.name] == ch && !mutant.On("leak-subscribe") {
+	if empty && r.chans[ch.name] == ch && !mutantLeakSubscribe {
 		ch.linger = time.AfterFunc(Linger, func() { r.expire(ch) })
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redisync/redisync/internal/layout"
-	"github.com/go-redisync/redisync/internal/mutant"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -333,7 +332,7 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 	res := Result{Sent: time.Now(), Votes: make([]scripts.Vote, len(q.servers)), Wait: -1, Counter: -1}
 	res.Errs = q.each(ctx, q.cfg.timeout(lease), func(ctx context.Context, i int, s Server) (err error) {
 		bound := q.bound
-		if mutant.On("quorum-vote-at-once") {
+		if mutantVoteAtOnce {
 			bound = "0"
 		}
 		res.Votes[i], err = s.Runner.AcquireQuorum(ctx, k, h, bound)
@@ -364,7 +363,7 @@ func (q *Quorum) Acquire(ctx context.Context, k *scripts.QuorumKeys, h scripts.H
 	}
 	res.Gone = gone >= q.Majority()
 	need := q.Majority()
-	if mutant.On("quorum-minority") {
+	if mutantMinority {
 		need = 1
 	}
 	res.Held = res.Granted() >= need && res.Validity > 0

@@ -1,3 +1,5 @@
+//go:build redisync_mutants
+
 package scripts
 
 import (

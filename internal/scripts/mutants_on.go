@@ -1,3 +1,5 @@
+//go:build redisync_mutants
+
 package scripts
 
 import (
@@ -10,8 +12,9 @@ import (
 )
 
 // mutants are the broken variants of scripts (see package mutant), each one
-// line changed (a variant may change a line in several scripts). In a build
-// without the redisync_mutants tag none is on.
+// line changed (a variant may change a line in several scripts). This file
+// is built with the redisync_mutants tag only (the chaos suite's
+// self-test): a normal build has none of them, nor the mutant package.
 var mutants = []struct {
 	name     string
 	script   **Script
