@@ -57,7 +57,7 @@ func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 // lasts.
 func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, error) {
 	p, tk := a.p, a.tk
-	h := e.holds.ref(p.key, true)
+	h := e.holds.ref(p.key, orCreate)
 	defer e.holds.unref(h)
 	if !e.lockOp(ctx, h, a) {
 		return attempt{}, nil, 0, ctx.Err()
@@ -168,7 +168,7 @@ func (e *engine) drop(a *call, t *term) {
 		a.firstUnknown = true
 	}
 	a.term = nil
-	h := e.holds.ref(p.key, false)
+	h := e.holds.ref(p.key, existing)
 	if h == nil {
 		return
 	}

@@ -45,15 +45,32 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	rc = bounded.Wrap(rc) // every call returns by its context's end (see internal/bounded)
-	cluster := rc.Mode() == rueidis.ClientModeCluster
-	sharded := cluster && !cfg.classicPubSub
-	return newClient(cfg, []rueidis.Client{rc}, scripts.NewRunner(rc, sharded), cluster, sharded, nil), nil
+	d := oneServer
+	if rc.Mode() == rueidis.ClientModeCluster {
+		d = clusterSharded
+		if cfg.classicPubSub {
+			d = clusterClassic
+		}
+	}
+	return newClient(cfg, []rueidis.Client{rc}, scripts.NewRunner(rc, d == clusterSharded), d, nil), nil
 }
+
+// A deployment is what a Client's rueidis client reaches: one server (a
+// standalone one, a Sentinel's primary, or each server of a quorum), or a
+// Redis Cluster whose locks publish classically or sharded.
+type deployment uint8
+
+const (
+	oneServer deployment = iota
+	clusterClassic
+	clusterSharded
+)
 
 // newClient starts a Client with cfg over rcs (one deployment, or a
 // quorum's, q), whose scripts run through runner (a quorum's first
 // deployment's: its handles ask every one through q).
-func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, cluster, sharded bool, q *quorum.Quorum) *Client {
+func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, d deployment, q *quorum.Quorum) *Client {
+	cluster, sharded := d != oneServer, d == clusterSharded
 	if cfg.name == "" {
 		cfg.name = defaultName()
 	}

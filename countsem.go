@@ -112,7 +112,7 @@ func (s *CountingSemaphore) Acquire(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	return s.h.c.acquire(ctx, &call{p: s.p, mode: share, n: int(n)}, nil, false)
+	return s.h.c.acquire(ctx, &call{p: s.p, mode: share, n: int(n)}, nil, returnErrors)
 }
 
 // TryAcquire takes n permits if n are free, without waiting, and reports

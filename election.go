@@ -85,7 +85,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	if t := e.leading(); t != nil {
 		return e.Proclaim(ctx, value)
 	}
-	return e.h.c.acquire(ctx, &call{p: e.proto(value), mode: waitFree, n: 1}, nil, false)
+	return e.h.c.acquire(ctx, &call{p: e.proto(value), mode: waitFree, n: 1}, nil, returnErrors)
 }
 
 // Proclaim changes the leader's value to value while the handle leads; it
@@ -94,7 +94,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 // unless a later one replaces it first; a Proclaim whose caller gave up and
 // that lands after a later one changes nothing.
 func (e *Election) Proclaim(ctx context.Context, value string) error {
-	h := e.h.c.holds.ref(e.key(), false)
+	h := e.h.c.holds.ref(e.key(), existing)
 	if h == nil {
 		return e.wrap(ErrNotLeader)
 	}
@@ -238,7 +238,7 @@ func (e *Election) ForceUnlock(ctx context.Context) (bool, error) {
 
 // leading returns the handle's current leadership, nil if it does not lead.
 func (e *Election) leading() *term {
-	h := e.h.c.holds.ref(e.key(), false)
+	h := e.h.c.holds.ref(e.key(), existing)
 	t := termOf(h)
 	if h != nil {
 		e.h.c.holds.unref(h)

@@ -69,7 +69,7 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 	c.initHandle(&s.h, PrimitiveExpirableSemaphore, name, opts)
 	p := s.h.protocol(exclusive, s.l.Key, s.h.owner, PrimitiveExpirableSemaphore, s.l.Channel, countingPolicy)
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
-		r, err := c.scripts.AcquireRPerm(ctx, &s.l, a.field, s.sizeArg, a.permitLease, tombstoneTTL, permitIDs(a.field, a.n, true))
+		r, err := c.scripts.AcquireRPerm(ctx, &s.l, a.field, s.sizeArg, a.permitLease, tombstoneTTL, permitIDs(a.field, a.n, idBytes))
 		switch {
 		case err != nil:
 			return r, err
@@ -88,7 +88,7 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 		return r, nil
 	}
 	p.undo = func(ctx context.Context, field string, n int) error {
-		_, err := c.scripts.UndoRPerm(ctx, &s.l, field, tombstoneTTL, permitIDs(field, n, true))
+		_, err := c.scripts.UndoRPerm(ctx, &s.l, field, tombstoneTTL, permitIDs(field, n, idBytes))
 		return err
 	}
 	s.p = p
@@ -117,13 +117,13 @@ func (s *ExpirableSemaphore) tooMany(n int) error {
 // permitIDs returns the ids of the n permits that the call field asks for,
 // as Redisson's: 16 bytes each, shown as 32 hex digits, derived from the
 // field so that every attempt of the call, and its undo, name the same
-// permits. With bytes set it returns the bytes (what Redis records), else
-// the hex digits (what callers see).
-func permitIDs(field string, n int, bytes bool) []string {
+// permits, in form f: the bytes (what Redis records) or the hex digits (what
+// callers see).
+func permitIDs(field string, n int, f idForm) []string {
 	ids := make([]string, n)
 	for i := range ids {
 		sum := sha256.Sum256([]byte(field + ":" + strconv.Itoa(i)))
-		if bytes {
+		if f == idBytes {
 			ids[i] = string(sum[:16])
 		} else {
 			ids[i] = hex.EncodeToString(sum[:16])
@@ -131,6 +131,14 @@ func permitIDs(field string, n int, bytes bool) []string {
 	}
 	return ids
 }
+
+// An idForm is how permitIDs writes an id.
+type idForm uint8
+
+const (
+	idText  idForm = iota // 32 hex digits, as callers see it
+	idBytes               // its 16 bytes, as Redis records it
+)
 
 // permitMembers returns the two members under which each of ids may be
 // recorded: its 16 bytes (redisync's and recent Redisson's), then its text
@@ -193,10 +201,10 @@ func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int, lease time.Dur
 		return []string{}, nil
 	}
 	a := &call{p: s.p, mode: share, n: n, permitLease: arg}
-	if err := s.h.c.acquire(ctx, a, nil, false); err != nil {
+	if err := s.h.c.acquire(ctx, a, nil, returnErrors); err != nil {
 		return nil, err
 	}
-	return permitIDs(a.field, n, false), nil
+	return permitIDs(a.field, n, idText), nil
 }
 
 // TryAcquire takes one permit leased for lease if one is free, without
@@ -228,7 +236,7 @@ func (s *ExpirableSemaphore) TryAcquireN(n int, lease time.Duration) ([]string, 
 	if !ok {
 		return nil, false
 	}
-	return permitIDs(field, n, false), true
+	return permitIDs(field, n, idText), true
 }
 
 // Release gives the permits ids back and publishes the count, which wakes

@@ -57,8 +57,9 @@ func HandOverInFlightForTest(giver, taker *Mutex) (take func(ctx context.Context
 			_, err := x.t.result()
 			return false, err
 		default:
-			taker.c.leave(context.Background(), w, true)
-			return false, errors.New("nothing was handed over")
+			err := errors.New("nothing was handed over")
+			taker.c.leave(context.Background(), w, err)
+			return false, err
 		}
 	}
 }
@@ -67,7 +68,7 @@ func HandOverInFlightForTest(giver, taker *Mutex) (take func(ctx context.Context
 // the owner whose round trip to Redis is slow does, until release is called.
 func BusyOwnerForTest(m *Mutex) (release func()) {
 	p := m.proto(m.owner)
-	h := m.c.holds.ref(p.key, true)
+	h := m.c.holds.ref(p.key, orCreate)
 	_ = h.op.Lock(context.Background())
 	return func() {
 		h.op.Unlock()

@@ -92,7 +92,7 @@ func (fm *FairMutex) ticket() *ticket {
 // failures do not end the wait: Lock retries with backoff, logging persistent
 // failures, until it holds the lock. Lock panics if the Client is closed.
 func (fm *FairMutex) Lock() {
-	fm.locked(fm.c.acquire(context.Background(), fm.call(context.Background(), waitFree, fm.proto), fm.ticket(), true), "Lock of")
+	fm.locked(fm.c.acquire(context.Background(), fm.call(context.Background(), waitFree, fm.proto), fm.ticket(), retryForever), "Lock of")
 }
 
 // TryLock tries to lock fm and reports whether it succeeded. It makes one
@@ -108,7 +108,7 @@ func (fm *FairMutex) TryLock() bool {
 // re-enters a lock it holds at once. Otherwise it behaves like
 // [Mutex.LockContext], leaving no queue entry behind either.
 func (fm *FairMutex) LockContext(ctx context.Context) error {
-	return fm.c.acquire(ctx, fm.call(ctx, waitFree, fm.proto), fm.ticket(), false)
+	return fm.c.acquire(ctx, fm.call(ctx, waitFree, fm.proto), fm.ticket(), returnErrors)
 }
 
 // TryLockContext makes one attempt to lock fm, for the owner in ctx if any,

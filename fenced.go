@@ -38,7 +38,7 @@ func (c *Client) NewFencedMutex(name string, opts ...Option) *FencedMutex {
 // LockToken locks fm like [Mutex.LockContext] and returns the token granted,
 // to write with every change to the protected resource.
 func (fm *FencedMutex) LockToken(ctx context.Context) (uint64, error) {
-	a, err := fm.m.lock(ctx, waitFree, false)
+	a, err := fm.m.lock(ctx, waitFree, returnErrors)
 	if err != nil {
 		return 0, err
 	}

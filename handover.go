@@ -112,8 +112,8 @@ func (hs *handovers) poke(k holdKey) {
 
 // remove takes w out of its queue and reports whether it was there; if not,
 // a hold was handed to it, which is on w.ch. When w was first and its call
-// failed, the next one asks Redis in its place.
-func (hs *handovers) remove(w *place, failed bool) bool {
+// failed (callErr), the next one asks Redis in its place.
+func (hs *handovers) remove(w *place, callErr error) bool {
 	k := queueKey(w.p)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -122,7 +122,7 @@ func (hs *handovers) remove(w *place, failed bool) bool {
 		return false
 	}
 	hs.drop(k, i)
-	if i == 0 && failed {
+	if i == 0 && callErr != nil {
 		hs.poke(k)
 	}
 	return true

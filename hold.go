@@ -79,14 +79,14 @@ func newHoldTable() holdTable {
 	return holdTable{holds: make(map[holdKey]*hold), forced: make(map[string]time.Time)}
 }
 
-// ref returns the record of key, creating it when create is set, and counts
-// the caller in. It returns nil when there is no record and create is unset.
-func (tb *holdTable) ref(key holdKey, create bool) *hold {
+// ref returns the record of key, creating it with orCreate, and counts the
+// caller in. It returns nil when there is no record and m is existing.
+func (tb *holdTable) ref(key holdKey, m refMode) *hold {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	h := tb.holds[key]
 	if h == nil {
-		if !create {
+		if m == existing {
 			return nil
 		}
 		h = &hold{key: key}
@@ -110,7 +110,7 @@ func (tb *holdTable) unref(h *hold) {
 // current returns the count and the identity in Redis of key's current hold
 // without waiting for calls in flight: 0 and "" when there is none.
 func (tb *holdTable) current(key holdKey) (count int64, field string) {
-	h := tb.ref(key, false)
+	h := tb.ref(key, existing)
 	if h == nil {
 		return 0, ""
 	}
@@ -233,3 +233,11 @@ func (h *hold) freeChan() chan struct{} {
 	}
 	return h.free
 }
+
+// A refMode says whether holdTable.ref makes a record that is not there.
+type refMode uint8
+
+const (
+	existing refMode = iota
+	orCreate
+)

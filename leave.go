@@ -64,7 +64,7 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
 	case a.reentryUnknown:
-		h := e.holds.ref(p.key, true)
+		h := e.holds.ref(p.key, orCreate)
 		defer e.holds.unref(h)
 		_ = h.op.Lock(context.Background())
 		defer h.op.Unlock()
@@ -193,10 +193,10 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 }
 
 // leave takes w out of its queue. When a hold was handed to w meanwhile, it
-// gives it back; when w was first and its call failed, the next one asks
-// Redis in its place.
-func (e *engine) leave(ctx context.Context, w *place, failed bool) {
-	if !e.handovers.remove(w, failed) {
+// gives it back; when w was first and its call failed (callErr), the next
+// one asks Redis in its place.
+func (e *engine) leave(ctx context.Context, w *place, callErr error) {
+	if !e.handovers.remove(w, callErr) {
 		x := <-w.ch // sent before w left the queue
 		e.cleanUp(w.p.name, func() { e.giveBack(ctx, w.p, x) })
 	}
@@ -210,5 +210,5 @@ func (e *engine) giveBack(ctx context.Context, p *protocol, x handed) {
 		x.t.lost(ErrLeaseExpired)
 	}
 	r := release{Release: scripts.Release{Field: x.t.field, LatchKey: x.t.latchKey, From: 1, To: 0, Latch: latchTTL, Run: x.t.queued}}
-	_ = e.settle(context.WithoutCancel(ctx), p, x.t, r, true)
+	_ = e.settle(context.WithoutCancel(ctx), p, x.t, r, finalRelease)
 }

@@ -115,7 +115,7 @@ func (m *MultiMutex) Names() []string { return slices.Clone(m.names) }
 // failures are retried with backoff, and persistent ones logged. Lock panics
 // if the Client is closed.
 func (m *MultiMutex) Lock() {
-	m.h.locked(m.lock(context.Background(), true), "Lock of")
+	m.h.locked(m.lock(context.Background(), retryForever), "Lock of")
 }
 
 // TryLock tries to lock every name of m, once, and reports whether it
@@ -127,7 +127,7 @@ func (m *MultiMutex) TryLock() bool {
 // LockContext locks every name of m, waiting until all are available or ctx
 // is done. When it returns an error (ctx.Err() when ctx ended first), it
 // holds none of the names and leaves no subscription behind.
-func (m *MultiMutex) LockContext(ctx context.Context) error { return m.lock(ctx, false) }
+func (m *MultiMutex) LockContext(ctx context.Context) error { return m.lock(ctx, returnErrors) }
 
 // TryLockContext makes one attempt to lock every name of m and reports
 // whether it succeeded; when it did not, it holds none of them.
@@ -149,8 +149,8 @@ func (m *MultiMutex) TryLockContext(ctx context.Context) (bool, error) {
 var errTaken = errors.New("taken")
 
 // lock takes m's groups, waiting for each.
-func (m *MultiMutex) lock(ctx context.Context, forever bool) error {
-	return m.take(ctx, func(a *call) error { return m.h.c.acquire(ctx, a, nil, forever) })
+func (m *MultiMutex) lock(ctx context.Context, p persistence) error {
+	return m.take(ctx, func(a *call) error { return m.h.c.acquire(ctx, a, nil, p) })
 }
 
 // take takes m's groups in order with acquire, and gives back those it took

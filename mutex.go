@@ -59,7 +59,7 @@ func (c *Client) initMutex(m *Mutex, prim Primitive, name string, opts []Option)
 // by newer Lock or TryLock calls of its process, as sync.Mutex's waiters
 // are not. Across processes the order is not promised; see [FairMutex].
 func (m *Mutex) Lock() {
-	_, err := m.lock(context.Background(), waitHandoff, true)
+	_, err := m.lock(context.Background(), waitHandoff, retryForever)
 	m.locked(err, "Lock of")
 }
 
@@ -83,20 +83,20 @@ func (m *Mutex) TryLock() bool {
 // ctx's deadline whatever Redis does: what Redis does not answer at once is
 // given back in the background.
 func (m *Mutex) LockContext(ctx context.Context) error {
-	_, err := m.lock(ctx, waitHandoff, false)
+	_, err := m.lock(ctx, waitHandoff, returnErrors)
 	return err
 }
 
 // lock is a waiting call of the owner in ctx: one attempt when the lock is
 // not contended in this process (as sync.Mutex's Lock is a compare-and-swap
-// when it is free), the wait loop when that attempt found it taken. forever
-// marks Lock, which retries failures without end.
-func (m *Mutex) lock(ctx context.Context, mode holdMode, forever bool) (*call, error) {
+// when it is free), the wait loop when that attempt found it taken; p says
+// how failures end it.
+func (m *Mutex) lock(ctx context.Context, mode holdMode, p persistence) (*call, error) {
 	a := m.call(ctx, mode, m.proto)
 	if m.c.tryFirst(ctx, a) {
 		return a, nil
 	}
-	return a, m.c.acquire(ctx, a, nil, forever)
+	return a, m.c.acquire(ctx, a, nil, p)
 }
 
 // TryLockContext makes one attempt to lock m, for the owner in ctx if any, and

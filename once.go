@@ -66,7 +66,7 @@ func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error 
 	var succeeded atomic.Bool
 	p := o.claimProto(&succeeded)
 	a := &call{p: p, mode: waitFree, n: 1}
-	if err := o.c.acquire(ctx, a, nil, false); err != nil || a.complete {
+	if err := o.c.acquire(ctx, a, nil, returnErrors); err != nil || a.complete {
 		return err
 	}
 	return o.run(ctx, p, a.term, &succeeded, f)

@@ -272,7 +272,7 @@ type call struct {
 	tried    bool
 	triedRes attempt
 	triedErr error
-	forever  bool           // Lock: failures are retried without end
+	persist  persistence    // how failures end the call
 	start    time.Time      // the call's start, taken only for an observer
 	w        *notify.Waiter // the call's place on the lock's channel
 	joined   string         // w's channel
@@ -363,3 +363,15 @@ func (a *call) queues() bool {
 func (a *call) takesHanded() bool {
 	return a.p.hand != handNowhere && a.mode == waitHandoff && !a.single
 }
+
+// A persistence says how a waiting call meets failures.
+type persistence uint8
+
+const (
+	// returnErrors: a call with a context returns an error reply at once,
+	// and gives up on transport failures after transientBudget.
+	returnErrors persistence = iota
+	// retryForever: Lock, which cannot return an error, logs failures and
+	// retries them with backoff until it holds the lock.
+	retryForever
+)

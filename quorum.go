@@ -83,7 +83,7 @@ func NewQuorum(rcs []rueidis.Client, opts ...Option) (*Client, error) {
 		q.Close()
 		return nil, err
 	}
-	return newClient(cfg, rcs, servers[0].Runner, false, false, q), nil
+	return newClient(cfg, rcs, servers[0].Runner, oneServer, q), nil
 }
 
 // sameClient reports whether a and b are one client (b not yet wrapped).

@@ -70,7 +70,7 @@ func (e *engine) takeHanded(ctx context.Context, a *call) bool {
 	if !ok || a.field == "" || time.Since(since) >= p.cfg.heartbeat {
 		return false // after a pause past the deadline, only Redis knows
 	}
-	h := e.holds.ref(p.key, true)
+	h := e.holds.ref(p.key, orCreate)
 	defer e.holds.unref(h)
 	if !e.lockOp(ctx, h, a) {
 		return false
@@ -95,7 +95,7 @@ func (e *engine) takeHanded(ctx context.Context, a *call) bool {
 // in the background (see cleanUp): the call does not wait for Redis.
 func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
 	p := a.p
-	h := e.holds.ref(p.key, true)
+	h := e.holds.ref(p.key, orCreate)
 	defer e.holds.unref(h)
 	if h.op.Lock(ctx) != nil {
 		e.cleanUp(p.name, func() { e.giveBack(ctx, p, x) })

@@ -12,7 +12,7 @@ import (
 // ends while another call of the owner keeps it waiting (the hold is then
 // unchanged) or before Redis confirmed the release (which then goes on).
 func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
-	h := e.holds.ref(p.key, false)
+	h := e.holds.ref(p.key, existing)
 	if h == nil {
 		return lockError(p.primitive, p.name, ErrNotHeld)
 	}
@@ -45,7 +45,7 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 	}
 	if h.count > n {
 		h.setCount(h.count - n)
-		return e.settle(ctx, p, t, release{h: h, Release: scripts.Release{Field: t.field, From: h.count + n, To: h.count}}, false)
+		return e.settle(ctx, p, t, release{h: h, Release: scripts.Release{Field: t.field, From: h.count + n, To: h.count}}, partialRelease)
 	}
 	if !e.leases.Remove(t.lease) && !mutantUnlockAny {
 		// The scheduler has just found it lost; its report is on the way.
@@ -57,10 +57,19 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 		r.Latch = tombstoneTTL
 	}
 	e.holds.finish(h)
-	return e.settle(ctx, p, t, r, true)
+	return e.settle(ctx, p, t, r, finalRelease)
 }
 
-// settle runs release r of term t (final: the hold's last) for up to
+// A releaseEnd says whether a release is a hold's last (it ends the term)
+// or leaves it held (a re-entry's).
+type releaseEnd uint8
+
+const (
+	partialRelease releaseEnd = iota
+	finalRelease
+)
+
+// settle runs release r of term t (end: whether it is the hold's last) for up to
 // releaseBudget and files its outcome (see afterRelease). When ctx ends
 // before Redis has answered (or had ended already), or a final release
 // failed in a way that leaves it undone (see unfinished), settle returns
@@ -70,16 +79,16 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 // repeated after a failure: the owner's later calls set the count over it,
 // and a Semaphore's repeat, sent after them, would give back permits that
 // they took.)
-func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, final bool) error {
+func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, end releaseEnd) error {
 	var err error
 	if ctx.Err() == nil {
 		var rep scripts.Released
 		rep, err = releaseWithin(ctx, p, r)
-		if err == nil || !(final && unfinished(err)) && ctx.Err() == nil {
+		if err == nil || !(end == finalRelease && unfinished(err)) && ctx.Err() == nil {
 			if err != nil {
 				err = lockError(p.primitive, p.name, err)
 			}
-			return e.afterRelease(p, t, rep, err, final)
+			return e.afterRelease(p, t, rep, err, end)
 		}
 	}
 	e.background.Go(func() {
@@ -90,7 +99,7 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, fi
 			err = lockError(p.primitive, p.name, err)
 			p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
 		}
-		e.afterRelease(p, t, rep, err, final)
+		e.afterRelease(p, t, rep, err, end)
 	})
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -130,16 +139,16 @@ func releaseWithin(ctx context.Context, p *protocol, r release) (scripts.Release
 // (or, for a Semaphore, changed by someone else) is lost; a final release
 // ends the term (with err when Redis could not confirm it). It wakes the
 // lock's local waiters, and returns the term's end if it ended, else err.
-func (e *engine) afterRelease(p *protocol, t *term, rep scripts.Released, err error, final bool) error {
+func (e *engine) afterRelease(p *protocol, t *term, rep scripts.Released, err error, end releaseEnd) error {
 	switch {
 	case rep.Status < 0 && err == nil:
 		e.lose(t, ErrHoldGone)
-	case final:
+	case end == finalRelease:
 		t.end(err)
 	}
-	e.wake(p, rep.Woken, final)
-	if _, end := t.result(); end != nil {
-		return end
+	e.wake(p, rep.Woken, end == finalRelease)
+	if _, ended := t.result(); ended != nil {
+		return ended
 	}
 	return err
 }

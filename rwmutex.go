@@ -48,78 +48,115 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 // Lock locks rw for writing, blocking until the lock is available; Redis
 // failures are retried. Lock panics if the handle's own reads are held (an
 // upgrade) or if the Client is closed.
-func (rw *RWMutex) Lock() { rw.locked(rw.lock(context.Background(), true, true), "Lock of RWMutex") }
+func (rw *RWMutex) Lock() {
+	rw.locked(rw.lock(context.Background(), writeSide, retryForever), "Lock of RWMutex")
+}
 
 // RLock locks rw for reading, blocking while a writer holds or waits for the
 // lock, the handle's own included (only an owner from [WithOwner] may read
 // under its own write lock). Redis failures are retried; RLock panics if the
 // Client is closed.
-func (rw *RWMutex) RLock() { rw.locked(rw.lock(context.Background(), false, true), "RLock of RWMutex") }
+func (rw *RWMutex) RLock() {
+	rw.locked(rw.lock(context.Background(), readSide, retryForever), "RLock of RWMutex")
+}
 
 // LockContext locks rw for writing for the owner in ctx, like
 // [Mutex.LockContext]; it returns an error wrapping ErrUpgrade if that owner
 // holds the read lock.
-func (rw *RWMutex) LockContext(ctx context.Context) error { return rw.lock(ctx, true, false) }
+func (rw *RWMutex) LockContext(ctx context.Context) error {
+	return rw.lock(ctx, writeSide, returnErrors)
+}
 
 // RLockContext locks rw for reading for the owner in ctx, like
 // [Mutex.LockContext].
-func (rw *RWMutex) RLockContext(ctx context.Context) error { return rw.lock(ctx, false, false) }
+func (rw *RWMutex) RLockContext(ctx context.Context) error {
+	return rw.lock(ctx, readSide, returnErrors)
+}
 
-// lock locks a side of rw for the owner in ctx; forever is set for Lock and RLock.
-func (rw *RWMutex) lock(ctx context.Context, write, forever bool) error {
-	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.acquire(ctx, rw.caller(owner, explicit, write, write), nil, forever)
+// lock locks side s of rw for the owner in ctx; p says how failures end
+// the call.
+func (rw *RWMutex) lock(ctx context.Context, s rwSide, p persistence) error {
+	return rw.c.acquire(ctx, rw.caller(rw.ownerIn(ctx), s, waitTurn), nil, p)
 }
 
 // TryLock tries to lock rw for writing and reports whether it succeeded,
 // like [Mutex.TryLock].
-func (rw *RWMutex) TryLock() bool { return rw.tried(rw.try(context.Background(), true)) }
+func (rw *RWMutex) TryLock() bool { return rw.tried(rw.try(context.Background(), writeSide)) }
 
 // TryRLock tries to lock rw for reading and reports whether it succeeded,
 // like [Mutex.TryLock].
-func (rw *RWMutex) TryRLock() bool { return rw.tried(rw.try(context.Background(), false)) }
+func (rw *RWMutex) TryRLock() bool { return rw.tried(rw.try(context.Background(), readSide)) }
 
 // TryLockContext makes one attempt to lock rw for writing, for the owner in
 // ctx if any, and reports whether it succeeded.
-func (rw *RWMutex) TryLockContext(ctx context.Context) (bool, error) { return rw.try(ctx, true) }
+func (rw *RWMutex) TryLockContext(ctx context.Context) (bool, error) { return rw.try(ctx, writeSide) }
 
 // TryRLockContext makes one attempt to lock rw for reading, for the owner in
 // ctx if any, and reports whether it succeeded.
-func (rw *RWMutex) TryRLockContext(ctx context.Context) (bool, error) { return rw.try(ctx, false) }
+func (rw *RWMutex) TryRLockContext(ctx context.Context) (bool, error) { return rw.try(ctx, readSide) }
 
-func (rw *RWMutex) try(ctx context.Context, write bool) (bool, error) {
-	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.tryOnce(ctx, rw.caller(owner, explicit, write, false))
+func (rw *RWMutex) try(ctx context.Context, s rwSide) (bool, error) {
+	return rw.c.tryOnce(ctx, rw.caller(rw.ownerIn(ctx), s, oneAttempt))
 }
 
 // Unlock unlocks rw for writing. It is a run-time error, and Unlock panics,
 // if the handle does not hold the write lock. As with [Mutex.Unlock], a lost
 // hold or a failure to reach Redis is not a panic.
 func (rw *RWMutex) Unlock() {
-	rw.unlocked(rw.unlock(context.Background(), true), "redisync: Unlock of unlocked RWMutex %q")
+	rw.unlocked(rw.unlock(context.Background(), writeSide), "redisync: Unlock of unlocked RWMutex %q")
 }
 
 // RUnlock undoes a single RLock call; it does not affect other simultaneous
 // readers. It is a run-time error, and RUnlock panics, if the handle does not
 // hold the read lock.
 func (rw *RWMutex) RUnlock() {
-	rw.unlocked(rw.unlock(context.Background(), false), "redisync: RUnlock of unlocked RWMutex %q")
+	rw.unlocked(rw.unlock(context.Background(), readSide), "redisync: RUnlock of unlocked RWMutex %q")
 }
 
 // UnlockContext releases one write hold of the owner in ctx (the handle's own
 // owner if ctx has none), with the errors and the handling of ctx of
 // [Mutex.UnlockContext].
-func (rw *RWMutex) UnlockContext(ctx context.Context) error { return rw.unlock(ctx, true) }
+func (rw *RWMutex) UnlockContext(ctx context.Context) error { return rw.unlock(ctx, writeSide) }
 
 // RUnlockContext releases one read hold of the owner in ctx (the handle's own
 // owner if ctx has none), with the errors and the handling of ctx of
 // [Mutex.UnlockContext].
-func (rw *RWMutex) RUnlockContext(ctx context.Context) error { return rw.unlock(ctx, false) }
+func (rw *RWMutex) RUnlockContext(ctx context.Context) error { return rw.unlock(ctx, readSide) }
 
-// unlock releases one hold of a side of rw by the owner in ctx.
-func (rw *RWMutex) unlock(ctx context.Context, write bool) error {
-	owner, explicit := ownerOf(ctx, rw.owner)
-	return rw.c.releaseHold(ctx, rw.proto(owner, write, explicit, false), 1)
+// unlock releases one hold of side s of rw by the owner in ctx.
+func (rw *RWMutex) unlock(ctx context.Context, s rwSide) error {
+	return rw.c.releaseHold(ctx, rw.proto(rw.ownerIn(ctx), s, oneAttempt), 1)
+}
+
+// rwSide is a side of an RWMutex: its read locks, or its write lock.
+type rwSide uint8
+
+const (
+	readSide rwSide = iota
+	writeSide
+)
+
+// attemptMode says whether a call waits: a waiting writer claims its turn
+// (new readers then wait behind it) and takes the claim back when it gives
+// up; a single attempt (TryLock) claims nothing.
+type attemptMode uint8
+
+const (
+	oneAttempt attemptMode = iota
+	waitTurn
+)
+
+// rwOwner is the owner of a call on rw: its id, and whether it came from
+// WithOwner (explicit), which re-enters.
+type rwOwner struct {
+	id       uint64
+	explicit bool
+}
+
+// ownerIn returns the owner in ctx, or the handle's own.
+func (rw *RWMutex) ownerIn(ctx context.Context) rwOwner {
+	id, explicit := ownerOf(ctx, rw.owner)
+	return rwOwner{id: id, explicit: explicit}
 }
 
 // RLocker returns a [sync.Locker] that implements Lock and Unlock by calling
@@ -146,26 +183,26 @@ const (
 	writerClaimMS = "3000"
 )
 
-// caller makes a call of owner on one side of rw: explicit marks an owner
-// from WithOwner, which re-enters; a writer that waits claims its turn (new
-// readers then wait behind it) and takes the claim back when it gives up.
-func (rw *RWMutex) caller(owner uint64, explicit, write, waits bool) *call {
-	a := &call{p: rw.proto(owner, write, explicit, waits), n: 1, mode: share}
+// caller makes a call of owner o on side s of rw: an owner from WithOwner
+// re-enters; a writer that waits (m) claims its turn and takes the claim
+// back when it gives up.
+func (rw *RWMutex) caller(o rwOwner, s rwSide, m attemptMode) *call {
+	a := &call{p: rw.proto(o, s, m), n: 1, mode: share}
 	switch {
-	case explicit:
+	case o.explicit:
 		a.mode = reenter
-	case write:
+	case s == writeSide:
 		a.mode = waitFree
 	}
-	if write {
+	if s == writeSide {
 		a.check = func() error {
-			if rw.holdsRead(owner) {
+			if rw.holdsRead(o.id) {
 				return lockError(rw.primitive, rw.name, ErrUpgrade)
 			}
 			return nil
 		}
 	}
-	if write && waits {
+	if s == writeSide && m == waitTurn {
 		a.left = func(ctx context.Context) { rw.leave(ctx, a.field) }
 	}
 	return a
@@ -193,16 +230,16 @@ func (rw *RWMutex) holdsRead(owner uint64) bool {
 	return field != ""
 }
 
-// proto describes owner's read or write hold on rw; a writer that waits
+// proto describes owner o's hold on side s of rw; a writer that waits (m)
 // claims its turn when it finds the lock taken.
-func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
-	op := rw.protocol(shared, rw.name, owner, PrimitiveRWRead, rw.l.Channel, readPolicy)
+func (rw *RWMutex) proto(o rwOwner, s rwSide, m attemptMode) *protocol {
+	op := rw.protocol(shared, rw.name, o.id, PrimitiveRWRead, rw.l.Channel, readPolicy)
 	op.latch = rw.l.Latch
-	if write {
+	if s == writeSide {
 		op.key.kind, op.primitive, op.suffix = exclusive, PrimitiveRWWrite, layout.WriteSuffix
 		op.policy = writePolicy
 		op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
-			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, waits)
+			r, err := rw.c.scripts.AcquireWrite(ctx, &rw.l, a.hold(rw.leaseMS), writerClaimMS, m == waitTurn)
 			return claimWait(r, err)
 		}
 		op.release = func(ctx context.Context, r release) (scripts.Released, error) {
@@ -213,11 +250,11 @@ func (rw *RWMutex) proto(owner uint64, write, explicit, waits bool) *protocol {
 	}
 	op.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
 		writer := ""
-		if explicit {
-			_, writer = rw.c.holds.current(holdKey{kind: exclusive, name: rw.name, owner: owner}) // it may read under its own write lock
+		if o.explicit {
+			_, writer = rw.c.holds.current(holdKey{kind: exclusive, name: rw.name, owner: o.id}) // it may read under its own write lock
 		}
 		// An owner re-entering must not wait behind a writer waiting for it.
-		r, err := rw.c.scripts.AcquireRead(ctx, &rw.l, a.hold(rw.leaseMS), writer, explicit && a.count > 0)
+		r, err := rw.c.scripts.AcquireRead(ctx, &rw.l, a.hold(rw.leaseMS), writer, o.explicit && a.count > 0)
 		return claimWait(r, err)
 	}
 	op.release = func(ctx context.Context, r release) (scripts.Released, error) {

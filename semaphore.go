@@ -102,7 +102,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		return nil
 	}
 	tk := s.c.newTicket(s.l.Alive, s.l.Queue, &s.cfg)
-	return s.c.acquire(ctx, s.caller(n), tk, false)
+	return s.c.acquire(ctx, s.caller(n), tk, returnErrors)
 }
 
 // TryAcquire acquires the semaphore with a weight of n without blocking. On

@@ -29,14 +29,14 @@ const transientBudget = time.Second
 // the owner's own release, or the end of ctx; then it tries again. A lost
 // message costs at most one lease, never a hang.
 //
-// A verdict (see verdict) is returned at once. With forever set (Lock),
+// A verdict (see verdict) is returned at once. With retryForever (Lock),
 // failures are logged and retried with backoff; otherwise an error reply is
 // returned at once and transport failures are retried for transientBudget.
 // When ctx ends, acquire returns ctx.Err() unwrapped. It leaves no
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
-func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, forever bool) (err error) {
-	a.tk, a.forever = tk, forever
+func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence) (err error) {
+	a.tk, a.persist = tk, p
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
 		a.start = time.Now() // the call's start
@@ -96,7 +96,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		a.firstFailure = time.Now()
 	}
 	switch {
-	case tryErr != nil && (verdict(tryErr) || !a.forever && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget)):
+	case tryErr != nil && (verdict(tryErr) || a.persist == returnErrors && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget)):
 		return f, true, tryErr
 	case tryErr != nil:
 		a.failures++
@@ -105,7 +105,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		}
 		// A refusal by the server (an ACL, a key of another type) is logged
 		// at once: unlike a dropped connection it will not pass by itself.
-		if a.forever && (a.failures == 3 || a.failures%100 == 0 || a.failures == 1 && !ambiguous(tryErr)) {
+		if a.persist == retryForever && (a.failures == 3 || a.failures%100 == 0 || a.failures == 1 && !ambiguous(tryErr)) {
 			p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failures, "error", tryErr)
 		}
 		d := min(time.Duration(a.failures)*20*time.Millisecond, time.Second)
@@ -174,7 +174,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		a.timer.Stop()
 	}
 	if a.place != nil {
-		e.leave(ctx, a.place, err != nil)
+		e.leave(ctx, a.place, err)
 	}
 	if a.tk != nil {
 		a.tk.Stop()
@@ -225,7 +225,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		}
 	case <-f.wake:
 		if observe {
-			p.observe(ctx, wakeEvent(a.w, f.src, true))
+			p.observe(ctx, wakeEvent(a.w, f.src))
 		}
 		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutantHandAny) && e.takeHanded(ctx, a) && e.current(a) {
 			a.own = true
@@ -237,13 +237,13 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		}
 	case <-poked: // a wake-up passed on by a waiter queued behind
 		if observe {
-			p.observe(ctx, wakeEvent(nil, WakeLocal, true))
+			p.observe(ctx, wakeEvent(nil, WakeLocal))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
-		p.observe(ctx, wakeEvent(a.w, WakeLocal, true))
+		p.observe(ctx, wakeEvent(a.w, WakeLocal))
 	case <-a.timer.C:
 		if observe {
-			p.observe(ctx, wakeEvent(a.w, f.src, false))
+			p.observe(ctx, wakeEvent(a.w, WakeTimeout))
 		}
 	case cause := <-lapsed:
 		a.tk.Ended() // the next try queues again and restarts it
@@ -281,13 +281,10 @@ func waitBound(pttl time.Duration) time.Duration {
 	return pttl + time.Millisecond
 }
 
-// wakeEvent is the event of the end of a wait: woken by the wake-up channel
-// (woken) or by its timer. For a Pub/Sub waiter, w tells what woke it; src
-// is the source otherwise.
-func wakeEvent(w *notify.Waiter, src WakeSource, woken bool) Event {
+// wakeEvent is the event of the end of a wait, from src (WakeTimeout for
+// its timer). For a Pub/Sub waiter, w tells what woke it.
+func wakeEvent(w *notify.Waiter, src WakeSource) Event {
 	switch {
-	case !woken:
-		src = WakeTimeout
 	case src == WakePubSub && w != nil:
 		switch w.Source() {
 		case notify.FromMessage:

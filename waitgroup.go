@@ -85,7 +85,7 @@ func (wg *WaitGroup) Done(ctx context.Context) error { return wg.Add(ctx, -1) }
 // once when the counter is zero, and ctx.Err() when ctx ends first, leaving no
 // subscription behind. A Redis failure is returned, wrapped.
 func (wg *WaitGroup) Wait(ctx context.Context) error {
-	return wg.h.c.acquire(ctx, &call{p: wg.wp, mode: share, n: 1}, nil, false)
+	return wg.h.c.acquire(ctx, &call{p: wg.wp, mode: share, n: 1}, nil, returnErrors)
 }
 
 // Count returns the counter's value.
