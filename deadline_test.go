@@ -738,3 +738,33 @@ func TestNextCallFindsACancelledCallTakenBack(t *testing.T) {
 	assert.True(t, next.TryAcquire(1), "the permit is back for the Client's next call")
 	next.Release(1)
 }
+
+// A LockContext under a context that cannot end rides out a second of
+// failures to reach Redis, then gives up with an error that says so: the
+// attempts' own bound ended, not the caller's context, which a bare
+// "context deadline exceeded" would suggest.
+func TestLockContextSaysRedisDidNotAnswer(t *testing.T) {
+	requireReal(t, standalone, "a server of its own behind a proxy")
+	server := redistest.Servers(t, 1)[0]
+	proxy, err := faultproxy.Start(server.Addr)
+	require.NoError(t, err)
+	defer proxy.Close()
+	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
+	require.NoError(t, err)
+	defer rc.Close()
+	c, err := redisync.New(rc, redisync.WithCallTimeout(200*time.Millisecond), redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	m := c.NewMutex(freshName(t))
+	proxy.Blackhole(faultproxy.Both, true)
+	start := time.Now()
+	err = m.LockContext(context.Background())
+	took := time.Since(start)
+	proxy.Blackhole(faultproxy.Both, false)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the attempts' bound, as before")
+	assert.ErrorContains(t, err, "no answer from Redis for")
+	assert.ErrorContains(t, err, "the caller's context had not ended")
+	assert.Less(t, took, 10*time.Second, "bounded: about a second of failures")
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+}

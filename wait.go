@@ -97,6 +97,13 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 	}
 	switch {
 	case tryErr != nil && (verdict(tryErr) || a.persist == returnErrors && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget)):
+		if ambiguous(tryErr) && !verdict(tryErr) && ctx.Err() == nil {
+			// The caller's context has not ended: say what did, or a
+			// "context deadline exceeded" from the attempts' own bound
+			// reads as the caller's.
+			tryErr = fmt.Errorf("%w (no answer from Redis for %v; the caller's context had not ended)",
+				tryErr, time.Since(a.firstFailure).Round(time.Millisecond))
+		}
 		return f, true, tryErr
 	case tryErr != nil:
 		a.failures++
