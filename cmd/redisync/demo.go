@@ -255,6 +255,16 @@ func (d *demo) summary(results []sceneResult) error {
 		}
 		fmt.Fprintf(d.std.out, "  %d %s\n%s", i+1, strings.SplitN(r.title, ";", 2)[0], wrapParts(parts))
 	}
+	d.totals(most, semMost, semLimit, inversions)
+	if most > 1 {
+		return fmt.Errorf("mutual exclusion violated: %d holders at once", most)
+	}
+	return failed
+}
+
+// totals prints the summary's totals over the scenes, and what each figure
+// means.
+func (d *demo) totals(most, semMost, semLimit, inversions int) {
 	fmt.Fprintf(d.std.out, "\nmost holders seen at once: %d (a Redis counter raised inside the critical\n  section; a lock allows 1)\n", most)
 	if semLimit > 0 {
 		fmt.Fprintf(d.std.out, "most inside the Semaphore at once: %d of %d permits (the same counter)\n", semMost, semLimit)
@@ -265,10 +275,6 @@ func (d *demo) summary(results []sceneResult) error {
 	fmt.Fprint(d.std.out, "stale writes rejected: writes with an outdated fencing token refused by the\n"+
 		"  Fence; the fenced scene does not count holders, since a paused holder still\n"+
 		"  believes it holds the lock: the token is what protects the data\n")
-	if most > 1 {
-		return fmt.Errorf("mutual exclusion violated: %d holders at once", most)
-	}
-	return failed
 }
 
 // laneText is how show prints each lane state.

@@ -188,6 +188,24 @@ func (st *stage) acquired(ev workerEvent) {
 	}
 	st.res.maxHolders = max(st.res.maxHolders, holders)
 	limit := max(st.res.limit, 1)
+	note := st.acquiredNote(ev, holders, limit)
+	if len(ev.vals) > 2 {
+		note += fmt.Sprintf(", token %d", ev.vals[2])
+	}
+	st.lastRelease, st.releaser, st.killedAt, st.pausedAt = time.Time{}, nil, time.Time{}, time.Time{}
+	if l.served != "" {
+		note, l.served = l.served+", "+note, ""
+	}
+	if holders > limit {
+		note += fmt.Sprintf("  !! %d HOLDERS AT ONCE", holders)
+	}
+	st.show(ev.at, l.label+" acquired  "+note)
+}
+
+// acquiredNote says how the acquisition ev came, timing its handoff or
+// takeover; holders are inside now, limit allowed.
+func (st *stage) acquiredNote(ev workerEvent, holders, limit int) string {
+	l := ev.lane
 	var note string
 	switch {
 	case limit > 1:
@@ -214,17 +232,7 @@ func (st *stage) acquired(ev workerEvent) {
 	case len(ev.vals) > 1:
 		note = fmt.Sprintf("waited %s", roundDuration(time.Duration(ev.vals[1])))
 	}
-	if len(ev.vals) > 2 {
-		note += fmt.Sprintf(", token %d", ev.vals[2])
-	}
-	st.lastRelease, st.releaser, st.killedAt, st.pausedAt = time.Time{}, nil, time.Time{}, time.Time{}
-	if l.served != "" {
-		note, l.served = l.served+", "+note, ""
-	}
-	if holders > limit {
-		note += fmt.Sprintf("  !! %d HOLDERS AT ONCE", holders)
-	}
-	st.show(ev.at, l.label+" acquired  "+note)
+	return note
 }
 
 // kill ends a worker with SIGKILL, as a crash would, and shows it.

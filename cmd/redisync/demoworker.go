@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,19 +50,8 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 	fs := newFlagSet(std, workerCommand, workerCommand+" [flags]")
 	var cf connFlags
 	cf.register(fs)
-	name := fs.String("name", "", "lock name")
-	rounds := fs.Int("rounds", 3, "acquisitions before exiting")
-	holdMin := fs.Duration("hold-min", 40*time.Millisecond, "shortest hold")
-	holdMax := fs.Duration("hold-max", 90*time.Millisecond, "longest hold")
-	think := fs.Duration("think", 20*time.Millisecond, "longest pause between rounds")
-	watchdog := fs.Duration("watchdog", redisync.DefaultWatchdogTimeout, "watchdog timeout (lease)")
-	hang := fs.Bool("hang", false, "hold the first acquisition until killed")
-	fenced := fs.Bool("fenced", false, "lock a FencedMutex once and write through its Fence (the fenced scene)")
-	lease := fs.Duration("lease", time.Second, "with --fenced: the fixed lease (WithLease)")
-	awaitCont := fs.Bool("await-cont", false, "with --fenced: write only after being resumed with SIGCONT")
-	fair := fs.Bool("fair", false, "lock a FairMutex instead of a Mutex (the FairMutex scene)")
-	seq := fs.Int64("seq", 0, "with --fair: the worker's place in the queue, reported when served")
-	semSize := fs.Int64("sem", 0, "acquire one permit of a Semaphore of this size instead of locking a Mutex")
+	var f workerFlags
+	f.register(fs)
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,7 +61,7 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(*watchdog),
+	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(f.watchdog),
 		redisync.WithLogger(slog.New(slog.NewTextHandler(std.err, nil))))
 	if err != nil {
 		return err
@@ -80,67 +70,109 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 	if err := warm(ctx, rc); err != nil {
 		return err
 	}
-	report := func(event string, values ...int64) {
+	report := reporter(std.out)
+	report("ready")
+	if f.fenced {
+		var wait <-chan os.Signal
+		if f.awaitCont {
+			wait = resumed
+		}
+		return fencedWorker(ctx, c, f.name, f.lease, f.holdMin, wait, report)
+	}
+	var m demoLock = c.NewMutex(f.name)
+	switch {
+	case f.fair:
+		m = c.NewFairMutex(f.name)
+	case f.semSize > 0:
+		m = semLock{c.NewSemaphore(f.name, f.semSize)}
+	}
+	for range f.rounds {
+		if err := f.round(ctx, rc, m, report); err != nil {
+			return err
+		}
+	}
+	report("done")
+	return nil
+}
+
+// reporter returns how a worker reports an event to the demo: a line on w
+// of the time in nanoseconds, the event, and its values.
+func reporter(w io.Writer) func(event string, values ...int64) {
+	return func(event string, values ...int64) {
 		fields := []string{strconv.FormatInt(time.Now().UnixNano(), 10), event}
 		for _, v := range values {
 			fields = append(fields, strconv.FormatInt(v, 10))
 		}
-		_, _ = io.WriteString(std.out, strings.Join(fields, " ")+"\n")
+		_, _ = io.WriteString(w, strings.Join(fields, " ")+"\n")
 	}
-	report("ready")
-	if *fenced {
-		var wait <-chan os.Signal
-		if *awaitCont {
-			wait = resumed
-		}
-		return fencedWorker(ctx, c, *name, *lease, *holdMin, wait, report)
+}
+
+// workerFlags are a demo worker's flags.
+type workerFlags struct {
+	name                           string
+	rounds                         int
+	holdMin, holdMax, think, lease time.Duration
+	watchdog                       time.Duration
+	hang, fenced, awaitCont, fair  bool
+	seq, semSize                   int64
+}
+
+func (f *workerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.name, "name", "", "lock name")
+	fs.IntVar(&f.rounds, "rounds", 3, "acquisitions before exiting")
+	fs.DurationVar(&f.holdMin, "hold-min", 40*time.Millisecond, "shortest hold")
+	fs.DurationVar(&f.holdMax, "hold-max", 90*time.Millisecond, "longest hold")
+	fs.DurationVar(&f.think, "think", 20*time.Millisecond, "longest pause between rounds")
+	fs.DurationVar(&f.watchdog, "watchdog", redisync.DefaultWatchdogTimeout, "watchdog timeout (lease)")
+	fs.BoolVar(&f.hang, "hang", false, "hold the first acquisition until killed")
+	fs.BoolVar(&f.fenced, "fenced", false, "lock a FencedMutex once and write through its Fence (the fenced scene)")
+	fs.DurationVar(&f.lease, "lease", time.Second, "with --fenced: the fixed lease (WithLease)")
+	fs.BoolVar(&f.awaitCont, "await-cont", false, "with --fenced: write only after being resumed with SIGCONT")
+	fs.BoolVar(&f.fair, "fair", false, "lock a FairMutex instead of a Mutex (the FairMutex scene)")
+	fs.Int64Var(&f.seq, "seq", 0, "with --fair: the worker's place in the queue, reported when served")
+	fs.Int64Var(&f.semSize, "sem", 0, "acquire one permit of a Semaphore of this size instead of locking a Mutex")
+}
+
+// round is one acquisition of m by the worker: it waits, holds (counted in
+// the scene's holders counter, and for a FairMutex served in order), and
+// releases, reporting each step.
+func (f *workerFlags) round(ctx context.Context, rc rueidis.Client, m demoLock, report func(string, ...int64)) error {
+	counter := layout.Aux(holdersPrefix, f.name)
+	report("waiting")
+	start := time.Now()
+	if err := m.LockContext(ctx); err != nil {
+		return err
 	}
-	var m demoLock = c.NewMutex(*name)
-	switch {
-	case *fair:
-		m = c.NewFairMutex(*name)
-	case *semSize > 0:
-		m = semLock{c.NewSemaphore(*name, *semSize)}
+	waited := time.Since(start)
+	holders, err := rc.Do(ctx, rc.B().Incr().Key(counter).Build()).AsInt64()
+	if err != nil {
+		return err
 	}
-	counter := layout.Aux(holdersPrefix, *name)
-	for range *rounds {
-		report("waiting")
-		start := time.Now()
-		if err := m.LockContext(ctx); err != nil {
-			return err
-		}
-		waited := time.Since(start)
-		holders, err := rc.Do(ctx, rc.B().Incr().Key(counter).Build()).AsInt64()
+	if f.fair {
+		// The order oracle: a counter raised by each worker served.
+		position, err := rc.Do(ctx, rc.B().Incr().Key(layout.Aux(servedPrefix, f.name)).Build()).AsInt64()
 		if err != nil {
 			return err
 		}
-		if *fair {
-			// The order oracle: a counter raised by each worker served.
-			position, err := rc.Do(ctx, rc.B().Incr().Key(layout.Aux(servedPrefix, *name)).Build()).AsInt64()
-			if err != nil {
-				return err
-			}
-			report("served", *seq, position)
-		}
-		report("acquired", holders, waited.Nanoseconds())
-		if *hang {
-			select {
-			case <-ctx.Done():
-			case <-time.After(workerMaxHang):
-			}
-			return fmt.Errorf("hung worker was not killed")
-		}
-		sleep(ctx, *holdMin+rand.N(*holdMax-*holdMin+1))
-		if err := rc.Do(ctx, rc.B().Decr().Key(counter).Build()).Error(); err != nil {
-			return err
-		}
-		report("releasing")
-		if err := m.UnlockContext(ctx); err != nil {
-			return err
-		}
-		sleep(ctx, rand.N(*think+1))
+		report("served", f.seq, position)
 	}
-	report("done")
+	report("acquired", holders, waited.Nanoseconds())
+	if f.hang {
+		select {
+		case <-ctx.Done():
+		case <-time.After(workerMaxHang):
+		}
+		return fmt.Errorf("hung worker was not killed")
+	}
+	sleep(ctx, f.holdMin+rand.N(f.holdMax-f.holdMin+1))
+	if err := rc.Do(ctx, rc.B().Decr().Key(counter).Build()).Error(); err != nil {
+		return err
+	}
+	report("releasing")
+	if err := m.UnlockContext(ctx); err != nil {
+		return err
+	}
+	sleep(ctx, rand.N(f.think+1))
 	return nil
 }
 

@@ -83,19 +83,7 @@ func printInfo(w io.Writer, info *lockInfo) {
 		_ = tw.Flush()
 	}
 	printWaiters(w, info)
-	if len(info.WaitingWriters) > 0 {
-		fmt.Fprintln(w, "\n  waiting writers (new readers wait behind them):")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  CLIENT\tOWNER\tCLAIM")
-		for _, ww := range info.WaitingWriters {
-			claim := fmt.Sprintf("lapses in %s unless it tries again", durationMS(ww.ClaimMillis))
-			if ww.ClaimMillis <= 0 {
-				claim = fmt.Sprintf("lapsed %s ago: ignored (its writer gave up or died)", durationMS(-ww.ClaimMillis))
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", shownClient(ww.Client, ww.ClientName), ww.Owner, claim)
-		}
-		_ = tw.Flush()
-	}
+	printWaitingWriters(w, info)
 	if info.Token != nil || info.Fence != nil {
 		fmt.Fprintln(w)
 	}
@@ -108,6 +96,24 @@ func printInfo(w io.Writer, info *lockInfo) {
 	for _, k := range info.Also {
 		fmt.Fprintf(w, "\n  a %s is stored under this name too (a different lock): see it with --kind %s\n", k, k)
 	}
+}
+
+// printWaitingWriters prints an RWMutex's waiting writers and their claims.
+func printWaitingWriters(w io.Writer, info *lockInfo) {
+	if len(info.WaitingWriters) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n  waiting writers (new readers wait behind them):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CLIENT\tOWNER\tCLAIM")
+	for _, ww := range info.WaitingWriters {
+		claim := fmt.Sprintf("lapses in %s unless it tries again", durationMS(ww.ClaimMillis))
+		if ww.ClaimMillis <= 0 {
+			claim = fmt.Sprintf("lapsed %s ago: ignored (its writer gave up or died)", durationMS(-ww.ClaimMillis))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", shownClient(ww.Client, ww.ClientName), ww.Owner, claim)
+	}
+	_ = tw.Flush()
 }
 
 // headline is the state shown after a lock's kind and name.

@@ -42,15 +42,7 @@ func runTop(ctx context.Context, std *stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case *interval < 100*time.Millisecond:
-		return usagef("--interval must be at least 100ms, got %v", *interval)
-	case *count < 0 || *rows < 0:
-		return usagef("--count and --rows must not be negative")
-	case *maxNames < 1:
-		return usagef("--max-names must be at least 1, got %d", *maxNames)
-	}
-	if err := checkSort(*sortBy); err != nil {
+	if err := checkTopFlags(*interval, *count, *rows, *maxNames, *sortBy); err != nil {
 		return err
 	}
 	opt, err := cf.options()
@@ -79,6 +71,19 @@ func runTop(ctx context.Context, std *stdio, args []string) error {
 		return v.screen(ctx, f)
 	}
 	return v.plain(ctx)
+}
+
+// checkTopFlags checks top's flags' values.
+func checkTopFlags(interval time.Duration, count, rows, maxNames int, sortBy string) error {
+	switch {
+	case interval < 100*time.Millisecond:
+		return usagef("--interval must be at least 100ms, got %v", interval)
+	case count < 0 || rows < 0:
+		return usagef("--count and --rows must not be negative")
+	case maxNames < 1:
+		return usagef("--max-names must be at least 1, got %d", maxNames)
+	}
+	return checkSort(sortBy)
 }
 
 // rescanEvery is how often top SCANs for names; between scans it learns new
@@ -331,11 +336,28 @@ func (s *topSampler) sample(ctx context.Context, now time.Time) (refresh, error)
 	if s.sharded {
 		s.followChannels(ctx)
 	}
-
 	names := make([]string, 0, len(s.names))
 	for n := range s.names {
 		names = append(names, n)
 	}
+	found, errs := s.readAll(ctx, names)
+	r := refresh{at: now, infos: map[rowKey]*lockInfo{}, read: map[string]bool{}, uncounted: !s.keyspace}
+	holds, err := s.file(ctx, &r, names, found, errs)
+	if err != nil {
+		return refresh{}, err
+	}
+	s.mu.Lock()
+	r.released, s.released = s.released, map[rowKey]int64{}
+	r.touched, s.touched = s.touched, map[rowKey]time.Time{}
+	r.kinds, s.kinds = s.kinds, map[rowKey]string{}
+	s.holds = holds
+	s.mu.Unlock()
+	return r, nil
+}
+
+// readAll reads what is stored under each of names, topReaders at a time: a
+// name whose key holds data no layout knows gets errNotLock.
+func (s *topSampler) readAll(ctx context.Context, names []string) ([][]*lockInfo, []error) {
 	found := make([][]*lockInfo, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -357,8 +379,13 @@ func (s *topSampler) sample(ctx context.Context, now time.Time) (refresh, error)
 	}
 	close(next)
 	wg.Wait()
+	return found, errs
+}
 
-	r := refresh{at: now, infos: map[rowKey]*lockInfo{}, read: map[string]bool{}, uncounted: !s.keyspace}
+// file puts what readAll found for names into r, by row, forgets the names
+// that are no locks, and returns the live holds of each row; it fails on the
+// first read that failed.
+func (s *topSampler) file(ctx context.Context, r *refresh, names []string, found [][]*lockInfo, errs []error) (map[rowKey]int, error) {
 	holds := map[rowKey]int{}
 	for i, name := range names {
 		switch {
@@ -368,9 +395,9 @@ func (s *topSampler) sample(ctx context.Context, now time.Time) (refresh, error)
 			continue
 		case errs[i] != nil:
 			if ctx.Err() != nil {
-				return refresh{}, ctx.Err()
+				return nil, ctx.Err()
 			}
-			return refresh{}, errs[i]
+			return nil, errs[i]
 		}
 		r.read[name] = true
 		for _, info := range found[i] {
@@ -386,13 +413,7 @@ func (s *topSampler) sample(ctx context.Context, now time.Time) (refresh, error)
 			}
 		}
 	}
-	s.mu.Lock()
-	r.released, s.released = s.released, map[rowKey]int64{}
-	r.touched, s.touched = s.touched, map[rowKey]time.Time{}
-	r.kinds, s.kinds = s.kinds, map[rowKey]string{}
-	s.holds = holds
-	s.mu.Unlock()
-	return r, nil
+	return holds, nil
 }
 
 // errNotLock marks a name whose key holds data no layout knows.

@@ -117,44 +117,50 @@ func (m *topModel) update(r refresh) {
 		}
 	}
 	for k, row := range m.rows {
-		info, fresh := r.infos[k], r.read[k.name]
-		if fresh || info != nil {
-			row.info = info
-			if info != nil {
-				row.kind = info.Kind
-			}
-		}
-		start := r.at
-		if t, ok := r.touched[k]; ok && !m.first && t.Before(r.at) {
-			start = t
-		}
-		holds := row.current(r.at, start, m.first)
-		released := r.released[k]
-		acquired := max(released+int64(holds-row.holds), 0)
-		if m.first {
-			acquired = 0 // holds already there are not acquisitions seen
-		}
-		row.holds = holds
-		row.acquired += acquired
-		row.released += released
-		from := m.last
-		if m.first {
-			from = r.at
-		}
-		row.samples = append(row.samples, rateSample{from: from, at: r.at, acquired: acquired, released: released})
-		if len(row.samples) > rateWindow {
-			row.samples = row.samples[1:]
-		}
-		if row.info != nil || acquired > 0 || released > 0 || row.active.IsZero() {
-			row.active = r.at // stored in Redis, or just seen
-		}
-		if r.at.Sub(row.active) > idleRowLife {
+		if !m.updateRow(r, k, row) {
 			delete(m.rows, k)
 		}
 	}
 	m.first = false
 	m.last = r.at
 	m.uncounted = r.uncounted
+}
+
+// updateRow brings row k up to date with refresh r, and reports whether it
+// stays: a row idle for idleRowLife goes.
+func (m *topModel) updateRow(r refresh, k rowKey, row *topRow) bool {
+	info, fresh := r.infos[k], r.read[k.name]
+	if fresh || info != nil {
+		row.info = info
+		if info != nil {
+			row.kind = info.Kind
+		}
+	}
+	start := r.at
+	if t, ok := r.touched[k]; ok && !m.first && t.Before(r.at) {
+		start = t
+	}
+	holds := row.current(r.at, start, m.first)
+	released := r.released[k]
+	acquired := max(released+int64(holds-row.holds), 0)
+	if m.first {
+		acquired = 0 // holds already there are not acquisitions seen
+	}
+	row.holds = holds
+	row.acquired += acquired
+	row.released += released
+	from := m.last
+	if m.first {
+		from = r.at
+	}
+	row.samples = append(row.samples, rateSample{from: from, at: r.at, acquired: acquired, released: released})
+	if len(row.samples) > rateWindow {
+		row.samples = row.samples[1:]
+	}
+	if row.info != nil || acquired > 0 || released > 0 || row.active.IsZero() {
+		row.active = r.at // stored in Redis, or just seen
+	}
+	return r.at.Sub(row.active) <= idleRowLife
 }
 
 // current brings the row's holds up to date at now and returns how many
@@ -283,23 +289,7 @@ func (m *topModel) sorted(by string, reverse bool) []*topRow {
 	for _, r := range m.rows {
 		rows = append(rows, r)
 	}
-	metric := func(r *topRow) float64 {
-		switch by {
-		case "waiters":
-			return float64(r.waiting())
-		case "held":
-			d, _, _ := r.held(m.last)
-			return float64(d)
-		case "longest":
-			return float64(r.longest)
-		case "ttl":
-			return float64(r.ttl())
-		case "name":
-			return 0
-		}
-		acq, rel, _ := r.rates()
-		return acq + rel
-	}
+	metric := func(r *topRow) float64 { return m.metric(r, by) }
 	// In the default order a lock held or waited on now comes before a free
 	// one, however busy: a lock that churns through short holds is free at
 	// most refreshes, and would push the long holds out of sight.
@@ -329,6 +319,25 @@ func (m *topModel) sorted(by string, reverse bool) []*topRow {
 		return c
 	})
 	return rows
+}
+
+// metric is row r's value in the order by: larger comes first.
+func (m *topModel) metric(r *topRow, by string) float64 {
+	switch by {
+	case "waiters":
+		return float64(r.waiting())
+	case "held":
+		d, _, _ := r.held(m.last)
+		return float64(d)
+	case "longest":
+		return float64(r.longest)
+	case "ttl":
+		return float64(r.ttl())
+	case "name":
+		return 0
+	}
+	acq, rel, _ := r.rates()
+	return acq + rel
 }
 
 // ttl is the lock's remaining lease in milliseconds: its key's, or for a

@@ -33,18 +33,9 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkKind(*kind); err != nil {
+	name, err := unlockTarget(rest, *kind, *force)
+	if err != nil {
 		return err
-	}
-	if len(rest) != 1 {
-		return usagef("want one lock NAME, got %d arguments", len(rest))
-	}
-	name := rest[0]
-	if !*force {
-		return usagef("unlock needs --force: it takes %q away from whoever holds it, who may still be in its critical section", name)
-	}
-	if err := layout.Check(name); err != nil {
-		return usagef("invalid lock name %q: %v", name, err)
 	}
 	if len(quorum) > 0 {
 		return runUnlockQuorum(ctx, std, &cf, quorum, name, *kind, *yes)
@@ -58,45 +49,24 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	var forceUnlock func(c *redisync.Client) (bool, error)
-	var after string // what the release leaves behind, said after it
-	switch info.Kind {
-	case "Mutex":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewMutex(name).ForceUnlock(ctx) }
-	case "RFairLock":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewRedissonFairMutex(name).ForceUnlock(ctx) }
-		after = "Redisson's queue is kept; its first waiter was woken on its own channel, as a Java forceUnlock does"
-	case "FencedMutex":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewFencedMutex(name).ForceUnlock(ctx) }
-		after = fmt.Sprintf("the token counter %s is kept (latest token %d): tokens never go back, and the next holder's is higher", info.TokenKey, *info.Token)
-	case "RWMutex":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewRWMutex(name).ForceUnlock(ctx) }
-		after = "readers and writer alike lost it; waiting writers' claims and the read holds' timeout keys lapse by themselves"
-	case "FairMutex":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewFairMutex(name).ForceUnlock(ctx) }
-		after = "the queue is kept: the waiter whose turn is next was woken, and the others keep their turns"
-	case "Semaphore":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewSemaphore(name, 0).ForceUnlock(ctx) }
-		after = "every holder lost its permits; the size and the queue are kept, and the queued requests that fit were woken"
-	case "Once":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewOnce(name).ForceUnlock(ctx) }
-		after = "the caller running the function lost its claim (its function's context is cancelled); a waiting caller runs the function again"
-	case "Election":
-		forceUnlock = func(c *redisync.Client) (bool, error) { return c.NewElection(name).ForceUnlock(ctx) }
-		after = "the leader lost its leadership (its Done closes, its Err reports the loss); a waiting campaigner is elected"
-	case "RPermitExpirableSemaphore":
-		return errors.New("force unlock of an RPermitExpirableSemaphore is not supported: its permits are released by id (Java's release(permitId), Go's ExpirableSemaphore.Release), and a permit whose lease ended is free already")
-	case "WaitGroup":
-		return fmt.Errorf("a WaitGroup holds no lock to take away: change its counter with Add (count %d)", *info.Count)
-	default:
-		return fmt.Errorf("force unlock of a %s is not supported", info.Kind)
+	forceUnlock, after, err := forceUnlocker(ctx, info, name)
+	if err != nil {
+		return err
 	}
+	return confirmAndForceUnlock(ctx, std, rc, &cf, info, name, *yes, forceUnlock, after)
+}
+
+// confirmAndForceUnlock shows info, the lock at name to force-unlock, asks
+// for a confirmation unless yes, runs forceUnlock through a Client of rc and
+// says what it did and left (after), and whether the holders were told.
+func confirmAndForceUnlock(ctx context.Context, std *stdio, rc rueidis.Client, cf *connFlags, info *lockInfo, name string, yes bool,
+	forceUnlock func(c *redisync.Client) (bool, error), after string) error {
 	printInfo(std.out, info)
 	if !info.Locked {
 		fmt.Fprintf(std.out, "%s %q is not locked; nothing to unlock\n", info.Kind, name)
 		return nil
 	}
-	if !*yes && !confirm(std, fmt.Sprintf("Force-unlock %s %q? Its holders lose it. [y/N] ", info.Kind, name)) {
+	if !yes && !confirm(std, fmt.Sprintf("Force-unlock %s %q? Its holders lose it. [y/N] ", info.Kind, name)) {
 		return errDeclined
 	}
 	c, err := redisync.New(rc, append(cf.libOptions(), redisync.WithLogger(slog.New(slog.NewTextHandler(std.err, nil))))...)
@@ -105,12 +75,11 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	}
 	defer c.Close()
 	unlocked, err := forceUnlock(c)
-	if err != nil {
+	if err != nil || !unlocked {
+		if err == nil {
+			fmt.Fprintf(std.out, "%q was released meanwhile; nothing to do\n", name)
+		}
 		return err
-	}
-	if !unlocked {
-		fmt.Fprintf(std.out, "%q was released meanwhile; nothing to do\n", name)
-		return nil
 	}
 	fmt.Fprintf(std.out, "unlocked %q; its waiters were woken\n", name)
 	if after != "" {
@@ -118,6 +87,64 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	}
 	sayTold(ctx, std, rc, info.Holders, rc.Mode() == rueidis.ClientModeCluster && !cf.classicPubSub)
 	return nil
+}
+
+// unlockTarget checks unlock's arguments, rest after the flags, and returns
+// the lock's name.
+func unlockTarget(rest []string, kind string, force bool) (string, error) {
+	if err := checkKind(kind); err != nil {
+		return "", err
+	}
+	if len(rest) != 1 {
+		return "", usagef("want one lock NAME, got %d arguments", len(rest))
+	}
+	name := rest[0]
+	if !force {
+		return "", usagef("unlock needs --force: it takes %q away from whoever holds it, who may still be in its critical section", name)
+	}
+	if err := layout.Check(name); err != nil {
+		return "", usagef("invalid lock name %q: %v", name, err)
+	}
+	return name, nil
+}
+
+// forceUnlocker returns the force unlock of the primitive info describes at
+// name, and what it leaves behind, said after it; or why there is none.
+func forceUnlocker(ctx context.Context, info *lockInfo, name string) (func(c *redisync.Client) (bool, error), string, error) {
+	var f func(c *redisync.Client) (bool, error)
+	var after string
+	switch info.Kind {
+	case "Mutex":
+		f = func(c *redisync.Client) (bool, error) { return c.NewMutex(name).ForceUnlock(ctx) }
+	case "RFairLock":
+		f = func(c *redisync.Client) (bool, error) { return c.NewRedissonFairMutex(name).ForceUnlock(ctx) }
+		after = "Redisson's queue is kept; its first waiter was woken on its own channel, as a Java forceUnlock does"
+	case "FencedMutex":
+		f = func(c *redisync.Client) (bool, error) { return c.NewFencedMutex(name).ForceUnlock(ctx) }
+		after = fmt.Sprintf("the token counter %s is kept (latest token %d): tokens never go back, and the next holder's is higher", info.TokenKey, *info.Token)
+	case "RWMutex":
+		f = func(c *redisync.Client) (bool, error) { return c.NewRWMutex(name).ForceUnlock(ctx) }
+		after = "readers and writer alike lost it; waiting writers' claims and the read holds' timeout keys lapse by themselves"
+	case "FairMutex":
+		f = func(c *redisync.Client) (bool, error) { return c.NewFairMutex(name).ForceUnlock(ctx) }
+		after = "the queue is kept: the waiter whose turn is next was woken, and the others keep their turns"
+	case "Semaphore":
+		f = func(c *redisync.Client) (bool, error) { return c.NewSemaphore(name, 0).ForceUnlock(ctx) }
+		after = "every holder lost its permits; the size and the queue are kept, and the queued requests that fit were woken"
+	case "Once":
+		f = func(c *redisync.Client) (bool, error) { return c.NewOnce(name).ForceUnlock(ctx) }
+		after = "the caller running the function lost its claim (its function's context is cancelled); a waiting caller runs the function again"
+	case "Election":
+		f = func(c *redisync.Client) (bool, error) { return c.NewElection(name).ForceUnlock(ctx) }
+		after = "the leader lost its leadership (its Done closes, its Err reports the loss); a waiting campaigner is elected"
+	case "RPermitExpirableSemaphore":
+		return nil, "", errors.New("force unlock of an RPermitExpirableSemaphore is not supported: its permits are released by id (Java's release(permitId), Go's ExpirableSemaphore.Release), and a permit whose lease ended is free already")
+	case "WaitGroup":
+		return nil, "", fmt.Errorf("a WaitGroup holds no lock to take away: change its counter with Add (count %d)", *info.Count)
+	default:
+		return nil, "", fmt.Errorf("force unlock of a %s is not supported", info.Kind)
+	}
+	return f, after, nil
 }
 
 // sayTold says, for each Client among holders, whether it was told of its
