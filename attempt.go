@@ -64,20 +64,11 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	}
 	defer h.op.Unlock()
 	acq := acquisition{h: h, n: a.n, tk: tk, permitLease: a.permitLease}
-	var free <-chan struct{}
-	if h.count > 0 {
-		res, stop, err := e.owned(h, a, tk, &acq)
-		if stop {
-			return res, nil, 0, err
-		}
-		free = res.free
+	pre, stop, err := e.prepare(h, a, &acq)
+	if stop {
+		return pre, nil, 0, err
 	}
-	if acq.count == 0 {
-		if e.handovers.queuedBehind(a, tk) {
-			return attempt{wait: -1}, nil, 0, nil // a Busy reply without asking: a local waiter is ahead
-		}
-		acq.field, acq.latchKey = e.callField(a)
-	}
+	free := pre.free
 	sent := time.Now()
 	a.sent = true
 	actx, sync := syncFor(ctx, p, &acq)
@@ -85,28 +76,17 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	if r.Spent {
 		a.field, a.firstUnknown = "", false // latched: the next attempt takes a new identity
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		if ambiguous(err) && !r.Spent && !unsent(err) {
 			a.firstUnknown = a.firstUnknown || acq.count == 0
 			a.reentryUnknown = acq.count > 0
 		}
 		return attempt{}, nil, 0, lockError(p.primitive, p.name, err)
-	case r.Outcome == scripts.Gone && h.term.Load() == nil:
-		// No term of the owner: what is gone is a grant of the call's own
-		// that it never returned (see retire). It asks afresh.
-		e.retire(a)
-		return attempt{}, nil, 0, lockError(p.primitive, p.name, errStaleHold)
-	case r.Outcome == scripts.Gone:
-		t := h.term.Load()
-		e.lose(t, ErrHoldGone)
-		_, err := t.result()
+	}
+	if nothing, err := e.nothingToHold(a, h, r, sent); nothing {
 		return attempt{}, nil, 0, err
-	case r.Outcome == scripts.Refused:
-		return attempt{}, nil, 0, lockError(p.primitive, p.name, errRefused)
-	case r.Outcome == scripts.Complete && a.outlived(sent):
-		e.retire(a)
-		return attempt{}, nil, 0, lockError(p.primitive, p.name, errStaleHold)
+	}
+	switch {
 	case r.Outcome == scripts.Complete:
 		return attempt{complete: true}, nil, 0, nil
 	case r.Outcome == scripts.Busy:
@@ -124,6 +104,52 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		acq.within = r.Within // a quorum's validity
 	}
 	return e.took(h, a, &acq, sent), h.term.Load(), r.Value, nil
+}
+
+// prepare readies the acquisition acq of the call a on h, whose op it
+// holds: what the owner holds already (see owned), else the call's identity.
+// With stop, the attempt ends with res and err without asking Redis; else
+// res.free is a hold of the owner's on its way, if any.
+func (e *engine) prepare(h *hold, a *call, acq *acquisition) (res attempt, stop bool, err error) {
+	if h.count > 0 {
+		res, stop, err = e.owned(h, a, a.tk, acq)
+		if stop {
+			return res, true, err
+		}
+	}
+	if acq.count == 0 {
+		if e.handovers.queuedBehind(a, a.tk) {
+			return attempt{wait: -1}, true, nil // a Busy reply without asking: a local waiter is ahead
+		}
+		acq.field, acq.latchKey = e.callField(a)
+	}
+	return attempt{free: res.free}, false, nil
+}
+
+// nothingToHold reports whether the reply r to the attempt of a sent at
+// sent leaves the call nothing to hold, and why: the owner's hold is gone,
+// a late copy was refused, or a Complete reply came after the call's grant
+// ran out.
+func (e *engine) nothingToHold(a *call, h *hold, r scripts.Reply, sent time.Time) (bool, error) {
+	p := a.p
+	switch {
+	case r.Outcome == scripts.Gone && h.term.Load() == nil:
+		// No term of the owner: what is gone is a grant of the call's own
+		// that it never returned (see retire). It asks afresh.
+		e.retire(a)
+		return true, lockError(p.primitive, p.name, errStaleHold)
+	case r.Outcome == scripts.Gone:
+		t := h.term.Load()
+		e.lose(t, ErrHoldGone)
+		_, err := t.result()
+		return true, err
+	case r.Outcome == scripts.Refused:
+		return true, lockError(p.primitive, p.name, errRefused)
+	case r.Outcome == scripts.Complete && a.outlived(sent):
+		e.retire(a)
+		return true, lockError(p.primitive, p.name, errStaleHold)
+	}
+	return false, nil
 }
 
 // current reports whether the hold that the call a has just got may be

@@ -90,37 +90,17 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 	if tryErr == nil && res.acquired && !e.current(a) {
 		res, tryErr = attempt{}, lockError(p.primitive, p.name, errStaleHold)
 	}
-	if tryErr == nil {
-		a.failures = 0
-	} else if a.failures == 0 {
-		a.firstFailure = time.Now()
-	}
 	switch {
-	case tryErr != nil && (verdict(tryErr) || a.persist == returnErrors && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget)):
-		if ambiguous(tryErr) && !verdict(tryErr) && ctx.Err() == nil {
-			// The caller's context has not ended: say what did, or a
-			// "context deadline exceeded" from the attempts' own bound
-			// reads as the caller's.
-			tryErr = fmt.Errorf("%w (no answer from Redis for %v; the caller's context had not ended)",
-				tryErr, time.Since(a.firstFailure).Round(time.Millisecond))
-		}
-		return f, true, tryErr
 	case tryErr != nil:
-		a.failures++
-		if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
-			e.handovers.requeue(a.place) // Lock retries behind the Client's other waiting calls
+		if err := e.failed(ctx, a, tryErr); err != nil {
+			return f, true, err
 		}
-		// A refusal by the server (an ACL, a key of another type) is logged
-		// at once: unlike a dropped connection it will not pass by itself.
-		if a.persist == retryForever && (a.failures == 3 || a.failures%100 == 0 || a.failures == 1 && !ambiguous(tryErr)) {
-			p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failures, "error", tryErr)
-		}
-		d := min(time.Duration(a.failures)*20*time.Millisecond, time.Second)
-		a.sleep(d/2 + rand.N(d))
 	case res.complete:
+		a.failures = 0
 		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(a.start)})
 		return f, true, nil
 	case res.acquired:
+		a.failures = 0
 		if a.lapsed != nil && a.placed {
 			// Its place lapsed, and the lock was free at its next attempt:
 			// it lost the place all the same, and says so.
@@ -129,36 +109,9 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		a.own = !res.localHandoff && !res.reentered
 		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
-	case res.free != nil && p.wait != waitWithTicket:
-		f = waitFor{wake: res.free, src: WakeLocal}
-		a.sleep(time.Hour)
-	case a.w == nil || res.channel != "" && res.channel != a.joined:
-		a.tag = ""
-		if a.tk != nil {
-			a.tag = cmp.Or(placeTag(res.place), a.tk.ID)
-			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
-			a.placed = true
-		}
-		if a.w != nil {
-			a.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
-		}
-		a.joined = cmp.Or(res.channel, p.channel)
-		a.w = e.notify.Join(a.joined, p.wake.dispatch(), a.tag)
-		f = waitFor{wake: a.w.Ready(), free: res.free}
-		a.sleep(a.bound(res.wait))
 	default:
-		if res.fresh && a.placed {
-			// The reply placed tk at the end of the queue again: its
-			// place was lost (its heartbeat lapsed, or Redis dropped it).
-			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
-		}
-		a.lapsed = nil
-		if tag := placeTag(res.place); tag != "" && tag != a.tag {
-			a.tag = tag
-			a.w.Retag(tag)
-		}
-		f = waitFor{wake: a.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
-		a.sleep(a.bound(res.wait))
+		a.failures = 0
+		f = e.waitPlan(ctx, a, res)
 	}
 	if a.place == nil && a.queues() {
 		a.place = e.handovers.queue(a) // first come, first served among the Client's calls
@@ -171,6 +124,78 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		f = waitFor{wake: a.w.Ready(), free: res.free}
 	}
 	return f, false, nil
+}
+
+// failed files the failed attempt of a (tryErr) and returns the call's error
+// when the call ends with it: a verdict, an error reply, or transport
+// failures past transientBudget when the call returns errors; otherwise it
+// sets a's timer to back off (nil).
+func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
+	p := a.p
+	if a.failures == 0 {
+		a.firstFailure = time.Now()
+	}
+	if verdict(tryErr) || a.persist == returnErrors && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget) {
+		if ambiguous(tryErr) && !verdict(tryErr) && ctx.Err() == nil {
+			// The caller's context has not ended: say what did, or a
+			// "context deadline exceeded" from the attempts' own bound
+			// reads as the caller's.
+			tryErr = fmt.Errorf("%w (no answer from Redis for %v; the caller's context had not ended)",
+				tryErr, time.Since(a.firstFailure).Round(time.Millisecond))
+		}
+		return tryErr
+	}
+	a.failures++
+	if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
+		e.handovers.requeue(a.place) // Lock retries behind the Client's other waiting calls
+	}
+	// A refusal by the server (an ACL, a key of another type) is logged at
+	// once: unlike a dropped connection it will not pass by itself.
+	if a.persist == retryForever && (a.failures == 3 || a.failures%100 == 0 || a.failures == 1 && !ambiguous(tryErr)) {
+		p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failures, "error", tryErr)
+	}
+	d := min(time.Duration(a.failures)*20*time.Millisecond, time.Second)
+	a.sleep(d/2 + rand.N(d))
+	return nil
+}
+
+// waitPlan returns what the call a, whose attempt found the lock taken
+// (res), waits for next: a hold on its way within the Client, or a wake-up
+// on the lock's channel, which it joins (again, for another name or a new
+// place in Redis' queue) when it must.
+func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
+	p := a.p
+	switch {
+	case res.free != nil && p.wait != waitWithTicket:
+		a.sleep(time.Hour)
+		return waitFor{wake: res.free, src: WakeLocal}
+	case a.w == nil || res.channel != "" && res.channel != a.joined:
+		a.tag = ""
+		if a.tk != nil {
+			a.tag = cmp.Or(placeTag(res.place), a.tk.ID)
+			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
+			a.placed = true
+		}
+		if a.w != nil {
+			a.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
+		}
+		a.joined = cmp.Or(res.channel, p.channel)
+		a.w = e.notify.Join(a.joined, p.wake.dispatch(), a.tag)
+		a.sleep(a.bound(res.wait))
+		return waitFor{wake: a.w.Ready(), free: res.free}
+	}
+	if res.fresh && a.placed {
+		// The reply placed tk at the end of the queue again: its place was
+		// lost (its heartbeat lapsed, or Redis dropped it).
+		p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
+	}
+	a.lapsed = nil
+	if tag := placeTag(res.place); tag != "" && tag != a.tag {
+		a.tag = tag
+		a.w.Retag(tag)
+	}
+	a.sleep(a.bound(res.wait))
+	return waitFor{wake: a.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
 }
 
 // endWait cleans up after the call a returned err: nothing of a waiting
@@ -231,16 +256,8 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 			return true, nil
 		}
 	case <-f.wake:
-		if observe {
-			p.observe(ctx, wakeEvent(a.w, f.src))
-		}
-		if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutantHandAny) && e.takeHanded(ctx, a) && e.current(a) {
-			a.own = true
-			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
+		if e.woken(ctx, a, f.src) {
 			return true, nil
-		}
-		if f.src == WakePubSub {
-			e.handovers.passWake(a) // when queued behind another, that one asks Redis
 		}
 	case <-poked: // a wake-up passed on by a waiter queued behind
 		if observe {
@@ -261,6 +278,25 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		return true, lockError(p.primitive, p.name, ErrClosed)
 	}
 	return false, nil
+}
+
+// woken handles the wake-up of the call a from src and reports whether it
+// holds the lock now: a Mutex call queued in Redis takes the hold a release
+// handed to its place.
+func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
+	p := a.p
+	if p.cfg.observer != nil && src != 0 {
+		p.observe(ctx, wakeEvent(a.w, src))
+	}
+	if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutantHandAny) && e.takeHanded(ctx, a) && e.current(a) {
+		a.own = true
+		p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
+		return true
+	}
+	if src == WakePubSub {
+		e.handovers.passWake(a) // when queued behind another, that one asks Redis
+	}
+	return false
 }
 
 // bound is how long the call a waits for a wake-up before trying again,
