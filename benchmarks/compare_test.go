@@ -65,12 +65,24 @@ func TestQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A peer's scenario of many locks or waiters (held, waiters) may be
+	// abandoned on a loaded machine (CI runs this beside the chaos mutants):
+	// rueidislock starts a goroutine per held lock and once did not finish
+	// holding 1000 in 20 s there. That is the peer's figure, which the
+	// report shows; redisync's must all be there.
+	peerLoad := func(k string) bool {
+		scenario, lib, _ := strings.Cut(k, "/")
+		return lib != r.Peers[0] && (scenario == "held" || scenario == "waiters")
+	}
 	for k, err := range r.Errors {
-		if k == "ceiling/redis" && os.Getenv("REDISYNC_REQUIRE_SERVER") != "1" {
+		switch {
+		case k == "ceiling/redis" && os.Getenv("REDISYNC_REQUIRE_SERVER") != "1":
 			t.Logf("scenario 8 skipped: %v", err)
-			continue
+		case peerLoad(k):
+			t.Logf("%s: %v (a peer's, reported)", k, err)
+		default:
+			t.Errorf("%s: %v", k, err)
 		}
-		t.Errorf("%s: %v", k, err)
 	}
 	if r.Ping.N == 0 {
 		t.Error("no PING reference")
@@ -94,7 +106,8 @@ func TestQuick(t *testing.T) {
 		if a := r.Allocs[peer]; a.Allocs <= 0 {
 			t.Errorf("allocs/%s: no figures: %+v", peer, a)
 		}
-		if h := r.Held[peer]; h.Locks != r.Config.Held {
+		abandoned := r.Errors["held/"+peer] != nil && peerLoad("held/"+peer) // logged above
+		if h := r.Held[peer]; h.Locks != r.Config.Held && !abandoned {
 			t.Errorf("held/%s: %d locks measured, want %d", peer, h.Locks, r.Config.Held)
 		}
 		// Every redisync waiter must be served: that is our guarantee. A
@@ -105,6 +118,8 @@ func TestQuick(t *testing.T) {
 		// peer the test asks that the scenario ran and served some.
 		w := r.Waiters[peer]
 		switch {
+		case r.Errors["waiters/"+peer] != nil && peerLoad("waiters/"+peer):
+			// abandoned, logged above
 		case w.Waiters != r.Config.Waiters:
 			t.Errorf("waiters/%s: %d waiters measured, want %d", peer, w.Waiters, r.Config.Waiters)
 		case peer == r.Peers[0] && w.Served != w.Waiters:
