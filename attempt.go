@@ -237,11 +237,12 @@ func (e *engine) lockOp(ctx context.Context, h *hold, a *call) bool {
 func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res attempt, stop bool, err error) {
 	p := a.p
 	ended, err := h.term.Load().result()
+	ticketed := p.wait == waitWithTicket && tk != nil // a FairMutex's or Semaphore's call with its place
 	switch {
 	case ended && p.hold == holdPermits:
 		e.holds.setAside(h) // a new term; the lost permits wait for Release
 		return attempt{}, false, nil
-	case a.mode == waitFree && p.wait == waitWithTicket && tk != nil && !ended:
+	case a.mode == waitFree && ticketed && !ended:
 		// A second Lock of the owner queues now, so that its turn is fixed
 		// by arrival, but never takes until the owner's hold is released.
 		acq.queueOnly = true

@@ -194,7 +194,7 @@ func (e *Election) observe(ctx context.Context, w *notify.Waiter, out chan<- str
 	var value string
 	pending := false
 	for {
-		if l, err := e.read(ctx); err == nil && l.Field != "" && (l.Field != seen.Field || l.Rev != seen.Rev) {
+		if l, err := e.read(ctx); err == nil && l.Field != "" && newLeadership(l, seen) {
 			seen, value, pending = l, l.Value, true
 		}
 	wait:
@@ -273,3 +273,7 @@ func (e *Election) proto(value string) *protocol {
 func (e *Election) wrap(err error) error {
 	return fmt.Errorf("redisync: election %q: %w", e.h.name, err)
 }
+
+// newLeadership reports whether l, a leadership read, is not seen, the one
+// shown last: another leader, or a new proclamation of the same one.
+func newLeadership(l, seen layout.Leadership) bool { return l.Field != seen.Field || l.Rev != seen.Rev }

@@ -61,7 +61,7 @@ func (hs *handovers) queue(a *call) *place {
 // (TryLock) fails then, as sync.Mutex's does while waiters starve; an
 // explicit owner's call and a call queued in Redis by itself never wait so.
 func (hs *handovers) queuedBehind(a *call, tk *ticket) bool {
-	if a.p.wait != waitInLine || tk != nil || a.mode != waitFree && a.mode != waitHandoff {
+	if a.p.wait != waitInLine || tk != nil || !a.waitsForHold() {
 		return false
 	}
 	hs.mu.Lock()

@@ -290,6 +290,14 @@ type call struct {
 // that the call did not get to record: what its undo gives back.
 func (a *call) uncertain() bool { return a.firstUnknown || a.reentryUnknown }
 
+// queuedInRedis reports whether a is a Mutex call queued in Redis with a
+// ticket: a release there may hand the lock to its place.
+func (a *call) queuedInRedis() bool { return a.tk != nil && a.p.hand == handThroughRedis }
+
+// waitsForHold reports whether a is a call that waits for the lock itself
+// (not a share of it, not a re-entry).
+func (a *call) waitsForHold() bool { return a.mode == waitFree || a.mode == waitHandoff }
+
 // outlived reports whether the permits that an attempt of the call a, sent
 // at sent, was granted with a lease of their own (an ExpirableSemaphore's)
 // could have run out by now: such a grant is no hold.

@@ -35,8 +35,11 @@ import (
 // one that finds it free takes it as mutex_acquire would.
 func (e *engine) queueEarly(a *call) {
 	p := a.p
-	if p.hand != handThroughRedis || !a.takesHanded() || a.uncertain() || !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
-		return
+	if p.hand != handThroughRedis || !a.takesHanded() || a.uncertain() {
+		return // no queue in Redis, or a call that does not take from it
+	}
+	if !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
+		return // the lock is not contended in this process, or others wait first
 	}
 	e.callField(a)
 	a.joined = p.channel

@@ -190,8 +190,11 @@ func (e *engine) wakeEvery(channel string) { e.notify.WakeAll(channel) }
 // never handed on: a late copy of that attempt must find it released (see
 // release.go).
 func (e *engine) transfer(h *hold, p *protocol, t *term) bool {
-	if h.count != 1 || p.hand == handNowhere || t.ambiguous || h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
-		return false
+	if h.count != 1 || p.hand == handNowhere || t.ambiguous {
+		return false // a re-entered hold, a lock that hands nothing on, or one a late copy may find
+	}
+	if h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
+		return false // the run of handovers is over: the next goes through Redis
 	}
 	if !e.handovers.hand(h, p, t, e.leases.Replace) {
 		return false

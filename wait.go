@@ -116,12 +116,14 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 	if a.place == nil && a.queues() {
 		a.place = e.handovers.queue(a) // first come, first served among the Client's calls
 	}
-	if res.mayQueue && a.tk == nil && a.w != nil && !e.handovers.queuedBehind(a, nil) {
+	if res.mayQueue && a.tk == nil && a.w != nil {
 		// Busy in Redis: the call queues there with its next attempt, made
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
-		a.tk = p.ticket(a)
-		f = waitFor{wake: a.w.Ready(), free: res.free}
+		if !e.handovers.queuedBehind(a, nil) {
+			a.tk = p.ticket(a)
+			f = waitFor{wake: a.w.Ready(), free: res.free}
+		}
 	}
 	return f, false, nil
 }
@@ -135,7 +137,7 @@ func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
 	if a.failures == 0 {
 		a.firstFailure = time.Now()
 	}
-	if verdict(tryErr) || a.persist == returnErrors && (!ambiguous(tryErr) || time.Since(a.firstFailure) >= transientBudget) {
+	if a.givesUp(tryErr) {
 		if ambiguous(tryErr) && !verdict(tryErr) && ctx.Err() == nil {
 			// The caller's context has not ended: say what did, or a
 			// "context deadline exceeded" from the attempts' own bound
@@ -149,14 +151,36 @@ func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
 	if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
 		e.handovers.requeue(a.place) // Lock retries behind the Client's other waiting calls
 	}
-	// A refusal by the server (an ACL, a key of another type) is logged at
-	// once: unlike a dropped connection it will not pass by itself.
-	if a.persist == retryForever && (a.failures == 3 || a.failures%100 == 0 || a.failures == 1 && !ambiguous(tryErr)) {
+	if a.logsFailure(tryErr) {
 		p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failures, "error", tryErr)
 	}
 	d := min(time.Duration(a.failures)*20*time.Millisecond, time.Second)
 	a.sleep(d/2 + rand.N(d))
 	return nil
+}
+
+// givesUp reports whether the call a ends with err, its attempt's failure:
+// a verdict always; when it returns errors, an error reply, or transport
+// failures past transientBudget.
+func (a *call) givesUp(err error) bool {
+	switch {
+	case verdict(err):
+		return true
+	case a.persist == retryForever:
+		return false
+	}
+	return !ambiguous(err) || time.Since(a.firstFailure) >= transientBudget
+}
+
+// logsFailure reports whether Lock's call a logs its failure err: a refusal
+// by the server at once (unlike a dropped connection it will not pass by
+// itself), a run of failures at the third and every hundredth.
+func (a *call) logsFailure(err error) bool {
+	if a.persist != retryForever {
+		return false
+	}
+	refused := a.failures == 1 && !ambiguous(err)
+	return refused || a.failures == 3 || a.failures%100 == 0
 }
 
 // waitPlan returns what the call a, whose attempt found the lock taken
@@ -216,7 +240,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		// queue has no turns: a wake-up of Redisson's kind is passed on.
 		a.w.Leave(err != nil && (a.tk == nil || p.hand == handThroughRedis))
 	}
-	if err == nil && a.tk != nil && p.hand == handThroughRedis && !a.own {
+	if err == nil && a.queuedInRedis() && !a.own {
 		e.leaveQueue(ctx, a) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
@@ -288,10 +312,13 @@ func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 	if p.cfg.observer != nil && src != 0 {
 		p.observe(ctx, wakeEvent(a.w, src))
 	}
-	if a.tk != nil && p.hand == handThroughRedis && (a.w.Named() || mutantHandAny) && e.takeHanded(ctx, a) && e.current(a) {
-		a.own = true
-		p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
-		return true
+	if a.queuedInRedis() && (a.w.Named() || mutantHandAny) {
+		// A message naming its place: the lock is this call's.
+		if e.takeHanded(ctx, a) && e.current(a) {
+			a.own = true
+			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
+			return true
+		}
 	}
 	if src == WakePubSub {
 		e.handovers.passWake(a) // when queued behind another, that one asks Redis
