@@ -25,7 +25,7 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 		}
 		res, err = attempt{}, lockError(a.p.primitive, a.p.name, errStaleHold)
 	}
-	a.tried, a.triedRes, a.triedErr = true, res, err
+	a.first.tried, a.first.res, a.first.err = true, res, err
 	return false
 }
 
@@ -56,7 +56,7 @@ func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 // another call of the owner; the others wait for one only as long as ctx
 // lasts.
 func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, error) {
-	p, tk := a.p, a.tk
+	p, tk := a.p, a.inRedis.tk
 	h := e.holds.ref(p.key, orCreate)
 	defer e.holds.unref(h)
 	if !e.lockOp(ctx, h, a) {
@@ -70,16 +70,16 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	}
 	free := pre.free
 	sent := time.Now()
-	a.sent = true
+	a.trace.sent = true
 	actx, sync := syncFor(ctx, p, &acq)
 	r, err := p.acquire(actx, acq)
 	if r.Spent {
-		a.field, a.firstUnknown = "", false // latched: the next attempt takes a new identity
+		a.field, a.trace.firstUnknown = "", false // latched: the next attempt takes a new identity
 	}
 	if err != nil {
 		if ambiguous(err) && !r.Spent && !unsent(err) {
-			a.firstUnknown = a.firstUnknown || acq.count == 0
-			a.reentryUnknown = acq.count > 0
+			a.trace.firstUnknown = a.trace.firstUnknown || acq.count == 0
+			a.trace.reentryUnknown = acq.count > 0
 		}
 		return attempt{}, nil, 0, lockError(p.primitive, p.name, err)
 	}
@@ -112,13 +112,13 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 // res.free is a hold of the owner's on its way, if any.
 func (e *engine) prepare(h *hold, a *call, acq *acquisition) (res attempt, stop bool, err error) {
 	if h.count > 0 {
-		res, stop, err = e.owned(h, a, a.tk, acq)
+		res, stop, err = e.owned(h, a, a.inRedis.tk, acq)
 		if stop {
 			return res, true, err
 		}
 	}
 	if acq.count == 0 {
-		if e.handovers.queuedBehind(a, a.tk) {
+		if e.handovers.queuedBehind(a, a.inRedis.tk) {
 			return attempt{wait: -1}, true, nil // a Busy reply without asking: a local waiter is ahead
 		}
 		acq.field, acq.latchKey = e.callField(a)
@@ -191,7 +191,7 @@ func (e *engine) drop(a *call, t *term) {
 	case p.hold == holdPermits:
 		e.retire(a)
 	default:
-		a.firstUnknown = true
+		a.trace.firstUnknown = true
 	}
 	a.term = nil
 	h := e.holds.ref(p.key, existing)
@@ -253,7 +253,7 @@ func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res atte
 		return attempt{}, true, err
 	}
 	acq.field, acq.latchKey, acq.count = h.term.Load().field, h.term.Load().latchKey, h.count
-	a.reentered, a.base, a.reentryUnknown = acq.field, h.count, false
+	a.trace.reentered, a.trace.base, a.trace.reentryUnknown = acq.field, h.count, false
 	return attempt{}, false, nil
 }
 
@@ -263,7 +263,7 @@ func (e *engine) took(h *hold, a *call, acq *acquisition, sent time.Time) attemp
 	p := a.p
 	if acq.count == 0 {
 		t := newObservedTerm(p.cfg, p.primitive, p.name)
-		t.field, t.latchKey, t.ambiguous, t.synced = acq.field, acq.latchKey, a.firstUnknown, acq.synced
+		t.field, t.latchKey, t.ambiguous, t.synced = acq.field, acq.latchKey, a.trace.firstUnknown, acq.synced
 		t.queued = acq.tk != nil || acq.within > 0 // a queued call's, or one handed through Redis
 		h.setCount(a.n)
 		t.lease = p.newLease(t)

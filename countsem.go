@@ -154,14 +154,14 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 	h.c.takeBacks.settled(ctx, h.name)
 	a := &call{p: p, mode: share, n: n, permitLease: permitLease}
 	a.field, _ = h.c.newField(h.owner, "", "")
-	a.sent = true
+	a.trace.sent = true
 	sent := time.Now()
 	r, err := p.acquire(ctx, acquisition{field: a.field, n: a.n, permitLease: permitLease})
 	if err == nil && r.Outcome == scripts.Complete && a.outlived(sent) {
 		err = lockError(h.primitive, h.name, errStaleHold) // their lease ran out before the reply was read
 	}
 	if err != nil {
-		a.firstUnknown = ambiguous(err)
+		a.trace.firstUnknown = ambiguous(err)
 		h.c.cleanUp(h.name, func() { h.c.giveUp(ctx, a) })
 		h.cfg.logger.Warn("redisync: TryAcquire failed", "name", h.name, "error", err)
 		return "", false

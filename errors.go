@@ -114,6 +114,13 @@ func ambiguous(err error) bool {
 // lost, the Client is closed, an upgrade would deadlock), which no retry can
 // change.
 func verdict(err error) bool {
-	return errors.Is(err, ErrLockLost) || errors.Is(err, ErrClosed) || errors.Is(err, ErrUpgrade) ||
-		errors.Is(err, errSizeMismatch)
+	for _, final := range finalErrors {
+		if errors.Is(err, final) {
+			return true
+		}
+	}
+	return false
 }
+
+// finalErrors are the verdicts: the errors no retry can change.
+var finalErrors = [...]error{ErrLockLost, ErrClosed, ErrUpgrade, errSizeMismatch}

@@ -169,8 +169,7 @@ func (hs *handovers) hand(h *hold, p *protocol, t *term, replace func(old, next 
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	i := slices.IndexFunc(hs.queues[k], func(w *place) bool {
-		return w.p.hand != handNowhere && w.p.cfg.lease == p.cfg.lease && w.p.cfg.leaseTTL() == p.cfg.leaseTTL() &&
-			(w.p.cfg.syncReplicas == 0 || w.p.cfg.syncReplicas == t.synced)
+		return w.p.hand != handNowhere && sameLease(w.p, p) && w.p.syncedEnough(t)
 	})
 	if i < 0 {
 		return false
@@ -208,4 +207,16 @@ func (hs *handovers) terms(each func(holdKey, *term)) {
 	for t, key := range hs.handing {
 		each(key, t)
 	}
+}
+
+// sameLease reports whether a hold of p keeps the lease a hold of w would
+// have: a handover passes the lease on as it is.
+func sameLease(w, p *protocol) bool {
+	return w.cfg.lease == p.cfg.lease && w.cfg.leaseTTL() == p.cfg.leaseTTL()
+}
+
+// syncedEnough reports whether the term t was acknowledged by as many
+// replicas as a hold of p asks for (WithSyncReplicas).
+func (p *protocol) syncedEnough(t *term) bool {
+	return p.cfg.syncReplicas == 0 || p.cfg.syncReplicas == t.synced
 }

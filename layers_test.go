@@ -58,30 +58,7 @@ func TestFileReferencesHaveNoCycle(t *testing.T) {
 // returns, by file, the other files it refers to, and the files.
 func fileDeps(t *testing.T, dir string) (map[string]map[string]bool, []string) {
 	t.Helper()
-	fset := token.NewFileSet()
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		// The files of this build only (mutants_on.go and mutants_off.go
-		// declare the same names under opposite build tags).
-		if ok, err := build.Default.MatchFile(dir, filepath.Base(name)); err != nil || !ok {
-			if err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
+	fset, files := parseBuildFiles(t, dir)
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
 	pkg, err := conf.Check("redisync", fset, files, info)
@@ -191,4 +168,38 @@ func TestNoMutantsInTheNormalBuild(t *testing.T) {
 	if tagged := deps("-tags", "redisync_mutants"); !strings.Contains(tagged, mutant+"\n") {
 		t.Errorf("a build with the redisync_mutants tag does not depend on %s", mutant)
 	}
+}
+
+// parseBuildFiles parses the non-test Go files of the package in dir that
+// this build compiles.
+func parseBuildFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		// The files of this build only (mutants_on.go and mutants_off.go
+		// declare the same names under opposite build tags).
+		if ok, err := build.Default.MatchFile(dir, filepath.Base(name)); err != nil || !ok {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no Go files in %s", dir)
+	}
+	return fset, files
 }

@@ -50,28 +50,28 @@ func (e *engine) cleanUp(name string, f func()) {
 // which a release may have handed the lock to: a call that failed, and one
 // whose hold came another way (a handover within the Client).
 func (e *engine) giveUp(ctx context.Context, a *call) {
-	p, tk := a.p, a.tk
+	p, tk := a.p, a.inRedis.tk
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: tk != nil}}
 	switch {
-	case !a.sent:
+	case !a.trace.sent:
 		return // nothing reached Redis
 	case p.hold == holdNothing:
-		if p.undo != nil && a.firstUnknown {
+		if p.undo != nil && a.trace.firstUnknown {
 			e.undo(ctx, p, a.field, a.n) // permits taken from a count, which the engine does not track
 		}
 		return // nothing can be held
-	case a.firstUnknown, tk != nil && p.hand == handThroughRedis:
+	case a.trace.firstUnknown, tk != nil && p.hand == handThroughRedis:
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
-	case a.reentryUnknown:
+	case a.trace.reentryUnknown:
 		h := e.holds.ref(p.key, orCreate)
 		defer e.holds.unref(h)
 		_ = h.op.Lock(context.Background())
 		defer h.op.Unlock()
-		if t := h.term.Load(); h.count == 0 || t.field != a.reentered {
+		if t := h.term.Load(); h.count == 0 || t.field != a.trace.reentered {
 			r = release{} // the hold it re-entered has ended
 		} else {
-			r = release{h: h, Release: scripts.Release{Field: t.field, From: a.base + a.n, To: a.base}}
+			r = release{h: h, Release: scripts.Release{Field: t.field, From: a.trace.base + a.n, To: a.trace.base}}
 		}
 	case tk == nil:
 		return
@@ -95,12 +95,12 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 // connection must not keep the call from returning until the lease could
 // have run out).
 func (e *engine) leaveQueue(ctx context.Context, a *call) {
-	if !a.sent {
+	if !a.trace.sent {
 		return // nothing reached Redis
 	}
 	p := a.p
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: true,
-		Waiter: a.tk.ID}}
+		Waiter: a.inRedis.tk.ID}}
 	e.background.Go(func() { e.takeBack(ctx, p, r) })
 }
 
@@ -154,7 +154,7 @@ func (e *engine) undo(ctx context.Context, p *protocol, field string, n int) {
 // old one's entry may be gone from Redis already, or latched.
 func (e *engine) retire(a *call) {
 	p, field, n := a.p, a.field, a.n
-	a.field, a.firstUnknown = "", false
+	a.field, a.trace.firstUnknown = "", false
 	if p.hold == holdNothing {
 		e.background.Go(func() { e.undo(context.Background(), p, field, n) })
 		return
@@ -170,10 +170,10 @@ func (e *engine) retire(a *call) {
 func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s *scripts.Sync) error {
 	p := a.p
 	r := release{Release: scripts.Release{Field: acq.field, From: a.n, Latch: latchTTL, Undo: true}}
-	if a.firstUnknown {
+	if a.trace.firstUnknown {
 		r.Latch = tombstoneTTL
 	}
-	a.field, a.firstUnknown = "", false
+	a.field, a.trace.firstUnknown = "", false
 	e.cleanUp(p.name, func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 		defer cancel()

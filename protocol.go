@@ -241,58 +241,84 @@ type call struct {
 
 	// Hold identity. field is the identity the call's first acquire asks
 	// for, kept by its retries: a retry adopts what an earlier attempt of
-	// the call took, and no other acquire does. firstUnknown records an
-	// attempt of unknown outcome. reentered is the field of the hold the
-	// latest re-entry attempt was for, base the count it expected,
-	// reentryUnknown that its outcome is unknown. sent records that an
-	// attempt reached Redis: a call that gives up may have something to
-	// take back.
-	field          string
-	latchKey       string // the latch key field was made the tail of (see newField)
+	// the call took, and no other acquire does.
+	field    string
+	latchKey string       // the latch key field was made the tail of (see newField)
+	trace    attemptTrace // what the call's attempts may have left in Redis
+
+	// How the call waits: in its Client's queue of the lock (place, while
+	// it waits there), in the lock's queue in Redis (inRedis), on the
+	// lock's channel (ch).
+	place   *place
+	inRedis redisQueueing
+	ch      channelWait
+
+	// The wait loop (wait.go).
+	first   firstTry    // the fast path's attempt, when it made one (tryFirst)
+	persist persistence // how failures end the call
+	start   time.Time   // the call's start, taken only for an observer
+	failing failureRun
+}
+
+// An attemptTrace is what a call's attempts may have left in Redis: what
+// its undo gives back. firstUnknown records an attempt of unknown outcome.
+// reentered is the field of the hold the latest re-entry attempt was for,
+// base the count it expected, reentryUnknown that its outcome is unknown.
+// sent records that an attempt reached Redis: a call that gives up may have
+// something to take back.
+type attemptTrace struct {
 	firstUnknown   bool
 	reentered      string
 	base           int
 	reentryUnknown bool
 	sent           bool
+}
 
-	// Places. place is the call's place in its Client's queue of the lock
-	// while it waits there; tk its place in the lock's queue in Redis, when
-	// it queues there.
-	place *place
-	tk    *ticket
-	// lapsed is why tk's heartbeat lapsed, until the call queues again;
-	// placed records that tk had a place in the queue (then a fresh one
-	// means the old was lost).
+// A redisQueueing is a call's place in the lock's queue in Redis, when it
+// queues there: tk is its ticket. lapsed is why tk's heartbeat lapsed, until
+// the call queues again; placed records that tk had a place in the queue
+// (then a fresh one means the old was lost). own records that the call
+// acquired with its own field, in Redis (a queued Mutex call then has no
+// place left there).
+type redisQueueing struct {
+	tk     *ticket
 	lapsed error
 	placed bool
+	own    bool
+}
 
-	// The wait loop (wait.go). tried marks a call whose first attempt the
-	// fast path made (tryFirst): the loop starts from its outcome, triedRes
-	// and triedErr.
-	tried    bool
-	triedRes attempt
-	triedErr error
-	persist  persistence    // how failures end the call
-	start    time.Time      // the call's start, taken only for an observer
-	w        *notify.Waiter // the call's place on the lock's channel
-	joined   string         // w's channel
-	tag      string         // w's tag
-	timer    *time.Timer    // made on the first wait: most acquisitions need none
-	// own records that the call acquired with its own field, in Redis (a
-	// queued Mutex call then has no place left there).
-	own bool
-	// failures counts the failed attempts in a row, since firstFailure.
-	failures     int
-	firstFailure time.Time
+// A channelWait is a call's place on the lock's channel: w, on the channel
+// joined under tag, and the timer that bounds a wait for a message there
+// (made on the first wait: most acquisitions need none).
+type channelWait struct {
+	w      *notify.Waiter
+	joined string
+	tag    string
+	timer  *time.Timer
+}
+
+// A firstTry is the outcome of a call's first attempt when the fast path
+// made it (tryFirst): the wait loop starts from it.
+type firstTry struct {
+	tried bool
+	res   attempt
+	err   error
+}
+
+// A failureRun counts a call's failed attempts in a row (n), since the
+// first of them.
+type failureRun struct {
+	n     int
+	since time.Time
 }
 
 // uncertain reports whether an attempt of the call may have taken something
 // that the call did not get to record: what its undo gives back.
-func (a *call) uncertain() bool { return a.firstUnknown || a.reentryUnknown }
+func (a *call) uncertain() bool { return a.trace.firstUnknown || a.trace.reentryUnknown }
 
 // queuedInRedis reports whether a is a Mutex call queued in Redis with a
 // ticket: a release there may hand the lock to its place.
-func (a *call) queuedInRedis() bool { return a.tk != nil && a.p.hand == handThroughRedis }
+func (a *call) queuedInRedis() bool { return a.inRedis.tk != nil && a.p.hand == handThroughRedis }
 
 // waitsForHold reports whether a is a call that waits for the lock itself
 // (not a share of it, not a re-entry).
@@ -362,7 +388,13 @@ func queueKey(p *protocol) holdKey { return holdKey{kind: p.key.kind, name: p.ke
 // MultiMutex), whose attempts all had a known outcome (a late copy of one
 // could outlive a hold handed to it).
 func (a *call) queues() bool {
-	return a.p.wait == waitInLine && !a.single && (a.mode == waitFree || a.mode == waitHandoff) && !a.uncertain()
+	return a.p.wait == waitInLine && a.waitsExclusively() && !a.uncertain()
+}
+
+// waitsExclusively reports whether the call a waits for an exclusive hold
+// (a free lock or one handed to it), not a Try call's one attempt.
+func (a *call) waitsExclusively() bool {
+	return !a.single && (a.mode == waitFree || a.mode == waitHandoff)
 }
 
 // takesHanded reports whether the call a may be handed a hold by another

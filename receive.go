@@ -42,9 +42,9 @@ func (e *engine) queueEarly(a *call) {
 		return // the lock is not contended in this process, or others wait first
 	}
 	e.callField(a)
-	a.joined = p.channel
-	a.w = e.notify.Join(p.channel, p.wake.dispatch(), "")
-	a.tk = p.ticket(a)
+	a.ch.joined = p.channel
+	a.ch.w = e.notify.Join(p.channel, p.wake.dispatch(), "")
+	a.inRedis.tk = p.ticket(a)
 }
 
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the
@@ -69,7 +69,7 @@ func placeTag(n int64) string {
 // returns.
 func (e *engine) takeHanded(ctx context.Context, a *call) bool {
 	p := a.p
-	since, ok := a.tk.Confirmed()
+	since, ok := a.inRedis.tk.Confirmed()
 	if !ok || a.field == "" || time.Since(since) >= p.cfg.heartbeat {
 		return false // after a pause past the deadline, only Redis knows
 	}

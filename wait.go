@@ -36,18 +36,18 @@ const transientBudget = time.Second
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
 func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence) (err error) {
-	a.tk, a.persist = tk, p
+	a.inRedis.tk, a.persist = tk, p
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
 		a.start = time.Now() // the call's start
 	}
 	defer func() { e.endWait(ctx, a, err) }()
-	tried := a.tried
+	tried := a.first.tried
 	if !tried && tk == nil {
 		e.queueEarly(a)
 	}
 	for {
-		res, tryErr := a.triedRes, a.triedErr
+		res, tryErr := a.first.res, a.first.err
 		if !tried {
 			if e.isClosed() {
 				return lockError(a.p.primitive, a.p.name, ErrClosed)
@@ -76,10 +76,10 @@ type waitFor struct {
 
 // sleep sets a's timer to d.
 func (a *call) sleep(d time.Duration) {
-	if a.timer == nil {
-		a.timer = time.NewTimer(d)
+	if a.ch.timer == nil {
+		a.ch.timer = time.NewTimer(d)
 	} else {
-		a.timer.Reset(d)
+		a.ch.timer.Reset(d)
 	}
 }
 
@@ -96,33 +96,33 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 			return f, true, err
 		}
 	case res.complete:
-		a.failures = 0
+		a.failing.n = 0
 		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(a.start)})
 		return f, true, nil
 	case res.acquired:
-		a.failures = 0
-		if a.lapsed != nil && a.placed {
+		a.failing.n = 0
+		if a.inRedis.lapsed != nil && a.inRedis.placed {
 			// Its place lapsed, and the lock was free at its next attempt:
 			// it lost the place all the same, and says so.
-			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
+			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.inRedis.lapsed)})
 		}
-		a.own = !res.localHandoff && !res.reentered
+		a.inRedis.own = !res.localHandoff && !res.reentered
 		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
 	default:
-		a.failures = 0
+		a.failing.n = 0
 		f = e.waitPlan(ctx, a, res)
 	}
 	if a.place == nil && a.queues() {
 		a.place = e.handovers.queue(a) // first come, first served among the Client's calls
 	}
-	if res.mayQueue && a.tk == nil && a.w != nil {
+	if res.mayQueue && a.inRedis.tk == nil && a.ch.w != nil {
 		// Busy in Redis: the call queues there with its next attempt, made
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
 		if !e.handovers.queuedBehind(a, nil) {
-			a.tk = p.ticket(a)
-			f = waitFor{wake: a.w.Ready(), free: res.free}
+			a.inRedis.tk = p.ticket(a)
+			f = waitFor{wake: a.ch.w.Ready(), free: res.free}
 		}
 	}
 	return f, false, nil
@@ -134,8 +134,8 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 // sets a's timer to back off (nil).
 func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
 	p := a.p
-	if a.failures == 0 {
-		a.firstFailure = time.Now()
+	if a.failing.n == 0 {
+		a.failing.since = time.Now()
 	}
 	if a.givesUp(tryErr) {
 		if ambiguous(tryErr) && !verdict(tryErr) && ctx.Err() == nil {
@@ -143,18 +143,18 @@ func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
 			// "context deadline exceeded" from the attempts' own bound
 			// reads as the caller's.
 			tryErr = fmt.Errorf("%w (no answer from Redis for %v; the caller's context had not ended)",
-				tryErr, time.Since(a.firstFailure).Round(time.Millisecond))
+				tryErr, time.Since(a.failing.since).Round(time.Millisecond))
 		}
 		return tryErr
 	}
-	a.failures++
+	a.failing.n++
 	if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
 		e.handovers.requeue(a.place) // Lock retries behind the Client's other waiting calls
 	}
 	if a.logsFailure(tryErr) {
-		p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failures, "error", tryErr)
+		p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failing.n, "error", tryErr)
 	}
-	d := min(time.Duration(a.failures)*20*time.Millisecond, time.Second)
+	d := min(time.Duration(a.failing.n)*20*time.Millisecond, time.Second)
 	a.sleep(d/2 + rand.N(d))
 	return nil
 }
@@ -169,7 +169,7 @@ func (a *call) givesUp(err error) bool {
 	case a.persist == retryForever:
 		return false
 	}
-	return !ambiguous(err) || time.Since(a.firstFailure) >= transientBudget
+	return !ambiguous(err) || time.Since(a.failing.since) >= transientBudget
 }
 
 // logsFailure reports whether Lock's call a logs its failure err: a refusal
@@ -179,8 +179,8 @@ func (a *call) logsFailure(err error) bool {
 	if a.persist != retryForever {
 		return false
 	}
-	refused := a.failures == 1 && !ambiguous(err)
-	return refused || a.failures == 3 || a.failures%100 == 0
+	refused := a.failing.n == 1 && !ambiguous(err)
+	return refused || a.failing.n == 3 || a.failing.n%100 == 0
 }
 
 // waitPlan returns what the call a, whose attempt found the lock taken
@@ -193,54 +193,54 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 	case res.free != nil && p.wait != waitWithTicket:
 		a.sleep(time.Hour)
 		return waitFor{wake: res.free, src: WakeLocal}
-	case a.w == nil || res.channel != "" && res.channel != a.joined:
-		a.tag = ""
-		if a.tk != nil {
-			a.tag = cmp.Or(placeTag(res.place), a.tk.ID)
+	case a.ch.w == nil || res.channel != "" && res.channel != a.ch.joined:
+		a.ch.tag = ""
+		if a.inRedis.tk != nil {
+			a.ch.tag = cmp.Or(placeTag(res.place), a.inRedis.tk.ID)
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
-			a.placed = true
+			a.inRedis.placed = true
 		}
-		if a.w != nil {
-			a.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
+		if a.ch.w != nil {
+			a.ch.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
 		}
-		a.joined = cmp.Or(res.channel, p.channel)
-		a.w = e.notify.Join(a.joined, p.wake.dispatch(), a.tag)
+		a.ch.joined = cmp.Or(res.channel, p.channel)
+		a.ch.w = e.notify.Join(a.ch.joined, p.wake.dispatch(), a.ch.tag)
 		a.sleep(a.bound(res.wait))
-		return waitFor{wake: a.w.Ready(), free: res.free}
+		return waitFor{wake: a.ch.w.Ready(), free: res.free}
 	}
-	if res.fresh && a.placed {
+	if res.fresh && a.inRedis.placed {
 		// The reply placed tk at the end of the queue again: its place was
 		// lost (its heartbeat lapsed, or Redis dropped it).
-		p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.lapsed)})
+		p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.inRedis.lapsed)})
 	}
-	a.lapsed = nil
-	if tag := placeTag(res.place); tag != "" && tag != a.tag {
-		a.tag = tag
-		a.w.Retag(tag)
+	a.inRedis.lapsed = nil
+	if tag := placeTag(res.place); tag != "" && tag != a.ch.tag {
+		a.ch.tag = tag
+		a.ch.w.Retag(tag)
 	}
 	a.sleep(a.bound(res.wait))
-	return waitFor{wake: a.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
+	return waitFor{wake: a.ch.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
 }
 
 // endWait cleans up after the call a returned err: nothing of a waiting
 // call stays behind, and nothing of a failed one (see giveUp).
 func (e *engine) endWait(ctx context.Context, a *call, err error) {
 	p := a.p
-	if a.timer != nil {
-		a.timer.Stop()
+	if a.ch.timer != nil {
+		a.ch.timer.Stop()
 	}
 	if a.place != nil {
 		e.leave(ctx, a.place, err)
 	}
-	if a.tk != nil {
-		a.tk.Stop()
+	if a.inRedis.tk != nil {
+		a.inRedis.tk.Stop()
 	}
-	if a.w != nil {
+	if a.ch.w != nil {
 		// A queued waiter's turn is passed on by giveUp's script; a Mutex's
 		// queue has no turns: a wake-up of Redisson's kind is passed on.
-		a.w.Leave(err != nil && (a.tk == nil || p.hand == handThroughRedis))
+		a.ch.w.Leave(err != nil && (a.inRedis.tk == nil || p.hand == handThroughRedis))
 	}
-	if err == nil && a.queuedInRedis() && !a.own {
+	if err == nil && a.queuedInRedis() && !a.inRedis.own {
 		e.leaveQueue(ctx, a) // the hold came another way: the call's place and field are left
 	}
 	if err != nil {
@@ -263,8 +263,8 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err error) {
 	p := a.p
 	var lapsed chan error
-	if a.tk != nil {
-		lapsed = a.tk.Lapsed
+	if a.inRedis.tk != nil {
+		lapsed = a.inRedis.tk.Lapsed
 	}
 	var transferred <-chan handed
 	var poked <-chan struct{}
@@ -288,14 +288,14 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 			p.observe(ctx, wakeEvent(nil, WakeLocal))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
-		p.observe(ctx, wakeEvent(a.w, WakeLocal))
-	case <-a.timer.C:
+		p.observe(ctx, wakeEvent(a.ch.w, WakeLocal))
+	case <-a.ch.timer.C:
 		if observe {
-			p.observe(ctx, wakeEvent(a.w, WakeTimeout))
+			p.observe(ctx, wakeEvent(a.ch.w, WakeTimeout))
 		}
 	case cause := <-lapsed:
-		a.tk.Ended() // the next try queues again and restarts it
-		a.lapsed = cause
+		a.inRedis.tk.Ended() // the next try queues again and restarts it
+		a.inRedis.lapsed = cause
 	case <-ctx.Done():
 		return true, ctx.Err()
 	case <-e.closed:
@@ -310,12 +310,12 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 	p := a.p
 	if p.cfg.observer != nil && src != 0 {
-		p.observe(ctx, wakeEvent(a.w, src))
+		p.observe(ctx, wakeEvent(a.ch.w, src))
 	}
-	if a.queuedInRedis() && (a.w.Named() || mutantHandAny) {
+	if a.queuedInRedis() && (a.ch.w.Named() || mutantHandAny) {
 		// A message naming its place: the lock is this call's.
 		if e.takeHanded(ctx, a) && e.current(a) {
-			a.own = true
+			a.inRedis.own = true
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
 			return true
 		}
@@ -333,7 +333,7 @@ func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 // then lets it expire without a message.
 func (a *call) bound(pttl time.Duration) time.Duration {
 	d := waitBound(pttl)
-	if a.tk != nil && a.p.hand == handThroughRedis && !mutantNoFallback {
+	if a.inRedis.tk != nil && a.p.hand == handThroughRedis && !mutantNoFallback {
 		d = min(d, a.p.cfg.heartbeat)
 	}
 	return d
