@@ -143,7 +143,7 @@ func playCrash(st *stage) error {
 	if err != nil {
 		return err
 	}
-	if err := st.until(func(ev workerEvent) bool { return ev.lane == victim && ev.kind == "acquired" }); err != nil {
+	if err := st.until(func(ev workerEvent) bool { return ev.lane == victim && ev.kind == eventAcquired }); err != nil {
 		return err
 	}
 	for range 2 {
@@ -153,7 +153,7 @@ func playCrash(st *stage) error {
 	}
 	waiting := 0
 	if err := st.until(func(ev workerEvent) bool {
-		if ev.kind == "waiting" {
+		if ev.kind == eventWaiting {
 			waiting++
 		}
 		return waiting == 2
@@ -278,23 +278,23 @@ func (d *demo) totals(most, semMost, semLimit, inversions int) {
 }
 
 // laneText is how show prints each lane state.
-var laneText = map[string]string{"": "·", "start": "·", "idle": "·", "wait": "wait", "HOLD": "HOLD", "done": "done", "dead": "DEAD",
-	"paused": "PAUSE", "stale": "STALE"}
+var laneText = map[laneState]string{laneNew: "·", laneStarted: "·", laneIdle: "·", laneWaiting: "wait", laneHolding: "HOLD",
+	laneDone: "done", laneDead: "DEAD", lanePaused: "PAUSE", laneStale: "STALE"}
 
 // paint renders a lane state as a fixed-width cell, colored on a terminal.
-func (d *demo) paint(state string) string {
+func (d *demo) paint(state laneState) string {
 	cell := fmt.Sprintf(" %-5s", laneText[state])
 	if !d.color {
 		return cell
 	}
 	switch state {
-	case "HOLD":
+	case laneHolding:
 		return "\x1b[1;32m" + cell + "\x1b[0m"
-	case "dead", "stale":
+	case laneDead, laneStale:
 		return "\x1b[1;31m" + cell + "\x1b[0m"
-	case "paused":
+	case lanePaused:
 		return "\x1b[1;33m" + cell + "\x1b[0m"
-	case "wait", "done":
+	case laneWaiting, laneDone:
 		return "\x1b[2m" + cell + "\x1b[0m"
 	}
 	return cell

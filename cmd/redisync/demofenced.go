@@ -39,25 +39,25 @@ func playFenced(st *stage) error {
 	if err != nil {
 		return err
 	}
-	if err := st.until(func(ev workerEvent) bool { return ev.lane == w1 && ev.kind == "acquired" }); err != nil {
+	if err := st.until(func(ev workerEvent) bool { return ev.lane == w1 && ev.kind == eventAcquired }); err != nil {
 		return err
 	}
 	if err := pauseProcess(w1.cmd.Process); err != nil {
 		return err
 	}
-	w1.state, st.pausedAt = "paused", time.Now()
+	w1.state, st.pausedAt = lanePaused, time.Now()
 	st.show(st.pausedAt, fmt.Sprintf("w1 paused with SIGSTOP before its write; its %v lease runs on", fencedLease))
 	w2, err := st.spawn("--fenced", "--lease", lease, "--hold-min", "100ms")
 	if err != nil {
 		return err
 	}
-	if err := st.until(func(ev workerEvent) bool { return ev.lane == w2 && ev.kind == "exit" }); err != nil {
+	if err := st.until(func(ev workerEvent) bool { return ev.lane == w2 && ev.kind == eventExit }); err != nil {
 		return err
 	}
 	if err := resumeProcess(w1.cmd.Process); err != nil {
 		return err
 	}
-	w1.state = "stale"
+	w1.state = laneStale
 	st.show(time.Now(), "w1 resumed with SIGCONT: it still believes it holds the lock, and writes")
 	if err := st.until(func(workerEvent) bool { return false }); err != nil {
 		return err
@@ -80,12 +80,12 @@ func (st *stage) fenced(ev workerEvent) {
 		token = ev.vals[0]
 	}
 	l := ev.lane
-	if ev.kind == "wrote" {
+	if ev.kind == eventWrote {
 		st.show(ev.at, fmt.Sprintf("%s wrote through the fence with token %d: accepted", l.label, token))
 		return
 	}
 	st.res.staleRejected++
-	l.state = "idle"
+	l.state = laneIdle
 	st.show(ev.at, fmt.Sprintf("%s's write with token %d REJECTED by the fence (ErrStaleToken): it has seen a higher one", l.label, token))
 }
 
@@ -101,15 +101,15 @@ func (d *demo) readFence(name string) (value string, token int64, err error) {
 // a SIGCONT arrives on it, so that its write follows its pause however
 // slowly the machine runs; otherwise it works for hold first.
 func fencedWorker(ctx context.Context, c *redisync.Client, name string, lease, hold time.Duration,
-	resumed <-chan os.Signal, report func(string, ...int64)) error {
+	resumed <-chan os.Signal, report func(eventKind, ...int64)) error {
 	fm := c.NewFencedMutex(name, redisync.WithLease(lease))
-	report("waiting")
+	report(eventWaiting)
 	start := time.Now()
 	token, err := fm.LockToken(ctx)
 	if err != nil {
 		return err
 	}
-	report("acquired", 0, time.Since(start).Nanoseconds(), int64(token))
+	report(eventAcquired, 0, time.Since(start).Nanoseconds(), int64(token))
 	if resumed != nil {
 		select {
 		case <-resumed:
@@ -124,21 +124,21 @@ func fencedWorker(ctx context.Context, c *redisync.Client, name string, lease, h
 	err = c.NewFence(name).Set(ctx, token, fmt.Sprintf("state written with token %d", token))
 	switch {
 	case errors.Is(err, redisync.ErrStaleToken):
-		report("rejected", int64(token))
+		report(eventRejected, int64(token))
 		// Its hold was lost: Unlock says so, and there is nothing to release.
 		if err := fm.UnlockContext(ctx); err != nil && !errors.Is(err, redisync.ErrLockLost) {
 			return err
 		}
-		report("done")
+		report(eventDone)
 		return nil
 	case err != nil:
 		return err
 	}
-	report("wrote", int64(token))
-	report("releasing")
+	report(eventWrote, int64(token))
+	report(eventReleasing)
 	if err := fm.UnlockContext(ctx); err != nil {
 		return err
 	}
-	report("done")
+	report(eventDone)
 	return nil
 }

@@ -63,7 +63,7 @@ func playFair(st *stage) error {
 		if err != nil {
 			return err
 		}
-		if err := st.until(func(ev workerEvent) bool { return ev.lane == l && ev.kind == "waiting" }); err != nil {
+		if err := st.until(func(ev workerEvent) bool { return ev.lane == l && ev.kind == eventWaiting }); err != nil {
 			return err
 		}
 		// Spawn the next only once this one is in the queue, so that the

@@ -26,19 +26,53 @@ type lane struct {
 	label  string
 	cmd    *exec.Cmd
 	stderr bytes.Buffer // read only after the exit event
-	state  string       // "", start, wait, HOLD, idle, done, dead
-	since  time.Time    // when it began waiting
+	state  laneState
+	since  time.Time // when it began waiting
 	exited bool
 	served string // the FairMutex scene: its place in line and in service, for the next acquired line
 }
 
-// A workerEvent is one line from a worker, or its exit (kind "exit").
+// An eventKind is what a worker's line reports: the second word of the
+// line, as the worker's reporter writes it.
+type eventKind string
+
+// The events of a worker, and the two the stage makes itself.
+const (
+	eventReady     eventKind = "ready"     // connected, about to contend
+	eventWaiting   eventKind = "waiting"   // in Lock
+	eventAcquired  eventKind = "acquired"  // holders, wait in ns[, fencing token]
+	eventServed    eventKind = "served"    // the FairMutex scene: sequence, place in line
+	eventReleasing eventKind = "releasing" // in Unlock
+	eventWrote     eventKind = "wrote"     // the fenced scene: a write the Fence took (token)
+	eventRejected  eventKind = "rejected"  // the fenced scene: a stale write refused (token)
+	eventDone      eventKind = "done"      // its rounds are over
+	eventExit      eventKind = "exit"      // the process ended (made by the stage)
+	eventGarbled   eventKind = "garbled"   // a line that does not parse (made by the stage)
+)
+
+// A laneState is how a lane's worker stands, as the stage shows it.
+type laneState string
+
+// The states of a lane.
+const (
+	laneNew     laneState = ""
+	laneStarted laneState = "start"
+	laneWaiting laneState = "wait"
+	laneHolding laneState = "HOLD"
+	laneIdle    laneState = "idle"
+	laneDone    laneState = "done"
+	laneDead    laneState = "dead"   // killed by the demo
+	lanePaused  laneState = "paused" // stopped by the demo (the fenced scene)
+	laneStale   laneState = "stale"  // resumed, believing it still holds
+)
+
+// A workerEvent is one line from a worker, or its exit (kind eventExit).
 type workerEvent struct {
 	lane *lane
 	at   time.Time
-	kind string
+	kind eventKind
 	vals []int64
-	err  error // the exit error, for kind "exit"
+	err  error // the exit error, for eventExit
 }
 
 // A stage plays one scene: it starts workers, shows their events in time
@@ -84,7 +118,7 @@ func (st *stage) spawn(args ...string) (*lane, error) {
 		for sc.Scan() {
 			st.events <- parseEvent(l, sc.Text())
 		}
-		st.events <- workerEvent{lane: l, at: time.Now(), kind: "exit", err: l.cmd.Wait()}
+		st.events <- workerEvent{lane: l, at: time.Now(), kind: eventExit, err: l.cmd.Wait()}
 	}()
 	return l, nil
 }
@@ -92,14 +126,14 @@ func (st *stage) spawn(args ...string) (*lane, error) {
 // parseEvent parses a worker's line "<unix-ns> <event> [values]".
 func parseEvent(l *lane, line string) workerEvent {
 	f := strings.Fields(line)
-	ev := workerEvent{lane: l, at: time.Now(), kind: "garbled"}
+	ev := workerEvent{lane: l, at: time.Now(), kind: eventGarbled}
 	if len(f) < 2 {
 		return ev
 	}
 	if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
 		ev.at = time.Unix(0, ns)
 	}
-	ev.kind = f[1]
+	ev.kind = eventKind(f[1])
 	for _, s := range f[2:] {
 		v, _ := strconv.ParseInt(s, 10, 64)
 		ev.vals = append(ev.vals, v)
@@ -143,26 +177,26 @@ func (st *stage) until(done func(workerEvent) bool) error {
 func (st *stage) apply(ev workerEvent) {
 	l := ev.lane
 	switch ev.kind {
-	case "ready":
-		l.state = "start"
-	case "waiting":
-		l.state, l.since = "wait", ev.at
-	case "releasing":
-		l.state = "idle"
+	case eventReady:
+		l.state = laneStarted
+	case eventWaiting:
+		l.state, l.since = laneWaiting, ev.at
+	case eventReleasing:
+		l.state = laneIdle
 		st.lastRelease, st.releaser = ev.at, l
-	case "done":
-		l.state = "done"
-	case "acquired":
+	case eventDone:
+		l.state = laneDone
+	case eventAcquired:
 		st.acquired(ev)
-	case "served":
+	case eventServed:
 		st.served(ev)
-	case "wrote", "rejected":
+	case eventWrote, eventRejected:
 		st.fenced(ev)
-	case "exit":
+	case eventExit:
 		st.running--
 		l.exited = true
-		if l.state != "dead" {
-			l.state = "done"
+		if l.state != laneDead {
+			l.state = laneDone
 			if ev.err != nil {
 				st.failed = fmt.Errorf("worker %s failed: %v: %s", l.label, ev.err, strings.TrimSpace(l.stderr.String()))
 			}
@@ -176,7 +210,7 @@ func (st *stage) apply(ev workerEvent) {
 // holder, or its takeover after a kill.
 func (st *stage) acquired(ev workerEvent) {
 	l := ev.lane
-	l.state = "HOLD"
+	l.state = laneHolding
 	st.res.acquisitions++
 	// The oracle is the Redis counter each worker raises inside its critical
 	// section. The lanes only draw the screen: events of different workers
@@ -240,7 +274,7 @@ func (st *stage) kill(l *lane, why string) error {
 	if err := l.cmd.Process.Kill(); err != nil {
 		return err
 	}
-	l.state = "dead"
+	l.state = laneDead
 	st.killedAt = time.Now()
 	st.lastRelease, st.releaser = time.Time{}, nil
 	st.show(st.killedAt, l.label+" killed with SIGKILL "+why)
@@ -255,7 +289,7 @@ func (st *stage) show(at time.Time, msg string) {
 		b.WriteString(st.d.paint(l.state))
 	}
 	for range st.width - len(st.lanes) {
-		b.WriteString(st.d.paint(""))
+		b.WriteString(st.d.paint(laneNew))
 	}
 	b.WriteString("  " + msg)
 	fmt.Fprintln(st.d.std.out, b.String())
@@ -283,7 +317,7 @@ func (st *stage) stop() {
 	for st.running > 0 {
 		select {
 		case ev := <-st.events:
-			if ev.kind == "exit" {
+			if ev.kind == eventExit {
 				st.running--
 				ev.lane.exited = true
 			}

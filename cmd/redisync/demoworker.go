@@ -71,7 +71,7 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 		return err
 	}
 	report := reporter(std.out)
-	report("ready")
+	report(eventReady)
 	if f.fenced {
 		var wait <-chan os.Signal
 		if f.awaitCont {
@@ -91,15 +91,15 @@ func runWorker(ctx context.Context, std *stdio, args []string) error {
 			return err
 		}
 	}
-	report("done")
+	report(eventDone)
 	return nil
 }
 
 // reporter returns how a worker reports an event to the demo: a line on w
 // of the time in nanoseconds, the event, and its values.
-func reporter(w io.Writer) func(event string, values ...int64) {
-	return func(event string, values ...int64) {
-		fields := []string{strconv.FormatInt(time.Now().UnixNano(), 10), event}
+func reporter(w io.Writer) func(event eventKind, values ...int64) {
+	return func(event eventKind, values ...int64) {
+		fields := []string{strconv.FormatInt(time.Now().UnixNano(), 10), string(event)}
 		for _, v := range values {
 			fields = append(fields, strconv.FormatInt(v, 10))
 		}
@@ -136,9 +136,9 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 // round is one acquisition of m by the worker: it waits, holds (counted in
 // the scene's holders counter, and for a FairMutex served in order), and
 // releases, reporting each step.
-func (f *workerFlags) round(ctx context.Context, rc rueidis.Client, m demoLock, report func(string, ...int64)) error {
+func (f *workerFlags) round(ctx context.Context, rc rueidis.Client, m demoLock, report func(eventKind, ...int64)) error {
 	counter := layout.Aux(holdersPrefix, f.name)
-	report("waiting")
+	report(eventWaiting)
 	start := time.Now()
 	if err := m.LockContext(ctx); err != nil {
 		return err
@@ -154,9 +154,9 @@ func (f *workerFlags) round(ctx context.Context, rc rueidis.Client, m demoLock, 
 		if err != nil {
 			return err
 		}
-		report("served", f.seq, position)
+		report(eventServed, f.seq, position)
 	}
-	report("acquired", holders, waited.Nanoseconds())
+	report(eventAcquired, holders, waited.Nanoseconds())
 	if f.hang {
 		select {
 		case <-ctx.Done():
@@ -168,7 +168,7 @@ func (f *workerFlags) round(ctx context.Context, rc rueidis.Client, m demoLock, 
 	if err := rc.Do(ctx, rc.B().Decr().Key(counter).Build()).Error(); err != nil {
 		return err
 	}
-	report("releasing")
+	report(eventReleasing)
 	if err := m.UnlockContext(ctx); err != nil {
 		return err
 	}

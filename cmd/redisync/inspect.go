@@ -16,31 +16,28 @@ import (
 // runInspect is "redisync inspect [--json] NAME".
 func runInspect(ctx context.Context, std *stdio, args []string) error {
 	fs := newFlagSet(std, "inspect", "inspect [--json] [--kind KIND] [connection flags | --quorum URL ...] NAME")
-	var cf connFlags
-	cf.register(fs)
-	var quorum quorumURLs
-	registerQuorum(fs, &quorum)
+	var lf lockFlags
+	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	kind := kindFlag(fs)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := checkKind(*kind); err != nil {
+	if err := checkKind(*lf.kind); err != nil {
 		return err
 	}
 	if len(rest) != 1 {
 		return usagef("want one lock NAME, got %d arguments", len(rest))
 	}
-	if len(quorum) > 0 {
-		return runInspectQuorum(ctx, std, &cf, quorum, rest[0], *kind, *asJSON)
+	if len(lf.quorum) > 0 {
+		return runInspectQuorum(ctx, std, &lf.conn, lf.quorum, rest[0], *lf.kind, *asJSON)
 	}
-	rc, err := cf.connect(ctx)
+	rc, err := lf.conn.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	info, err := detect(ctx, rc, rest[0], *kind)
+	info, err := detect(ctx, rc, rest[0], *lf.kind)
 	if err != nil {
 		return err
 	}
@@ -57,19 +54,19 @@ func runInspect(ctx context.Context, std *stdio, args []string) error {
 // the primitive has besides: waiting writers, the latest token, a fence.
 func printInfo(w io.Writer, info *lockInfo) {
 	fmt.Fprintf(w, "%s %q: %s\n", info.Kind, info.Name, headline(info))
-	if info.Kind == "WaitGroup" {
+	if info.Kind == kindWaitGroup {
 		fmt.Fprintln(w, "\n  (a CountingSemaphore, Redisson's RSemaphore, keeps its free permits in the same form at its name: if this is one, the count is its free permits)")
 	}
-	if len(info.Holders) > 0 && info.Kind == "Semaphore" {
+	if len(info.Holders) > 0 && info.Kind == kindSemaphore {
 		fmt.Fprintln(w)
 		printSemHolders(w, info)
-	} else if len(info.Holders) > 0 && info.Kind == "RPermitExpirableSemaphore" {
+	} else if len(info.Holders) > 0 && info.Kind == kindRPermitExpirableSemaphore {
 		fmt.Fprintln(w)
 		printRPermits(w, info)
 	} else if len(info.Holders) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		if info.Kind == "RWMutex" {
+		if info.Kind == kindRWMutex {
 			fmt.Fprintln(tw, "  CLIENT\tOWNER\tMODE\tHOLDS\tTTL")
 			for _, h := range info.Holders {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", shownClient(h.Client, h.ClientName), h.Owner, h.Mode, h.Count, holdTTLs(h))
@@ -119,21 +116,21 @@ func printWaitingWriters(w io.Writer, info *lockInfo) {
 // headline is the state shown after a lock's kind and name.
 func headline(info *lockInfo) string {
 	switch {
-	case info.Kind == "Fence":
+	case info.Kind == kindFence:
 		return "a fenced resource's record; no lock is stored under this name"
-	case info.Kind == "Semaphore":
+	case info.Kind == kindSemaphore:
 		return semHeadline(info) + queued(info)
-	case info.Kind == "RPermitExpirableSemaphore":
+	case info.Kind == kindRPermitExpirableSemaphore:
 		return rpermitHeadline(info)
-	case info.Kind == "Once":
+	case info.Kind == kindOnce:
 		return onceHeadline(info)
-	case info.Kind == "WaitGroup":
+	case info.Kind == kindWaitGroup:
 		return waitGroupHeadline(info)
-	case info.Kind == "Election":
+	case info.Kind == kindElection:
 		return electionHeadline(info)
-	case (info.Kind == "FairMutex" || info.Kind == "Mutex" || info.Kind == "RFairLock") && !info.Locked:
+	case (info.Kind == kindFairMutex || info.Kind == kindMutex || info.Kind == kindRFairLock) && !info.Locked:
 		return "not locked" + queued(info)
-	case info.Kind == "FairMutex" || info.Kind == "Mutex" || info.Kind == "RFairLock":
+	case info.Kind == kindFairMutex || info.Kind == kindMutex || info.Kind == kindRFairLock:
 		return "locked, " + formatTTL(info.TTLMillis) + queued(info)
 	case !info.Locked:
 		return "not locked"
@@ -192,10 +189,26 @@ func queued(info *lockInfo) string {
 	if n == 0 {
 		return ""
 	}
-	if info.Kind == "Semaphore" {
+	if info.Kind == kindSemaphore {
 		return fmt.Sprintf("; %d %s queued", n, plural(n, "request", "requests"))
 	}
 	return fmt.Sprintf("; %d %s queued", n, plural(n, "waiter", "waiters"))
+}
+
+// lockFlags are the flags of a command on one lock: where it is (the
+// connection flags, or --quorum) and which of the primitives stored under
+// its name (--kind).
+type lockFlags struct {
+	conn   connFlags
+	quorum quorumURLs
+	kind   *string
+}
+
+// register adds the flags to fs.
+func (lf *lockFlags) register(fs *flag.FlagSet) {
+	lf.conn.register(fs)
+	registerQuorum(fs, &lf.quorum)
+	lf.kind = kindFlag(fs)
 }
 
 // kindFlag registers --kind, which chooses among primitives stored under
@@ -221,8 +234,8 @@ func checkKind(kind string) error {
 func lockKinds() []string {
 	var ks []string
 	for _, l := range detectors {
-		if l.kind != "Fence" {
-			ks = append(ks, l.kind)
+		if l.kind != kindFence {
+			ks = append(ks, string(l.kind))
 		}
 	}
 	return ks

@@ -17,10 +17,10 @@ import (
 // A lockInfo is what inspect reports about one name, and its JSON form. The
 // fields a primitive does not have stay empty and are left out of the JSON.
 type lockInfo struct {
-	Name   string `json:"name"`
-	Kind   string `json:"kind"` // "Mutex", "RWMutex", "FencedMutex", "FairMutex", "Semaphore", "Once", "WaitGroup", "Election"
-	Key    string `json:"key"`  // the Redis key that identified the layout
-	Locked bool   `json:"locked"`
+	Name   string   `json:"name"`
+	Kind   lockKind `json:"kind"`
+	Key    string   `json:"key"` // the Redis key that identified the layout
+	Locked bool     `json:"locked"`
 	// TTLMillis is the lock key's remaining lease in milliseconds; -1 when
 	// the key has no expiry (set outside redisync), 0 when not locked.
 	TTLMillis int64        `json:"ttl_ms"`
@@ -55,7 +55,7 @@ type lockInfo struct {
 	// Also names the other primitives stored under the same name (a Mutex,
 	// a FairMutex and a Semaphore of one name are different locks with
 	// different keys); --kind chooses one of them.
-	Also []string `json:"also,omitempty"`
+	Also []lockKind `json:"also,omitempty"`
 }
 
 // A holderInfo is one owner's hold.
@@ -88,13 +88,36 @@ type holderInfo struct {
 	HoldTTLsMillis []int64 `json:"hold_ttls_ms,omitempty"`
 }
 
+// A lockKind names the primitive whose data a name holds: a redisync
+// primitive's type name, or a Redisson layout's (RFairLock,
+// RPermitExpirableSemaphore) that redisync reads.
+type lockKind string
+
+// The kinds the commands name.
+const (
+	kindMutex                     lockKind = "Mutex"
+	kindFencedMutex               lockKind = "FencedMutex"
+	kindFence                     lockKind = "Fence" // a FencedMutex's token counter, or a Fence alone
+	kindRWMutex                   lockKind = "RWMutex"
+	kindFairMutex                 lockKind = "FairMutex"
+	kindRFairLock                 lockKind = "RFairLock"
+	kindSemaphore                 lockKind = "Semaphore"
+	kindCountingSemaphore         lockKind = "CountingSemaphore"
+	kindExpirableSemaphore        lockKind = "ExpirableSemaphore"
+	kindRPermitExpirableSemaphore lockKind = "RPermitExpirableSemaphore"
+	kindOnce                      lockKind = "Once"
+	kindWaitGroup                 lockKind = "WaitGroup"
+	kindElection                  lockKind = "Election"
+	kindMultiMutex                lockKind = "MultiMutex"
+)
+
 // A detector recognises one primitive's data in Redis.
 //
 // detect is given the name and the Redis type of the key NAME ("none" when
 // absent). It returns nil, nil when the data is not its layout, so the next
 // layout is tried; an error ends the search.
 type detector struct {
-	kind string
+	kind lockKind
 	// group is the keys the layout reads: layouts of one group share them,
 	// so at most one of a group is reported (the first that recognises the
 	// data); layouts of different groups are different locks that may both
@@ -124,17 +147,17 @@ type detector struct {
 //   - Fence (layout_fenced.go): only a Fence record under the name; only
 //     when no lock is found, since a lock's own data says more.
 var detectors = []detector{
-	{kind: "RPermitExpirableSemaphore", group: "name", detect: detectRPermitSemaphore},
-	{kind: "WaitGroup", group: "name", detect: detectWaitGroup},
-	{kind: "RWMutex", group: "name", detect: detectRWMutex},
-	{kind: "FencedMutex", group: "name", detect: detectFencedMutex},
-	{kind: "RFairLock", group: "name", detect: detectRFairLock},
-	{kind: "Mutex", group: "name", detect: detectMutex},
-	{kind: "FairMutex", group: "fair", detect: detectFairMutex},
-	{kind: "Semaphore", group: "sem", detect: detectSemaphore},
-	{kind: "Once", group: "once", detect: detectOnce},
-	{kind: "Election", group: "election", detect: detectElection},
-	{kind: "Fence", group: "fence", detect: detectFence},
+	{kind: kindRPermitExpirableSemaphore, group: "name", detect: detectRPermitSemaphore},
+	{kind: kindWaitGroup, group: "name", detect: detectWaitGroup},
+	{kind: kindRWMutex, group: "name", detect: detectRWMutex},
+	{kind: kindFencedMutex, group: "name", detect: detectFencedMutex},
+	{kind: kindRFairLock, group: "name", detect: detectRFairLock},
+	{kind: kindMutex, group: "name", detect: detectMutex},
+	{kind: kindFairMutex, group: "fair", detect: detectFairMutex},
+	{kind: kindSemaphore, group: "sem", detect: detectSemaphore},
+	{kind: kindOnce, group: "once", detect: detectOnce},
+	{kind: kindElection, group: "election", detect: detectElection},
+	{kind: kindFence, group: "fence", detect: detectFence},
 }
 
 // errNotFound is wrapped when nothing is stored under a name.
@@ -159,7 +182,7 @@ func detect(ctx context.Context, rc rueidis.Client, name, kind string) (*lockInf
 	if kind != "" {
 		info = nil
 		for _, f := range found {
-			if strings.EqualFold(f.Kind, kind) {
+			if strings.EqualFold(string(f.Kind), kind) {
 				info = f
 			}
 		}
@@ -189,7 +212,7 @@ func detectAll(ctx context.Context, rc rueidis.Client, name string) (found []*lo
 	}
 	matched := map[string]bool{}
 	for _, l := range detectors {
-		if matched[l.group] || l.kind == "Fence" && len(found) > 0 {
+		if matched[l.group] || l.kind == kindFence && len(found) > 0 {
 			continue
 		}
 		info, err := l.detect(ctx, rc, name, keyType)
@@ -209,7 +232,7 @@ func detectAll(ctx context.Context, rc rueidis.Client, name string) (found []*lo
 func kinds(found []*lockInfo) []string {
 	var ks []string
 	for _, f := range found {
-		ks = append(ks, f.Kind)
+		ks = append(ks, string(f.Kind))
 	}
 	return ks
 }
@@ -241,7 +264,7 @@ func detectMutex(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	if _, ok := fields[layout.RWMode]; ok {
 		return nil, nil
 	}
-	info := &lockInfo{Name: name, Kind: "Mutex", Key: name, Locked: len(fields) > 0}
+	info := &lockInfo{Name: name, Kind: kindMutex, Key: name, Locked: len(fields) > 0}
 	for field, value := range fields {
 		h, ok := parseHolder(field, value)
 		if !ok || h.Mode != "" {

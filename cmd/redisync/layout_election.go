@@ -38,7 +38,7 @@ func detectElection(ctx context.Context, rc rueidis.Client, name, _ string) (*lo
 		return nil, fmt.Errorf("key %q is not an Election's leadership: want a \"<client-uuid>:<n>\" hold, %q and %q, have %v",
 			l.Key, layout.ElectionValue, layout.ElectionRev, fields)
 	}
-	info := &lockInfo{Name: name, Kind: "Election", Key: l.Key, Locked: true, Leader: &electionInfo{Value: lead.Value, Rev: rev}}
+	info := &lockInfo{Name: name, Kind: kindElection, Key: l.Key, Locked: true, Leader: &electionInfo{Value: lead.Value, Rev: rev}}
 	if info.TTLMillis, err = state.PTTL(ctx, rc, l.Key); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func detectFairMutex(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 	if err != nil {
 		return nil, fmt.Errorf("read FairMutex lock %q: %w", lock, err)
 	}
-	info := &lockInfo{Name: name, Kind: "FairMutex", Key: lock, Locked: len(fields) > 0}
+	info := &lockInfo{Name: name, Kind: kindFairMutex, Key: lock, Locked: len(fields) > 0}
 	for field, value := range fields {
 		h, ok := parseHolder(field, value)
 		if !ok || h.Mode != "" {
@@ -132,13 +132,13 @@ func printWaiters(w io.Writer, info *lockInfo) {
 	if len(info.Waiters) == 0 {
 		return
 	}
-	sem := info.Kind == "Semaphore"
+	sem := info.Kind == kindSemaphore
 	switch {
 	case sem:
 		fmt.Fprintln(w, "\n  queued requests, in order (each is granted when it fits together with those ahead):")
-	case info.Kind == "Mutex":
+	case info.Kind == kindMutex:
 		fmt.Fprintln(w, "\n  redisync waiters, in queue order (a release hands the lock to the first live one; Redisson's waiters do not queue):")
-	case info.Kind == "RFairLock":
+	case info.Kind == kindRFairLock:
 		fmt.Fprintln(w, "\n  Redisson's waiters, in queue order (each is woken alone when its turn comes, on its own channel; a Go Mutex does not queue here):")
 	default:
 		fmt.Fprintln(w, "\n  waiters, in queue order (each is woken alone when its turn comes):")
@@ -146,7 +146,7 @@ func printWaiters(w io.Writer, info *lockInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if sem {
 		fmt.Fprintln(tw, "  #\tWAITER\tCLIENT\tWANTS\tHEARTBEAT")
-	} else if info.Kind == "RFairLock" {
+	} else if info.Kind == kindRFairLock {
 		fmt.Fprintln(tw, "  #\tWAITER\tEVICTION") // Redisson's: its id is the whole client
 	} else {
 		fmt.Fprintln(tw, "  #\tWAITER\tCLIENT\tHEARTBEAT")
@@ -154,11 +154,11 @@ func printWaiters(w io.Writer, info *lockInfo) {
 	for i, wt := range info.Waiters {
 		beat := "no heartbeat recorded"
 		switch ms := wt.AliveMillis; {
-		case info.Kind == "RFairLock" && ms == nil:
+		case info.Kind == kindRFairLock && ms == nil:
 			beat = "no eviction time recorded"
-		case info.Kind == "RFairLock" && *ms > 0:
+		case info.Kind == kindRFairLock && *ms > 0:
 			beat = "evicted in " + durationMS(*ms) + " unless it gets the lock first"
-		case info.Kind == "RFairLock":
+		case info.Kind == kindRFairLock:
 			beat = "overdue by " + durationMS(-*ms) + ": the next attempt evicts it"
 		case ms != nil && *ms > 0:
 			beat = "alive for " + durationMS(*ms) + " unless renewed"
@@ -167,7 +167,7 @@ func printWaiters(w io.Writer, info *lockInfo) {
 		}
 		if sem {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", i+1, wt.ID, shownClient(wt.Client, wt.ClientName), wt.Wants, beat)
-		} else if info.Kind == "RFairLock" {
+		} else if info.Kind == kindRFairLock {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\n", i+1, wt.ID, beat)
 		} else {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", i+1, wt.ID, shownClient(wt.Client, wt.ClientName), beat)

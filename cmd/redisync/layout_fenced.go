@@ -43,12 +43,12 @@ func detectFencedMutex(ctx context.Context, rc rueidis.Client, name, keyType str
 	if err != nil {
 		return nil, fmt.Errorf("token counter %q holds %q, not a token", tokenKey, raw)
 	}
-	info := &lockInfo{Name: name, Kind: "FencedMutex", Key: name}
+	info := &lockInfo{Name: name, Kind: kindFencedMutex, Key: name}
 	if keyType == "hash" {
 		if info, err = detectMutex(ctx, rc, name, keyType); info == nil || err != nil {
 			return info, err // a foreign hash keeps its own diagnosis
 		}
-		info.Kind = "FencedMutex"
+		info.Kind = kindFencedMutex
 	}
 	info.Token, info.TokenKey = &token, tokenKey
 	return info, nil
@@ -63,7 +63,7 @@ func detectFence(ctx context.Context, rc rueidis.Client, name, keyType string) (
 	if f == nil || err != nil {
 		return nil, err
 	}
-	return &lockInfo{Name: name, Kind: "Fence", Key: f.Key, Fence: f}, nil
+	return &lockInfo{Name: name, Kind: kindFence, Key: f.Key, Fence: f}, nil
 }
 
 // readFence reads the Fence record of name; nil when there is none (or

@@ -33,7 +33,7 @@ func detectOnce(ctx context.Context, rc rueidis.Client, name, _ string) (*lockIn
 	if err != nil {
 		return nil, fmt.Errorf("read Once completion %q: %w", l.Done, err)
 	}
-	info := &lockInfo{Name: name, Kind: "Once", Key: l.Claim, Locked: len(fields) > 0, Done: &done}
+	info := &lockInfo{Name: name, Kind: kindOnce, Key: l.Claim, Locked: len(fields) > 0, Done: &done}
 	if info.TTLMillis, err = state.PTTL(ctx, rc, l.Claim); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func detectWaitGroup(ctx context.Context, rc rueidis.Client, name, keyType strin
 	if err != nil {
 		return nil, nil // a string that is not a counter: not this layout
 	}
-	return &lockInfo{Name: name, Kind: "WaitGroup", Key: name, Locked: n > 0, Count: &n}, nil
+	return &lockInfo{Name: name, Kind: kindWaitGroup, Key: name, Locked: n > 0, Count: &n}, nil
 }
 
 // waitGroupHeadline is a WaitGroup's state after its kind and name.

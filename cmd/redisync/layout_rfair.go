@@ -33,7 +33,7 @@ func detectRFairLock(ctx context.Context, rc rueidis.Client, name, keyType strin
 	if n == 0 {
 		return nil, nil // a Mutex, or nothing
 	}
-	info := &lockInfo{Name: name, Kind: "RFairLock", Key: name}
+	info := &lockInfo{Name: name, Kind: kindRFairLock, Key: name}
 	if keyType == "hash" {
 		m, err := detectMutex(ctx, rc, name, keyType)
 		if err != nil || m == nil {
@@ -85,7 +85,7 @@ func detectRPermitSemaphore(ctx context.Context, rc rueidis.Client, name, keyTyp
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	info := &lockInfo{Name: name, Kind: "RPermitExpirableSemaphore", Key: name, Permits: &permitInfo{SizeKey: name}}
+	info := &lockInfo{Name: name, Kind: kindRPermitExpirableSemaphore, Key: name, Permits: &permitInfo{SizeKey: name}}
 	if keyType == "string" {
 		free, err := rc.Do(ctx, rc.B().Get().Key(name).Build()).AsInt64()
 		if err != nil {

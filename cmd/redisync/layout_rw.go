@@ -42,7 +42,7 @@ func detectRWMutex(ctx context.Context, rc rueidis.Client, name, keyType string)
 	if !ok || mode != layout.RWRead && mode != layout.RWWrite {
 		return nil, nil
 	}
-	info := &lockInfo{Name: name, Kind: "RWMutex", Key: name, Locked: true, Mode: mode}
+	info := &lockInfo{Name: name, Kind: kindRWMutex, Key: name, Locked: true, Mode: mode}
 	if info.TTLMillis, err = state.PTTL(ctx, rc, name); err != nil {
 		return nil, err
 	}

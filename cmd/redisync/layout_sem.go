@@ -47,7 +47,7 @@ func detectSemaphore(ctx context.Context, rc rueidis.Client, name, _ string) (*l
 	if err != nil {
 		return nil, err
 	}
-	info := &lockInfo{Name: name, Kind: "Semaphore", Key: k.Holders, Locked: st.Taken > 0, TTLMillis: st.TTLMillis,
+	info := &lockInfo{Name: name, Kind: kindSemaphore, Key: k.Holders, Locked: st.Taken > 0, TTLMillis: st.TTLMillis,
 		Permits: &permitInfo{SizeKey: k.Size, Size: st.Size, Taken: st.Taken}}
 	for _, sh := range st.Holders {
 		h := holderInfo{Client: sh.ID, Permits: sh.Permits, TTLMillis: sh.TTLMillis, Lapsed: !sh.Live(), NoLease: sh.NoLease}

@@ -106,7 +106,8 @@ type lockChannel struct {
 	// group is the detector group (layout.go) of the primitives that
 	// publish on the channel, and kind the one a message tells of (a
 	// FencedMutex publishes as a Mutex does).
-	group, kind string
+	group string
+	kind  lockKind
 	// echoed names the event whose message the publisher follows with a
 	// "0" for the waiters outside a queue: that "0" is part of the event,
 	// not one of its own.
@@ -145,7 +146,7 @@ var lockChannels = []lockChannel{
 	// place number of the queued redisync waiter it handed the lock to
 	// otherwise (a decimal above 1, which Redisson's waiters ignore),
 	// followed by a "0" that makes the waiters outside the queue look again.
-	{prefix: mutexChannelPrefix, group: "name", kind: "Mutex", echoed: "handover", describe: func(msg string) (string, string) {
+	{prefix: mutexChannelPrefix, group: "name", kind: kindMutex, echoed: "handover", describe: func(msg string) (string, string) {
 		if msg == "0" {
 			return "release", ""
 		}
@@ -160,7 +161,7 @@ var lockChannels = []lockChannel{
 	// last waiting writer gives up. The message alone cannot tell these
 	// apart, so the detail names them all rather than guess. A "0" is a
 	// Redisson reader's unlock, which wakes one waiter.
-	{prefix: rwChannelPrefix, group: "name", kind: "RWMutex", describe: func(msg string) (string, string) {
+	{prefix: rwChannelPrefix, group: "name", kind: kindRWMutex, describe: func(msg string) (string, string) {
 		switch msg {
 		case "1":
 			return "release", "RWMutex: a write unlock or downgrade, or the last reader left; wakes every waiter"
@@ -172,17 +173,17 @@ var lockChannels = []lockChannel{
 	// A FairMutex's message is the id of the one waiter it wakes: the lock
 	// was released (or force-unlocked, or a dead head was skipped) and it is
 	// that waiter's turn. A release with nobody queued publishes nothing.
-	{prefix: layout.FairChannelPrefix, group: "fair", kind: "FairMutex", describe: func(msg string) (string, string) {
+	{prefix: layout.FairChannelPrefix, group: "fair", kind: kindFairMutex, describe: func(msg string) (string, string) {
 		return "turn", "FairMutex: waiter " + msg + " is next"
 	}},
 	// A Semaphore's message is the id of one waiter woken because its
 	// request fits now; a release that frees room for several sends several.
-	{prefix: layout.SemChannelPrefix, group: "sem", kind: "Semaphore", describe: func(msg string) (string, string) {
+	{prefix: layout.SemChannelPrefix, group: "sem", kind: kindSemaphore, describe: func(msg string) (string, string) {
 		return "wake", "Semaphore: waiter " + msg + "'s request fits now"
 	}},
 	// A Once's claim ended: "1" its function succeeded (the waiters return),
 	// "0" it did not (the next waiter runs it).
-	{prefix: layout.OnceChannelPrefix, group: "once", kind: "Once", describe: func(msg string) (string, string) {
+	{prefix: layout.OnceChannelPrefix, group: "once", kind: kindOnce, describe: func(msg string) (string, string) {
 		if msg == "1" {
 			return "done", "Once: the function succeeded; the waiters return"
 		}
@@ -190,7 +191,7 @@ var lockChannels = []lockChannel{
 	}},
 	// An Election's change: "1" a campaigner was elected, "2" the leader
 	// proclaimed a new value, "0" the leader resigned (or was force-unlocked).
-	{prefix: layout.ElectionChannelPrefix, group: "election", kind: "Election", describe: func(msg string) (string, string) {
+	{prefix: layout.ElectionChannelPrefix, group: "election", kind: kindElection, describe: func(msg string) (string, string) {
 		switch msg {
 		case "1":
 			return "elected", "Election: a new leader"
@@ -205,11 +206,11 @@ var lockChannels = []lockChannel{
 	// (RPermitExpirableSemaphore's) count after a release, from Go or Java,
 	// after leases that ended were counted back, or after its first use set
 	// it: its free permits. The two share the channel's name.
-	{prefix: layout.RSemChannelPrefix, group: "name", kind: "CountingSemaphore", describe: func(msg string) (string, string) {
+	{prefix: layout.RSemChannelPrefix, group: "name", kind: kindCountingSemaphore, describe: func(msg string) (string, string) {
 		return "permits", "CountingSemaphore or ExpirableSemaphore (Redisson's RSemaphore or RPermitExpirableSemaphore): free permits now " + msg + ", after a release, ended leases or the count's setting"
 	}},
 	// A WaitGroup's (RCountDownLatch's) counter reached zero.
-	{prefix: layout.LatchChannelPrefix, group: "name", kind: "WaitGroup", braced: true, describe: func(msg string) (string, string) {
+	{prefix: layout.LatchChannelPrefix, group: "name", kind: kindWaitGroup, braced: true, describe: func(msg string) (string, string) {
 		if msg == "0" {
 			return "zero", "WaitGroup: the counter reached zero; Wait returns"
 		}

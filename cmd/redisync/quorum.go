@@ -67,7 +67,7 @@ type quorumView struct {
 	Majority int          `json:"majority"`
 	Servers  []serverView `json:"servers"`
 	Holders  []quorumHold `json:"holders"` // each hold, with the deployments that have it
-	Kinds    []string     `json:"-"`
+	Kinds    []lockKind   `json:"-"`
 	infos    []*lockInfo  // by server, nil where the lock has no keys
 	errs     []error      // by server
 }
@@ -177,7 +177,7 @@ func runUnlockQuorum(ctx context.Context, std *stdio, cf *connFlags, urls quorum
 	defer closeAll(rcs)
 	v := inspectQuorum(ctx, rcs, urls, name, kind)
 	for _, k := range v.Kinds {
-		if k != "Mutex" && k != "FencedMutex" {
+		if k != kindMutex && k != kindFencedMutex {
 			return fmt.Errorf("force unlock on a quorum is for a Mutex or a FencedMutex; %q is a %s on some deployment", name, k)
 		}
 	}

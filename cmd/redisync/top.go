@@ -121,7 +121,7 @@ type topSampler struct {
 	holds      map[rowKey]int       // holds at the last refresh
 	discovered map[string]bool      // names met in events since the last refresh
 	touched    map[rowKey]time.Time // each row's last event (renewals aside)
-	kinds      map[rowKey]string    // the kind each row's messages tell of
+	kinds      map[rowKey]lockKind  // the kind each row's messages tell of
 
 	names    map[string]bool // the names followed
 	foreign  map[string]bool // keys under the pattern that are no lock
@@ -138,7 +138,7 @@ type topSampler struct {
 func (s *topSampler) start(ctx context.Context, db int, classic bool) (notes []string, err error) {
 	s.released, s.lastEvent, s.holds = map[rowKey]int64{}, map[string]string{}, map[rowKey]int{}
 	s.discovered, s.names, s.foreign = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	s.touched, s.kinds = map[rowKey]time.Time{}, map[rowKey]string{}
+	s.touched, s.kinds = map[rowKey]time.Time{}, map[rowKey]lockKind{}
 	s.follow, s.errs = map[string]context.CancelFunc{}, make(chan error, 1)
 	cluster := s.rc.Mode() == rueidis.ClientModeCluster
 	s.sharded = cluster && !classic
@@ -349,7 +349,7 @@ func (s *topSampler) sample(ctx context.Context, now time.Time) (refresh, error)
 	s.mu.Lock()
 	r.released, s.released = s.released, map[rowKey]int64{}
 	r.touched, s.touched = s.touched, map[rowKey]time.Time{}
-	r.kinds, s.kinds = s.kinds, map[rowKey]string{}
+	r.kinds, s.kinds = s.kinds, map[rowKey]lockKind{}
 	s.holds = holds
 	s.mu.Unlock()
 	return r, nil
@@ -401,7 +401,7 @@ func (s *topSampler) file(ctx context.Context, r *refresh, names []string, found
 		}
 		r.read[name] = true
 		for _, info := range found[i] {
-			if info.Kind == "Fence" {
+			if info.Kind == kindFence {
 				continue // a fenced resource's record: no lock
 			}
 			k := rowKey{name, detectorGroup(info.Kind)}
@@ -420,13 +420,13 @@ func (s *topSampler) file(ctx context.Context, r *refresh, names []string, found
 var errNotLock = errors.New("not a lock")
 
 // detectorGroup returns the group of the detector of kind.
-func detectorGroup(kind string) string {
+func detectorGroup(kind lockKind) string {
 	for _, d := range detectors {
 		if d.kind == kind {
 			return d.group
 		}
 	}
-	return kind
+	return string(kind) // a kind without a detector is a group of its own
 }
 
 // forget stops following the names whose rows are gone, so that the next

@@ -87,7 +87,7 @@ func (p *topProbe) refresh(t *testing.T) {
 func (p *topProbe) totals() map[string][2]int64 {
 	out := map[string][2]int64{}
 	for _, r := range p.model.rows {
-		out[r.key.name+" "+r.kind] = [2]int64{r.acquired, r.released}
+		out[r.key.name+" "+string(r.kind)] = [2]int64{r.acquired, r.released}
 	}
 	return out
 }

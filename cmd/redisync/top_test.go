@@ -96,7 +96,7 @@ func TestTopModel(t *testing.T) {
 	t1 := t0.Add(time.Second)
 	m.update(refresh{at: t1, infos: map[rowKey]*lockInfo{a: mutexInfo("a", "2")}, read: map[string]bool{"a": true, "b": true},
 		released: map[rowKey]int64{a: 1, b: 2}, touched: map[rowKey]time.Time{a: t0.Add(500 * time.Millisecond)},
-		kinds: map[rowKey]string{b: "RWMutex"}})
+		kinds: map[rowKey]lockKind{b: kindRWMutex}})
 	require.Equal(t, [2]int64{1, 1}, [2]int64{row.acquired, row.released})
 	d, early, _ = row.held(t1)
 	require.Equal(t, 500*time.Millisecond, d)

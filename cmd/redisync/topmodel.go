@@ -21,8 +21,8 @@ type rowKey struct{ name, group string }
 // groupKind is the kind a row of a group shows before a read of its data
 // names it (a lock taken and released between two refreshes is seen only
 // through its events).
-var groupKind = map[string]string{
-	"name": "Mutex", "fair": "FairMutex", "sem": "Semaphore", "once": "Once", "election": "Election",
+var groupKind = map[string]lockKind{
+	"name": kindMutex, "fair": kindFairMutex, "sem": kindSemaphore, "once": kindOnce, "election": kindElection,
 }
 
 // rateWindow is how many refreshes the per-second rates are averaged over.
@@ -35,7 +35,7 @@ const idleRowLife = time.Minute
 // A topRow is one lock's line.
 type topRow struct {
 	key  rowKey
-	kind string
+	kind lockKind
 	// info is the lock as last read; nil while it is not stored (a free
 	// Mutex has no key).
 	info *lockInfo
@@ -90,7 +90,7 @@ type refresh struct {
 	uncounted bool
 	// kinds is the kind each row's messages told of, for a row whose data
 	// has not been read (a lock taken and given back between two reads).
-	kinds map[rowKey]string
+	kinds map[rowKey]lockKind
 	// read lists the names whose data was read this refresh (a row of such
 	// a name not among infos is gone); rows not read keep their last data.
 	read map[string]bool
@@ -112,7 +112,7 @@ func (m *topModel) update(r refresh) {
 		}
 	}
 	for k, kind := range r.kinds {
-		if row := m.rows[k]; row != nil && row.info == nil && kind != "" && kind != "Mutex" {
+		if row := m.rows[k]; row != nil && row.info == nil && kind != "" && kind != kindMutex {
 			row.kind = kind // a Mutex's messages are a FencedMutex's too
 		}
 	}
@@ -311,7 +311,7 @@ func (m *topModel) sorted(by string, reverse bool) []*topRow {
 			c = strings.Compare(a.key.name, b.key.name)
 		}
 		if c == 0 {
-			c = strings.Compare(a.kind, b.kind)
+			c = strings.Compare(string(a.kind), string(b.kind))
 		}
 		if reverse {
 			c = -c
@@ -344,7 +344,7 @@ func (m *topModel) metric(r *topRow, by string) float64 {
 // Semaphore the longest of its live holders'; -1 without expiry, 0 when not
 // held.
 func (r *topRow) ttl() int64 {
-	if r.info == nil || r.holds == 0 && r.info.Kind != "WaitGroup" {
+	if r.info == nil || r.holds == 0 && r.info.Kind != kindWaitGroup {
 		return 0
 	}
 	ttl := r.info.TTLMillis
@@ -366,7 +366,7 @@ func (r *topRow) cells(now time.Time, uncounted bool) []string {
 	acq, rel, ok := r.rates()
 	rate := func(v float64) string {
 		switch {
-		case uncounted && r.kind == "Semaphore":
+		case uncounted && r.kind == kindSemaphore:
 			return "?"
 		case !ok:
 			return "-"
@@ -394,7 +394,7 @@ func (r *topRow) cells(now time.Time, uncounted bool) []string {
 	case ms > 0:
 		ttl = shortDuration(time.Duration(ms) * time.Millisecond)
 	}
-	return []string{r.key.name, r.kind, r.holder(), heldCell, ttl, fmt.Sprint(r.waiting()), rate(acq), rate(rel), longest}
+	return []string{r.key.name, string(r.kind), r.holder(), heldCell, ttl, fmt.Sprint(r.waiting()), rate(acq), rate(rel), longest}
 }
 
 // holder describes who holds the row's lock: the first holder as its
@@ -407,13 +407,13 @@ func (r *topRow) holder() string {
 	switch {
 	case info == nil:
 		return "free"
-	case info.Kind == "WaitGroup" && info.Count != nil:
+	case info.Kind == kindWaitGroup && info.Count != nil:
 		return fmt.Sprintf("count %d", *info.Count)
-	case info.Kind == "Once" && info.Done != nil && *info.Done:
+	case info.Kind == kindOnce && info.Done != nil && *info.Done:
 		return "done"
-	case info.Kind == "RPermitExpirableSemaphore" && info.Permits != nil:
+	case info.Kind == kindRPermitExpirableSemaphore && info.Permits != nil:
 		return fmt.Sprintf("%d permits taken", info.Permits.Taken)
-	case info.Kind == "Semaphore" && info.Permits != nil && r.holds > 0:
+	case info.Kind == kindSemaphore && info.Permits != nil && r.holds > 0:
 		size := "?"
 		if info.Permits.Size != nil {
 			size = fmt.Sprint(*info.Permits.Size)

@@ -293,7 +293,7 @@ func (v *topView) draw(ctx context.Context, out *os.File) {
 		fmt.Fprintf(&b, "%s  inspect %s (%s)   Esc: back  q: quit\n\n", now.Format("15:04:05"), v.detail.name, groupKind[v.detail.group])
 		kind := ""
 		if r := v.model.rows[*v.detail]; r != nil {
-			kind = r.kind
+			kind = string(r.kind)
 		}
 		info, err := detect(ctx, v.s.rc, v.detail.name, kind)
 		if err != nil {

@@ -22,30 +22,27 @@ var errDeclined = errors.New("not unlocked: not confirmed")
 // release message wakes the lock's waiters exactly as the library sends it.
 func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	fs := newFlagSet(std, "unlock", "unlock --force [--yes] [--kind KIND] [connection flags | --quorum URL ...] NAME")
-	var cf connFlags
-	cf.register(fs)
-	var quorum quorumURLs
-	registerQuorum(fs, &quorum)
+	var lf lockFlags
+	lf.register(fs)
 	force := fs.Bool("force", false, "required: delete the lock whoever holds it; its holders lose it")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	kind := kindFlag(fs)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	name, err := unlockTarget(rest, *kind, *force)
+	name, err := unlockTarget(rest, *lf.kind, *force)
 	if err != nil {
 		return err
 	}
-	if len(quorum) > 0 {
-		return runUnlockQuorum(ctx, std, &cf, quorum, name, *kind, *yes)
+	if len(lf.quorum) > 0 {
+		return runUnlockQuorum(ctx, std, &lf.conn, lf.quorum, name, *lf.kind, *yes)
 	}
-	rc, err := cf.connect(ctx)
+	rc, err := lf.conn.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	info, err := detect(ctx, rc, name, *kind)
+	info, err := detect(ctx, rc, name, *lf.kind)
 	if err != nil {
 		return err
 	}
@@ -53,7 +50,7 @@ func runUnlock(ctx context.Context, std *stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	return confirmAndForceUnlock(ctx, std, rc, &cf, info, name, *yes, forceUnlock, after)
+	return confirmAndForceUnlock(ctx, std, rc, &lf.conn, info, name, *yes, forceUnlock, after)
 }
 
 // confirmAndForceUnlock shows info, the lock at name to force-unlock, asks
@@ -114,32 +111,32 @@ func forceUnlocker(ctx context.Context, info *lockInfo, name string) (func(c *re
 	var f func(c *redisync.Client) (bool, error)
 	var after string
 	switch info.Kind {
-	case "Mutex":
+	case kindMutex:
 		f = func(c *redisync.Client) (bool, error) { return c.NewMutex(name).ForceUnlock(ctx) }
-	case "RFairLock":
+	case kindRFairLock:
 		f = func(c *redisync.Client) (bool, error) { return c.NewRedissonFairMutex(name).ForceUnlock(ctx) }
 		after = "Redisson's queue is kept; its first waiter was woken on its own channel, as a Java forceUnlock does"
-	case "FencedMutex":
+	case kindFencedMutex:
 		f = func(c *redisync.Client) (bool, error) { return c.NewFencedMutex(name).ForceUnlock(ctx) }
 		after = fmt.Sprintf("the token counter %s is kept (latest token %d): tokens never go back, and the next holder's is higher", info.TokenKey, *info.Token)
-	case "RWMutex":
+	case kindRWMutex:
 		f = func(c *redisync.Client) (bool, error) { return c.NewRWMutex(name).ForceUnlock(ctx) }
 		after = "readers and writer alike lost it; waiting writers' claims and the read holds' timeout keys lapse by themselves"
-	case "FairMutex":
+	case kindFairMutex:
 		f = func(c *redisync.Client) (bool, error) { return c.NewFairMutex(name).ForceUnlock(ctx) }
 		after = "the queue is kept: the waiter whose turn is next was woken, and the others keep their turns"
-	case "Semaphore":
+	case kindSemaphore:
 		f = func(c *redisync.Client) (bool, error) { return c.NewSemaphore(name, 0).ForceUnlock(ctx) }
 		after = "every holder lost its permits; the size and the queue are kept, and the queued requests that fit were woken"
-	case "Once":
+	case kindOnce:
 		f = func(c *redisync.Client) (bool, error) { return c.NewOnce(name).ForceUnlock(ctx) }
 		after = "the caller running the function lost its claim (its function's context is cancelled); a waiting caller runs the function again"
-	case "Election":
+	case kindElection:
 		f = func(c *redisync.Client) (bool, error) { return c.NewElection(name).ForceUnlock(ctx) }
 		after = "the leader lost its leadership (its Done closes, its Err reports the loss); a waiting campaigner is elected"
-	case "RPermitExpirableSemaphore":
+	case kindRPermitExpirableSemaphore:
 		return nil, "", errors.New("force unlock of an RPermitExpirableSemaphore is not supported: its permits are released by id (Java's release(permitId), Go's ExpirableSemaphore.Release), and a permit whose lease ended is free already")
-	case "WaitGroup":
+	case kindWaitGroup:
 		return nil, "", fmt.Errorf("a WaitGroup holds no lock to take away: change its counter with Add (count %d)", *info.Count)
 	default:
 		return nil, "", fmt.Errorf("force unlock of a %s is not supported", info.Kind)

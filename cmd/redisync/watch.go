@@ -268,13 +268,13 @@ func (w *watcher) naming(lc *lockChannel, event, name, msg string) func(context.
 			}
 			return ""
 		}
-	case lc.kind == "FairMutex" || lc.kind == "Semaphore":
+	case lc.kind == kindFairMutex || lc.kind == kindSemaphore:
 		return func(ctx context.Context) string {
 			who := namesOf(ctx, w.rc, []string{layout.ClientOf(msg)})[layout.ClientOf(msg)]
 			if who == "" {
 				return ""
 			}
-			if lc.kind == "FairMutex" {
+			if lc.kind == kindFairMutex {
 				return "FairMutex: waiter " + msg + " of " + who + " is next"
 			}
 			return "Semaphore: the request of waiter " + msg + " of " + who + " fits now"
@@ -376,11 +376,11 @@ func (w *watcher) echo(channel string, arm, zero bool) bool {
 // is reported only when its lease runs out (a dead leader): the rest comes
 // on its channel.
 func (w *watcher) keyspace(key, event string) {
-	name, kind := key, ""
+	name, kind := key, lockKind("")
 	if rest, ok := strings.CutPrefix(key, layout.FairLockPrefix+":"); ok {
-		name, kind = nameFromAux(rest), "FairMutex"
+		name, kind = nameFromAux(rest), kindFairMutex
 	} else if rest, ok := strings.CutPrefix(key, layout.OncePrefix+":"); ok {
-		name, kind = nameFromAux(rest), "Once" // its claim
+		name, kind = nameFromAux(rest), kindOnce // its claim
 	} else if rest, ok := strings.CutPrefix(key, layout.ElectionPrefix+":"); ok {
 		if event == "expired" {
 			w.queue("expire", nameFromAux(rest), "Election: the leader's lease ran out: it stopped renewing", nil)
@@ -394,15 +394,15 @@ func (w *watcher) keyspace(key, event string) {
 		w.mu.Lock()
 		w.known[key] = true
 		w.mu.Unlock()
-		w.queue("acquire", name, kind, func(ctx context.Context) string {
+		w.queue("acquire", name, string(kind), func(ctx context.Context) string {
 			if who := w.holderOf(ctx, key); who != "" {
-				return strings.TrimPrefix(kind+": by "+who, ": ")
+				return strings.TrimPrefix(string(kind)+": by "+who, ": ")
 			}
 			return ""
 		})
 	case "expire":
 		if w.renewals {
-			w.queue("renew", name, kind, nil)
+			w.queue("renew", name, string(kind), nil)
 		}
 	case "expired":
 		w.mu.Lock()
@@ -410,14 +410,14 @@ func (w *watcher) keyspace(key, event string) {
 		delete(w.known, key)
 		w.mu.Unlock()
 		if known {
-			w.queue("expire", name, strings.TrimPrefix(kind+": lease ran out: its holder stopped renewing", ": "), nil)
+			w.queue("expire", name, strings.TrimPrefix(string(kind)+": lease ran out: its holder stopped renewing", ": "), nil)
 		}
 	case "del":
 		w.mu.Lock()
 		delete(w.known, key) // a lock's release arrives on its channel
 		w.mu.Unlock()
-		if kind == "FairMutex" { // a Once's claim's end comes on its channel
-			w.queue("release", name, kind, nil)
+		if kind == kindFairMutex { // a Once's claim's end comes on its channel
+			w.queue("release", name, string(kind), nil)
 		}
 	}
 }
