@@ -94,7 +94,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 			tk.Queued(sent)
 		}
 		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel, place: r.Place, fresh: r.Fresh,
-			mayQueue: tk == nil && p.hand == handThroughRedis && a.takesHanded()}, nil, 0, nil
+			mayQueue: tk == nil && p.handover == handoverThroughRedis && a.takesHandover()}, nil, 0, nil
 	case sync != nil && (sync.Failed != nil || sync.Acked < sync.Wanted):
 		return attempt{}, nil, 0, e.unreplicated(ctx, a, &acq, sync)
 	case sync != nil:
@@ -247,7 +247,7 @@ func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res atte
 		// by arrival, but never takes until the owner's hold is released.
 		acq.queueOnly = true
 		return attempt{free: h.freeChan()}, false, nil
-	case a.mode == waitFree, a.mode == waitHandoff, a.mode == share && ended:
+	case a.mode == waitFree, a.mode == waitHandover, a.mode == share && ended:
 		return attempt{free: h.freeChan()}, true, nil
 	case ended:
 		return attempt{}, true, err
@@ -371,7 +371,7 @@ func (e *engine) tryOnce(ctx context.Context, a *call) (bool, error) {
 
 // acquiredEvent is the event of the successful attempt res of a call begun at start.
 func acquiredEvent(start time.Time, res attempt) Event {
-	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandoff: res.localHandoff, Handed: res.handed}
+	e := Event{Kind: EventAcquired, Reentrant: res.reentered, LocalHandover: res.localHandover, Handed: res.handed}
 	if !start.IsZero() {
 		e.Wait = time.Since(start)
 	}

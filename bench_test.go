@@ -18,7 +18,7 @@ import (
 //   - parallel: GOMAXPROCS*4 goroutines of one Client, each on its own name;
 //   - contended: four Clients (their own connections, as four processes
 //     would have) and GOMAXPROCS*4 goroutines on one name;
-//   - handoff: the time from the start of Unlock in one Client until a
+//   - handover: the time from the start of Unlock in one Client until a
 //     waiter in another Client holds the lock, reported as percentiles.
 //
 // Run with: go test -run '^$' -bench Mutex -benchmem
@@ -64,11 +64,11 @@ func BenchmarkMutex(b *testing.B) {
 			}
 		})
 	})
-	b.Run("handoff", func(b *testing.B) {
+	b.Run("handover", func(b *testing.B) {
 		holder, _ := newClient(b, standalone)
 		waiter, _ := newClient(b, standalone)
 		h, w := holder.NewMutex(b.Name()), waiter.NewMutex(b.Name())
-		handoffs := make([]time.Duration, 0, b.N)
+		handovers := make([]time.Duration, 0, b.N)
 		acquired := make(chan time.Time)
 		for b.Loop() {
 			h.Lock()
@@ -82,9 +82,9 @@ func BenchmarkMutex(b *testing.B) {
 			time.Sleep(time.Millisecond) // let the waiter wait
 			released := time.Now()
 			h.Unlock()
-			handoffs = append(handoffs, (<-acquired).Sub(released))
+			handovers = append(handovers, (<-acquired).Sub(released))
 		}
-		reportLatencies(b, handoffs)
+		reportLatencies(b, handovers)
 	})
 }
 

@@ -72,9 +72,9 @@ func TestClusterMutexWakeupByShardedPubSub(t *testing.T) {
 		}
 		released := time.Now()
 		h.Unlock()
-		handoff := (<-got).Sub(released)
-		t.Logf("%s on %s: handoff %v", name, owner, handoff)
-		assert.Less(t, handoff, 2*time.Second, "woken by SPUBLISH, not by the 30s lease")
+		handover := (<-got).Sub(released)
+		t.Logf("%s on %s: handover %v", name, owner, handover)
+		assert.Less(t, handover, 2*time.Second, "woken by SPUBLISH, not by the 30s lease")
 	}
 }
 

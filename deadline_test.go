@@ -636,7 +636,7 @@ func TestCallsKeepTheirDeadlineThroughFailovers(t *testing.T) {
 // call held the owner's calls up, 135 to 147 ms past their deadline under
 // latency, and a second past it behind a cut connection.
 func TestCallGivingBackAHandedHoldKeepsItsDeadline(t *testing.T) {
-	t.Cleanup(redisync.LongHandoffsForTest()) // a hold from Redis a while ago is handed within the Client
+	t.Cleanup(redisync.LongHandoversForTest()) // a hold from Redis a while ago is handed within the Client
 	c, lc := newLateClient(t, standalone, redisync.WithCallTimeout(2*time.Second))
 	name := freshName(t)
 	giver, taker := c.NewMutex(name), c.NewMutex(name)

@@ -11,7 +11,7 @@ import (
 //   - campaign-resign: an uncontested Campaign and its Resign (two script
 //     calls, like a Mutex's lock and unlock);
 //   - proclaim: a leader's Proclaim (one script call);
-//   - handoff: a leader in one Client resigns while a campaigner in another
+//   - handover: a leader in one Client resigns while a campaigner in another
 //     waits: the time from the Resign's call to the campaigner's election is
 //     reported (p50, p99 in µs).
 //
@@ -46,7 +46,7 @@ func BenchmarkElection(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
-	b.Run("handoff", func(b *testing.B) {
+	b.Run("handover", func(b *testing.B) {
 		a, _ := newClient(b, standalone)
 		w, _ := newClient(b, standalone)
 		leader, campaigner := a.NewElection(b.Name()), w.NewElection(b.Name())

@@ -74,7 +74,7 @@ func TestElectionOneLeader(t *testing.T) {
 		}
 		slices.Sort(lag)
 		require.NotEmpty(t, lag)
-		t.Logf("from a resignation to the next leader: p50 %v, max %v (%d handoffs)", lag[len(lag)/2], lag[len(lag)-1], len(lag))
+		t.Logf("from a resignation to the next leader: p50 %v, max %v (%d handovers)", lag[len(lag)/2], lag[len(lag)-1], len(lag))
 		assert.Less(t, lag[len(lag)-1], 2*time.Second, "woken by the resignation, not the 30 s lease")
 		_, err := clients[0].NewElection(name).Leader(ctx)
 		assert.ErrorIs(t, err, redisync.ErrNoLeader)

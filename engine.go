@@ -66,7 +66,7 @@ import (
 // Client, in arrival order (goroutines sharing a handle as well as handles
 // of one name), and only the first asks Redis; a Mutex release hands its
 // hold to the first that may take it, without Redis, within bounds
-// (maxHandoffs, maxHandoffTime), keeping its field and lease. Through
+// (maxHandovers, maxHandoverTime), keeping its field and lease. Through
 // Redis' queue, a Mutex's first waiting call queues next to the lock with a
 // heartbeat, and a release hands the lock to the first live waiter inside
 // its script; the waiter takes it from the message. The rules: a hold goes

@@ -15,8 +15,8 @@ import (
 //   - serial: Lock+Unlock by one goroutine, no queue;
 //   - contended: four Clients (their own connections, as four processes
 //     would have) and GOMAXPROCS*4 goroutines on one name, every Lock
-//     queueing: the time per handoff, also reported as handoffs/s;
-//   - handoff: the time from the start of Unlock in one Client until the
+//     queueing: the time per handover, also reported as handovers/s;
+//   - handover: the time from the start of Unlock in one Client until the
 //     queued head in another Client holds the lock, as percentiles.
 //
 // Run with: go test -run '^$' -bench FairMutex -benchmem
@@ -48,13 +48,13 @@ func BenchmarkFairMutex(b *testing.B) {
 				fm.Unlock()
 			}
 		})
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handoffs/s")
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handovers/s")
 	})
-	b.Run("handoff", func(b *testing.B) {
+	b.Run("handover", func(b *testing.B) {
 		holder, _ := newClient(b, standalone)
 		waiter, _ := newClient(b, standalone)
 		h, w := holder.NewFairMutex(b.Name()), waiter.NewFairMutex(b.Name())
-		handoffs := make([]time.Duration, 0, b.N)
+		handovers := make([]time.Duration, 0, b.N)
 		acquired := make(chan time.Time)
 		for b.Loop() {
 			h.Lock()
@@ -68,8 +68,8 @@ func BenchmarkFairMutex(b *testing.B) {
 			time.Sleep(time.Millisecond) // let the waiter queue
 			released := time.Now()
 			h.Unlock()
-			handoffs = append(handoffs, (<-acquired).Sub(released))
+			handovers = append(handovers, (<-acquired).Sub(released))
 		}
-		reportLatencies(b, handoffs)
+		reportLatencies(b, handovers)
 	})
 }

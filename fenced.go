@@ -18,7 +18,7 @@ import (
 // counter redisson_lock_token:{name}), so it excludes and is excluded by a
 // Java service's getFencedLock(name). It has Mutex's methods, which behave as
 // Mutex's do, except that every acquisition takes a token, which Token then
-// reports, and that a release does not hand the hold to a waiting call
+// reports, and that a release does not hand the hold over to a waiting call
 // without Redis (each acquisition must take its token there).
 //
 // A FencedMutex must not be copied after first use.

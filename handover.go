@@ -20,15 +20,15 @@ import (
 // becomes a new term of the receiving call's owner, and the releasing
 // handle's term ends as released.
 
-// maxHandoffs and maxHandoffTime bound a run of handovers within the
+// maxHandovers and maxHandoverTime bound a run of handovers within the
 // Client, after which the hold is released in Redis so that other processes
 // get their chance. The time bound (sync.Mutex's starvation threshold) stops
 // long critical sections; with short ones the count ends a run first, after
 // a few hundred microseconds (a run of 16 gave a third of the throughput).
-const maxHandoffs = 64
+const maxHandovers = 64
 
-// maxHandoffTime is a variable only so that tests can lengthen it.
-var maxHandoffTime = time.Millisecond
+// maxHandoverTime is a variable only so that tests can lengthen it.
+var maxHandoverTime = time.Millisecond
 
 // The handovers of a Client: its queues of waiting calls, by lock, each in
 // arrival order, and the holds handed to a waiting call and not yet taken,
@@ -47,7 +47,7 @@ func newHandovers() handovers {
 
 // queue places the waiting call a at the end of its lock's queue.
 func (hs *handovers) queue(a *call) *place {
-	w := &place{p: a.p, ch: make(chan handed, 1), poke: make(chan struct{}, 1)}
+	w := &place{p: a.p, ch: make(chan handover, 1), poke: make(chan struct{}, 1)}
 	k := queueKey(a.p)
 	hs.mu.Lock()
 	hs.queues[k] = append(hs.queues[k], w)
@@ -158,18 +158,18 @@ func (hs *handovers) drop(k holdKey, i int) {
 	hs.queues[k] = slices.Delete(q, i, i+1)
 }
 
-// hand hands term t of h (one hold left, not ended) to the longest-waiting
+// handOver hands term t of h (one hold left, not ended) to the longest-waiting
 // call of its queue that may take it (a Mutex call whose handle has the same
 // lease, asking for no more replicas than the hold's acquisition had), as
 // a new term whose lease replace puts in the place of t's, and reports
 // whether it did. The handed term stays in handing until its receiver takes
 // it or gives it back.
-func (hs *handovers) hand(h *hold, p *protocol, t *term, replace func(old, next *lease.Lease) bool) bool {
+func (hs *handovers) handOver(h *hold, p *protocol, t *term, replace func(old, next *lease.Lease) bool) bool {
 	k := queueKey(p)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	i := slices.IndexFunc(hs.queues[k], func(w *place) bool {
-		return w.p.hand != handNowhere && sameLease(w.p, p) && w.p.syncedEnough(t)
+		return w.p.handover != noHandover && sameLease(w.p, p) && w.p.syncedEnough(t)
 	})
 	if i < 0 {
 		return false
@@ -186,7 +186,7 @@ func (hs *handovers) hand(h *hold, p *protocol, t *term, replace func(old, next 
 	}
 	hs.drop(k, i)
 	hs.handing[next] = w.p.key
-	w.ch <- handed{t: next, streak: h.streak + 1, fromRedis: h.fromRedis}
+	w.ch <- handover{t: next, streak: h.streak + 1, fromRedis: h.fromRedis}
 	return true
 }
 

@@ -510,7 +510,7 @@ func TestMutexLateAcquireReplyIsNoHold(t *testing.T) {
 func TestMutexHandoverReturnsBeforeLeavingTheQueue(t *testing.T) {
 	tg := standalone
 	name := freshName(t)
-	defer redisync.LongHandoffsForTest()() // n's hold, from Redis a while ago, is handed within the Client
+	defer redisync.LongHandoversForTest()() // n's hold, from Redis a while ago, is handed within the Client
 	// A heartbeat timeout within the lease: holds may be handed in Redis.
 	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second), redisync.WithHeartbeatTimeout(time.Second/3))
 	other, rc := newClient(t, tg)

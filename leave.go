@@ -60,7 +60,7 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 			e.undo(ctx, p, a.field, a.n) // permits taken from a count, which the engine does not track
 		}
 		return // nothing can be held
-	case a.trace.firstUnknown, tk != nil && p.hand == handThroughRedis:
+	case a.trace.firstUnknown, tk != nil && p.handover == handoverThroughRedis:
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
 	case a.trace.reentryUnknown:
@@ -204,7 +204,7 @@ func (e *engine) leave(ctx context.Context, w *place, callErr error) {
 
 // giveBack releases in Redis the hold x, handed to a call of p that does
 // not take it; the release wakes the lock's next waiter.
-func (e *engine) giveBack(ctx context.Context, p *protocol, x handed) {
+func (e *engine) giveBack(ctx context.Context, p *protocol, x handover) {
 	e.handovers.taken(x.t, nil)
 	if !e.leases.Remove(x.t.lease) {
 		x.t.lost(ErrLeaseExpired)

@@ -59,7 +59,7 @@ func (c *Client) initMutex(m *Mutex, prim Primitive, name string, opts []Option)
 // by newer Lock or TryLock calls of its process, as sync.Mutex's waiters
 // are not. Across processes the order is not promised; see [FairMutex].
 func (m *Mutex) Lock() {
-	_, err := m.lock(context.Background(), waitHandoff, retryForever)
+	_, err := m.lock(context.Background(), waitHandover, retryForever)
 	m.locked(err, "Lock of")
 }
 
@@ -83,7 +83,7 @@ func (m *Mutex) TryLock() bool {
 // ctx's deadline whatever Redis does: what Redis does not answer at once is
 // given back in the background.
 func (m *Mutex) LockContext(ctx context.Context) error {
-	_, err := m.lock(ctx, waitHandoff, returnErrors)
+	_, err := m.lock(ctx, waitHandover, returnErrors)
 	return err
 }
 
@@ -185,7 +185,7 @@ func (m *Mutex) newProto(owner uint64) *protocol {
 		// A hold handed through Redis lasts until the waiter's heartbeat
 		// deadline, then its lease: not for a fixed lease, nor when
 		// replicas must see the acquisition first.
-		p.hand = handInClient
+		p.handover = handoverInClient
 	default:
 		p.ticket = m.mutexTicket
 	}
@@ -226,7 +226,7 @@ func (m *Mutex) quorumProto(p *protocol) {
 	k := scripts.QuorumKeysOf(layout.MutexOf(m.name))
 	q := m.c.quorum
 	if !m.fenced {
-		p.hand = handInClient
+		p.handover = handoverInClient
 	}
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) { return m.quorumAcquire(ctx, q, &k, a) }
 	p.release = func(ctx context.Context, r release) (scripts.Released, error) {

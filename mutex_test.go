@@ -344,11 +344,11 @@ func testMutexWakeupByPubSub(t *testing.T, tg *redisserver.Target) {
 	time.Sleep(200 * time.Millisecond)
 	released := time.Now()
 	h.Unlock()
-	handoff := (<-got).Sub(released)
-	t.Logf("handoff to a waiter in another Client: %v", handoff)
+	handover := (<-got).Sub(released)
+	t.Logf("handover to a waiter in another Client: %v", handover)
 	// The holder's lease was 30 s: a waiter polling on its TTL would wait
 	// that long. Well under it means the release message woke it.
-	assert.Less(t, handoff, 2*time.Second)
+	assert.Less(t, handover, 2*time.Second)
 }
 
 func TestMutexWakeupSurvivesFaults(t *testing.T) { forEachTopology(t, testMutexWakeupSurvivesFaults) }
@@ -392,9 +392,9 @@ func testMutexWakeupSurvivesFaults(t *testing.T, tg *redisserver.Target) {
 			case <-time.After(hang):
 				t.Fatal("waiter not served")
 			}
-			handoff := (<-got).Sub(released)
-			t.Logf("handoff after %s: %v", name, handoff)
-			assert.Less(t, handoff, 2*time.Second, "woken by Pub/Sub, not by the 30s lease")
+			handover := (<-got).Sub(released)
+			t.Logf("handover after %s: %v", name, handover)
+			assert.Less(t, handover, 2*time.Second, "woken by Pub/Sub, not by the 30s lease")
 		})
 	}
 }

@@ -172,11 +172,11 @@ type Event struct {
 	// (EventAcquired): a re-entry, a further read hold, or more permits of a
 	// Semaphore handle. It does not start a new hold.
 	Reentrant bool
-	// LocalHandoff marks an acquisition handed over by an Unlock in this
+	// LocalHandover marks an acquisition handed over by an Unlock in this
 	// process (of the same handle, or of another handle of the same Client),
 	// without Redis (EventAcquired; see [Mutex.Unlock]). The hold passed on
 	// ends with an EventReleased.
-	LocalHandoff bool
+	LocalHandover bool
 	// Handed marks an acquisition that a release in another call (of any
 	// process) handed to this waiting call through Redis, which the call
 	// took from the release's message without an acquire of its own

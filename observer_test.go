@@ -526,17 +526,17 @@ func TestEventKindString(t *testing.T) {
 	assert.Equal(t, "WakeSource(9)", redisync.WakeSource(9).String())
 }
 
-// TestObserverHandoffWhileForceUnlocked runs local handovers between the
+// TestObserverHandoverWhileForceUnlocked runs local handovers between the
 // goroutines of one observed handle while ForceUnlock ends its holds from
 // another goroutine: the end of a term and a handover both report a hold's
 // length, and the race detector checks that they do not race on its start.
-func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
+func TestObserverHandoverWhileForceUnlocked(t *testing.T) {
 	c, _ := newClient(t, standalone)
-	var handoffs, losses atomic.Int64
+	var handovers, losses atomic.Int64
 	obs := redisync.ObserverFunc(func(_ context.Context, e redisync.Event) {
 		switch {
-		case e.Kind == redisync.EventAcquired && e.LocalHandoff:
-			handoffs.Add(1)
+		case e.Kind == redisync.EventAcquired && e.LocalHandover:
+			handovers.Add(1)
 		case e.Kind == redisync.EventLost && errors.Is(e.Cause, redisync.ErrForceUnlocked):
 			losses.Add(1)
 		}
@@ -549,7 +549,7 @@ func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for ctx.Err() == nil && (time.Since(start) < 400*time.Millisecond || handoffs.Load() == 0 || losses.Load() == 0) {
+		for ctx.Err() == nil && (time.Since(start) < 400*time.Millisecond || handovers.Load() == 0 || losses.Load() == 0) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel()
@@ -570,7 +570,7 @@ func TestObserverHandoffWhileForceUnlocked(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	assert.Positive(t, handoffs.Load(), "handovers happened")
+	assert.Positive(t, handovers.Load(), "handovers happened")
 	assert.Positive(t, losses.Load(), "ForceUnlock ended holds")
 }
 

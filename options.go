@@ -27,7 +27,7 @@ type config struct {
 	heartbeat     time.Duration // a queued waiter's liveness timeout (FairMutex, Semaphore)
 	logger        *slog.Logger
 	observer      Observer                      // nil: no events (see WithObserver)
-	onMessage     func(channel, message string) // nil but in the handoff benchmark (see notify.OnMessage)
+	onMessage     func(channel, message string) // nil but in the handover benchmark (see notify.OnMessage)
 	classicPubSub bool                          // PUBLISH/SUBSCRIBE on a cluster (Client-wide)
 	syncReplicas  int                           // replicas that must acknowledge an acquisition; 0: none, < 0: all (WithSyncReplicas)
 	syncTimeout   time.Duration

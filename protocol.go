@@ -43,10 +43,10 @@ type protocol struct {
 // A policy is the part of a protocol that the engine's branches read: four
 // choices, each named. Which primitive uses which is the table below.
 type policy struct {
-	wait waitPolicy
-	hand handPolicy
-	hold holdPolicy
-	wake wakePolicy
+	wait     waitPolicy
+	handover handoverPolicy
+	hold     holdPolicy
+	wake     wakePolicy
 }
 
 // How a protocol's waiting calls wait for the lock.
@@ -64,19 +64,19 @@ const (
 	waitWithTicket
 )
 
-// Where a release may hand a hold instead of freeing the lock.
-type handPolicy uint8
+// Where a release may hand a hold over instead of freeing the lock.
+type handoverPolicy uint8
 
 const (
 	// Nowhere: every acquisition asks Redis (a fencing token each, a lock
 	// whose waiters are not in line).
-	handNowhere handPolicy = iota
+	noHandover handoverPolicy = iota
 	// To the first call in line of the Client that may take it, without
-	// Redis, within bounds (maxHandoffs, maxHandoffTime).
-	handInClient
+	// Redis, within bounds (maxHandovers, maxHandoverTime).
+	handoverInClient
 	// That, and the first call in line queues in Redis with a heartbeat,
 	// where a release hands it the lock inside its script (see wait.go).
-	handThroughRedis
+	handoverThroughRedis
 )
 
 // What an acquisition takes.
@@ -116,25 +116,25 @@ const (
 )
 
 // The policies of the primitives, one line each. A Mutex hands its holds
-// in the Client only (handInClient) when a hold handed through Redis could
+// in the Client only (handoverInClient) when a hold handed through Redis could
 // not keep its lease: a fixed lease, WithSyncReplicas, or a heartbeat
 // timeout longer than the watchdog's (see Mutex.newProto). A FencedMutex
 // hands nowhere: every acquisition takes a token from Redis. A
 // CountingSemaphore's acquisitions take permits from Redisson's count and
 // hold nothing here.
 var (
-	mutexPolicy     = policy{waitInLine, handThroughRedis, holdCount, wakeOne}
-	fencedPolicy    = policy{waitInLine, handNowhere, holdCount, wakeOne}
-	multiPolicy     = policy{waitInLine, handNowhere, holdCount, wakeOne}
-	writePolicy     = policy{waitInLine, handNowhere, holdCount, wakeEvery} // RWMutex's write lock
-	readPolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
-	fairPolicy      = policy{waitWithTicket, handNowhere, holdCount, wakeNamed}
-	rfairPolicy     = policy{waitWithTicket, handNowhere, holdCount, wakeOwn} // a FairMutex in Redisson's layout
-	semaphorePolicy = policy{waitWithTicket, handNowhere, holdPermits, wakeNamed}
-	oncePolicy      = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
-	waitGroupPolicy = policy{waitOnChannel, handNowhere, holdNothing, wakeEvery}
-	countingPolicy  = policy{waitOnChannel, handNowhere, holdNothing, wakeEvery}
-	electionPolicy  = policy{waitOnChannel, handNowhere, holdCount, wakeEvery}
+	mutexPolicy     = policy{waitInLine, handoverThroughRedis, holdCount, wakeOne}
+	fencedPolicy    = policy{waitInLine, noHandover, holdCount, wakeOne}
+	multiPolicy     = policy{waitInLine, noHandover, holdCount, wakeOne}
+	writePolicy     = policy{waitInLine, noHandover, holdCount, wakeEvery} // RWMutex's write lock
+	readPolicy      = policy{waitOnChannel, noHandover, holdCount, wakeEvery}
+	fairPolicy      = policy{waitWithTicket, noHandover, holdCount, wakeNamed}
+	rfairPolicy     = policy{waitWithTicket, noHandover, holdCount, wakeOwn} // a FairMutex in Redisson's layout
+	semaphorePolicy = policy{waitWithTicket, noHandover, holdPermits, wakeNamed}
+	oncePolicy      = policy{waitOnChannel, noHandover, holdCount, wakeEvery}
+	waitGroupPolicy = policy{waitOnChannel, noHandover, holdNothing, wakeEvery}
+	countingPolicy  = policy{waitOnChannel, noHandover, holdNothing, wakeEvery}
+	electionPolicy  = policy{waitOnChannel, noHandover, holdCount, wakeEvery}
 )
 
 // dispatch is how a message on a lock's channel wakes its waiters.
@@ -214,10 +214,10 @@ func (p *protocol) observe(ctx context.Context, e Event) {
 type holdMode uint8
 
 const (
-	waitFree    holdMode = iota // wait until the hold is released (sync.Mutex)
-	waitHandoff                 // the same, in a waiting call: queue for a handover
-	reenter                     // add a hold (an explicit owner)
-	share                       // add a hold, but wait while a lost hold is unreleased
+	waitFree     holdMode = iota // wait until the hold is released (sync.Mutex)
+	waitHandover                 // the same, in a waiting call: queue for a handover
+	reenter                      // add a hold (an explicit owner)
+	share                        // add a hold, but wait while a lost hold is unreleased
 )
 
 // A call is one acquiring call of one owner, its whole state across its
@@ -317,12 +317,14 @@ type failureRun struct {
 func (a *call) uncertain() bool { return a.trace.firstUnknown || a.trace.reentryUnknown }
 
 // queuedInRedis reports whether a is a Mutex call queued in Redis with a
-// ticket: a release there may hand the lock to its place.
-func (a *call) queuedInRedis() bool { return a.inRedis.tk != nil && a.p.hand == handThroughRedis }
+// ticket: a release there may hand the lock over to its place.
+func (a *call) queuedInRedis() bool {
+	return a.inRedis.tk != nil && a.p.handover == handoverThroughRedis
+}
 
 // waitsForHold reports whether a is a call that waits for the lock itself
 // (not a share of it, not a re-entry).
-func (a *call) waitsForHold() bool { return a.mode == waitFree || a.mode == waitHandoff }
+func (a *call) waitsForHold() bool { return a.mode == waitFree || a.mode == waitHandover }
 
 // outlived reports whether the permits that an attempt of the call a, sent
 // at sent, was granted with a lease of their own (an ExpirableSemaphore's)
@@ -342,12 +344,12 @@ type attempt struct {
 	// does not re-enter, is released.
 	free <-chan struct{}
 	// reentered marks an acquisition joining the owner's current term, and
-	// localHandoff one handed over by a release within the Client (no
+	// localHandover one handed over by a release within the Client (no
 	// Redis); complete an answer that the call's goal is reached without a
 	// hold.
-	reentered, localHandoff, complete bool
+	reentered, localHandover, complete bool
 	// handed marks a hold a release handed to the call through Redis,
-	// taken from the release's message (see takeHanded).
+	// taken from the release's message (see takeHandover).
 	handed  bool
 	channel string // where to wait, if not the lock's channel (scripts.Reply)
 	// place is a queued Mutex call's place number (scripts.Reply), which
@@ -366,13 +368,13 @@ type ticket = lease.Heartbeat
 // A place is a waiting call's place in its Client's queue of its lock.
 type place struct {
 	p    *protocol
-	ch   chan handed   // receives the hold handed to the caller; buffered
+	ch   chan handover // receives the hold handed to the caller; buffered
 	poke chan struct{} // a wake-up passed on to the first of the queue; buffered
 }
 
-// A handed hold is a term on its way to the caller it was handed to, with
+// A handover is a term on its way to the caller it was handed over to, with
 // the bounds of the run of handovers it belongs to.
-type handed struct {
+type handover struct {
 	t         *term
 	streak    int
 	fromRedis time.Time
@@ -394,14 +396,14 @@ func (a *call) queues() bool {
 // waitsExclusively reports whether the call a waits for an exclusive hold
 // (a free lock or one handed to it), not a Try call's one attempt.
 func (a *call) waitsExclusively() bool {
-	return !a.single && (a.mode == waitFree || a.mode == waitHandoff)
+	return !a.single && (a.mode == waitFree || a.mode == waitHandover)
 }
 
-// takesHanded reports whether the call a may be handed a hold by another
+// takesHandover reports whether the call a may be handed a hold by another
 // call of its Client: a waiting Lock or LockContext of a Mutex handle's own
 // owner.
-func (a *call) takesHanded() bool {
-	return a.p.hand != handNowhere && a.mode == waitHandoff && !a.single
+func (a *call) takesHandover() bool {
+	return a.p.handover != noHandover && a.mode == waitHandover && !a.single
 }
 
 // A persistence says how a waiting call meets failures.

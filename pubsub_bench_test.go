@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkPubSubMode measures, on a 3-master cluster started by the
-// benchmark, a Mutex handoff between two Clients (the holder's Unlock to the
+// benchmark, a Mutex handover between two Clients (the holder's Unlock to the
 // waiter's return, p50 and p99 in µs) with sharded Pub/Sub, the default, and
 // with classic Pub/Sub (WithShardedPubSub(false)), whose messages every node
 // relays to every other.

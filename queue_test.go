@@ -164,7 +164,7 @@ func TestMutexQueuedWaiterGivesUp(t *testing.T) {
 // a release that overtakes the leave hands the lock to the place, which the
 // leave then releases: the lock is free again once the leave lands.
 func TestMutexLocalHandoverLeavesQueue(t *testing.T) {
-	t.Cleanup(redisync.LongHandoffsForTest())
+	t.Cleanup(redisync.LongHandoversForTest())
 	name := freshName(t)
 	c, rc := newClient(t, standalone)
 	giver, taker := c.NewMutex(name), c.NewMutex(name)

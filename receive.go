@@ -35,7 +35,7 @@ import (
 // one that finds it free takes it as mutex_acquire would.
 func (e *engine) queueEarly(a *call) {
 	p := a.p
-	if p.hand != handThroughRedis || !a.takesHanded() || a.uncertain() {
+	if p.handover != handoverThroughRedis || !a.takesHandover() || a.uncertain() {
 		return // no queue in Redis, or a call that does not take from it
 	}
 	if !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
@@ -56,7 +56,7 @@ func placeTag(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// takeHanded makes the lock that a release in Redis handed to the queued
+// takeHandover makes the lock that a release in Redis handed to the queued
 // call a (a wake-up named its place) the call's hold, without asking
 // Redis, and reports whether it did. The hold's deadline is the call's
 // heartbeat timeout after the latest confirmation of its place was sent:
@@ -67,7 +67,7 @@ func placeTag(n int64) string {
 // the call then asks Redis, which answers what the release did (the call's
 // field is there, and the attempt adopts it), or gives it back when it
 // returns.
-func (e *engine) takeHanded(ctx context.Context, a *call) bool {
+func (e *engine) takeHandover(ctx context.Context, a *call) bool {
 	p := a.p
 	since, ok := a.inRedis.tk.Confirmed()
 	if !ok || a.field == "" || time.Since(since) >= p.cfg.heartbeat {
@@ -96,7 +96,7 @@ func (e *engine) takeHanded(ctx context.Context, a *call) bool {
 // holds meanwhile, or an attempt of the call had an unknown outcome, whose
 // late copy could outlive the hold); a hold it cannot take is given back,
 // in the background (see cleanUp): the call does not wait for Redis.
-func (e *engine) adopt(ctx context.Context, a *call, x handed) bool {
+func (e *engine) adopt(ctx context.Context, a *call, x handover) bool {
 	p := a.p
 	h := e.holds.ref(p.key, orCreate)
 	defer e.holds.unref(h)

@@ -40,7 +40,7 @@ func (e *engine) releaseHold(ctx context.Context, p *protocol, n int) error {
 		}
 		return err
 	}
-	if n == 1 && e.transfer(h, p, t) {
+	if n == 1 && e.handOver(h, p, t) {
 		return nil
 	}
 	if h.count > n {
@@ -164,7 +164,7 @@ func (e *engine) wake(p *protocol, woken []string, released bool) {
 		}
 	case p.wake == wakeNamed || len(woken) > 0:
 		for _, tag := range woken {
-			if !e.notify.WakeTag(p.channel, tag) && p.hand == handThroughRedis {
+			if !e.notify.WakeTag(p.channel, tag) && p.handover == handoverThroughRedis {
 				e.handovers.pokeFirst(p) // handed to another process's waiter: this Client's queue there
 			}
 		}
@@ -181,7 +181,7 @@ func (e *engine) wake(p *protocol, woken []string, released bool) {
 // WaitGroup's counter reaching zero.
 func (e *engine) wakeEvery(channel string) { e.notify.WakeAll(channel) }
 
-// transfer hands h's hold (h.op held, one hold left, not ended) to the
+// handOver hands h's hold (h.op held, one hold left, not ended) to the
 // longest-waiting call of this Client on the same lock that may take it
 // (a Mutex call whose handle has the same lease, asking for no more
 // replicas than the hold's acquisition had), the holder's own owner's
@@ -189,14 +189,14 @@ func (e *engine) wakeEvery(channel string) { e.notify.WakeAll(channel) }
 // it did. A hold one of whose acquire attempts had an unknown outcome is
 // never handed on: a late copy of that attempt must find it released (see
 // release.go).
-func (e *engine) transfer(h *hold, p *protocol, t *term) bool {
-	if h.count != 1 || p.hand == handNowhere || t.ambiguous {
+func (e *engine) handOver(h *hold, p *protocol, t *term) bool {
+	if h.count != 1 || p.handover == noHandover || t.ambiguous {
 		return false // a re-entered hold, a lock that hands nothing on, or one a late copy may find
 	}
-	if h.streak >= maxHandoffs || time.Since(h.fromRedis) >= maxHandoffTime {
+	if h.streak >= maxHandovers || time.Since(h.fromRedis) >= maxHandoverTime {
 		return false // the run of handovers is over: the next goes through Redis
 	}
-	if !e.handovers.hand(h, p, t, e.leases.Replace) {
+	if !e.handovers.handOver(h, p, t, e.leases.Replace) {
 		return false
 	}
 	if mutantHandoverRelease {

@@ -124,8 +124,8 @@ func TestRedissonFairMutexInterop(t *testing.T) {
 
 		at := time.Now()
 		java.unlock(j1)
-		handoff := within(t, g1Locked).Sub(at)
-		assert.Less(t, handoff, 500*time.Millisecond, "Java's unlock woke the Go head")
+		handover := within(t, g1Locked).Sub(at)
+		assert.Less(t, handover, 500*time.Millisecond, "Java's unlock woke the Go head")
 		assert.False(t, java.tryLock(j2, 30*time.Second), "Java got in beside a Go holder")
 		at = time.Now()
 		g1.Unlock()
@@ -140,7 +140,7 @@ func TestRedissonFairMutexInterop(t *testing.T) {
 		assert.Less(t, within(t, g2Locked).Sub(at), 500*time.Millisecond)
 		g2.Unlock()
 		assert.Equal(t, []string{"g1", "j2", "g2"}, order)
-		t.Logf("Java unlock to Go lock: %v", handoff)
+		t.Logf("Java unlock to Go lock: %v", handover)
 	})
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
-// BenchmarkHandoffStages splits a handoff between two Clients (the holder's
+// BenchmarkHandoverStages splits a handover between two Clients (the holder's
 // Unlock; the waiter queued in Redis for 2 ms) into stages, timed on one
 // clock: time.Now on the Go side and the server's MONITOR feed, which stamps
 // a script call when it starts and each of its commands when it runs.
@@ -32,15 +32,15 @@ import (
 //     the waiting goroutine's wake-up, the handed hold taken).
 //
 // It reports the median of each (call-p50-µs and so on) and of the whole
-// (handoff-p50-µs). MONITOR costs the server some work per command (it
+// (handover-p50-µs). MONITOR costs the server some work per command (it
 // formats each for the feed), which lands in the script and delivery
-// stages; so the handoffs are then run again with MONITOR off, and the
+// stages; so the handovers are then run again with MONITOR off, and the
 // release script's execution time as SLOWLOG measures it is reported too
-// (script-alone-p50-µs). A handoff in which the waiter was not yet queued (the release
+// (script-alone-p50-µs). A handover in which the waiter was not yet queued (the release
 // finds nobody and publishes only "0") is not counted.
 //
-// Run with: go test -run '^$' -bench HandoffStages -benchtime 2000x
-func BenchmarkHandoffStages(b *testing.B) {
+// Run with: go test -run '^$' -bench HandoverStages -benchtime 2000x
+func BenchmarkHandoverStages(b *testing.B) {
 	if !standalone.Real() {
 		b.Skip("MONITOR needs a real redis-server")
 	}
@@ -54,9 +54,9 @@ func BenchmarkHandoffStages(b *testing.B) {
 		}
 	}))
 	h, w := holder.NewMutex(b.Name()), waiter.NewMutex(b.Name())
-	type handoff struct{ unlock, message, returned int64 }
-	var runs []handoff
-	once := func() handoff {
+	type handover struct{ unlock, message, returned int64 }
+	var runs []handover
+	once := func() handover {
 		returned := make(chan int64)
 		h.Lock()
 		go func() {
@@ -71,7 +71,7 @@ func BenchmarkHandoffStages(b *testing.B) {
 		unlock := time.Now().UnixNano()
 		h.Unlock()
 		done := <-returned
-		return handoff{unlock, message.Load(), done}
+		return handover{unlock, message.Load(), done}
 	}
 	for b.Loop() {
 		runs = append(runs, once())
@@ -94,12 +94,12 @@ func BenchmarkHandoffStages(b *testing.B) {
 		whole = append(whole, time.Duration(r.returned-r.unlock))
 	}
 	if len(whole) == 0 {
-		b.Fatal("no handoff through a queued waiter's place was seen")
+		b.Fatal("no handover through a queued waiter's place was seen")
 	}
 	for _, s := range []struct {
 		unit string
 		d    []time.Duration
-	}{{"call", call}, {"script", script}, {"delivery", delivery}, {"return", ret}, {"handoff", whole}, {"script-alone", scriptAlone}} {
+	}{{"call", call}, {"script", script}, {"delivery", delivery}, {"return", ret}, {"handover", whole}, {"script-alone", scriptAlone}} {
 		slices.Sort(s.d)
 		b.ReportMetric(float64(s.d[len(s.d)/2].Nanoseconds())/1e3, s.unit+"-p50-µs")
 	}

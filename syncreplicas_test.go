@@ -159,7 +159,7 @@ func TestSyncReplicasSurviveFailover(t *testing.T) {
 func TestSyncReplicasNoHandoverFromPlain(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		requireReal(t, tg, "WAIT and ROLE")
-		t.Cleanup(redisync.LongHandoffsForTest()) // a hold older than 1 ms may still be handed
+		t.Cleanup(redisync.LongHandoversForTest()) // a hold older than 1 ms may still be handed
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		name := "sync:" + freshName(t)

@@ -81,7 +81,7 @@ func TestMutexHandsOverBetweenHandles(t *testing.T) {
 	name := freshName(t)
 	var handed atomic.Int64
 	c, rc := newClient(t, standalone, redisync.WithObserver(redisync.ObserverFunc(func(_ context.Context, e redisync.Event) {
-		if e.Kind == redisync.EventAcquired && e.LocalHandoff {
+		if e.Kind == redisync.EventAcquired && e.LocalHandover {
 			handed.Add(1)
 		}
 	})))
@@ -116,7 +116,7 @@ func TestMutexHandsOverBetweenHandles(t *testing.T) {
 // the receiver's: the giver's Done closes with a nil Err, the receiver's
 // stays open until its own Unlock, which releases the lock in Redis.
 func TestMutexHandedHoldChangesHands(t *testing.T) {
-	t.Cleanup(redisync.LongHandoffsForTest()) // the steps take longer than 1 ms
+	t.Cleanup(redisync.LongHandoversForTest()) // the steps take longer than 1 ms
 	name := freshName(t)
 	c, _ := newClient(t, standalone)
 	ctx := context.Background()
@@ -155,7 +155,7 @@ func TestMutexHandedHoldChangesHands(t *testing.T) {
 // assume a lease that Redis does not have): it acquires in Redis with a
 // hold of its own.
 func TestMutexNoHandOverAcrossLeases(t *testing.T) {
-	t.Cleanup(redisync.LongHandoffsForTest())
+	t.Cleanup(redisync.LongHandoversForTest())
 	name := freshName(t)
 	c, _ := newClient(t, standalone)
 	ctx := context.Background()
@@ -175,7 +175,7 @@ func TestMutexNoHandOverAcrossLeases(t *testing.T) {
 // the end of its context and the Unlock that hands it the hold: it wakes for
 // its context, with the hold already handed to it.
 func TestMutexHandOverToLeaver(t *testing.T) {
-	t.Cleanup(redisync.LongHandoffsForTest())
+	t.Cleanup(redisync.LongHandoversForTest())
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	name := freshName(t)
 	c, _ := newClient(t, standalone)
@@ -209,7 +209,7 @@ func TestMutexHandOverToLeaver(t *testing.T) {
 // A hold on its way from one handle to another when ForceUnlock deletes the
 // lock, or when the Client closes, ends as lost (or closed) and is not taken.
 func TestMutexHandedHoldEndsOnItsWay(t *testing.T) {
-	t.Cleanup(redisync.LongHandoffsForTest())
+	t.Cleanup(redisync.LongHandoversForTest())
 	ctx := context.Background()
 	for _, end := range []struct {
 		name  string

@@ -106,7 +106,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 			// it lost the place all the same, and says so.
 			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.inRedis.lapsed)})
 		}
-		a.inRedis.own = !res.localHandoff && !res.reentered
+		a.inRedis.own = !res.localHandover && !res.reentered
 		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
 	default:
@@ -238,7 +238,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 	if a.ch.w != nil {
 		// A queued waiter's turn is passed on by giveUp's script; a Mutex's
 		// queue has no turns: a wake-up of Redisson's kind is passed on.
-		a.ch.w.Leave(err != nil && (a.inRedis.tk == nil || p.hand == handThroughRedis))
+		a.ch.w.Leave(err != nil && (a.inRedis.tk == nil || p.handover == handoverThroughRedis))
 	}
 	if err == nil && a.queuedInRedis() && !a.inRedis.own {
 		e.leaveQueue(ctx, a) // the hold came another way: the call's place and field are left
@@ -266,17 +266,17 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 	if a.inRedis.tk != nil {
 		lapsed = a.inRedis.tk.Lapsed
 	}
-	var transferred <-chan handed
+	var handedOver <-chan handover
 	var poked <-chan struct{}
 	if a.place != nil {
-		transferred, poked = a.place.ch, a.place.poke
+		handedOver, poked = a.place.ch, a.place.poke
 	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
-	case x := <-transferred:
+	case x := <-handedOver:
 		a.place = nil
 		if e.adopt(ctx, a, x) && e.current(a) {
-			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandoff: true}))
+			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandover: true}))
 			return true, nil
 		}
 	case <-f.wake:
@@ -314,7 +314,7 @@ func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 	}
 	if a.queuedInRedis() && (a.ch.w.Named() || mutantHandAny) {
 		// A message naming its place: the lock is this call's.
-		if e.takeHanded(ctx, a) && e.current(a) {
+		if e.takeHandover(ctx, a) && e.current(a) {
 			a.inRedis.own = true
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
 			return true
@@ -328,12 +328,12 @@ func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 
 // bound is how long the call a waits for a wake-up before trying again,
 // after a try that found the lock taken for pttl. A queued Mutex call waits
-// no longer than its heartbeat timeout: a release may hand the lock to a
+// no longer than its heartbeat timeout: a release may hand the lock over to a
 // waiter ahead that died, which holds it until its heartbeat deadline and
 // then lets it expire without a message.
 func (a *call) bound(pttl time.Duration) time.Duration {
 	d := waitBound(pttl)
-	if a.inRedis.tk != nil && a.p.hand == handThroughRedis && !mutantNoFallback {
+	if a.inRedis.tk != nil && a.p.handover == handoverThroughRedis && !mutantNoFallback {
 		d = min(d, a.p.cfg.heartbeat)
 	}
 	return d

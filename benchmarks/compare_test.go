@@ -132,7 +132,7 @@ func TestQuick(t *testing.T) {
 	}
 	for _, prim := range r.Primitives {
 		for name, m := range map[string]map[string]benchmarks.Summary{"serial": r.Serial, "contended": r.Contended} {
-			if s := m[prim]; s.N == 0 || s.Rate() <= 0 || s.P50 <= 0 || s.Handoff50 <= 0 && name == "contended" {
+			if s := m[prim]; s.N == 0 || s.Rate() <= 0 || s.P50 <= 0 || s.Handover50 <= 0 && name == "contended" {
 				t.Errorf("%s/%s: no figures: %+v", name, prim, s)
 			}
 		}

@@ -24,9 +24,9 @@ func TestJain(t *testing.T) {
 	}
 }
 
-// A handoff is counted from a release to the next acquisition by another
-// goroutine; a goroutine taking the lock again is no handoff.
-func TestHandoffs(t *testing.T) {
+// A handover is counted from a release to the next acquisition by another
+// goroutine; a goroutine taking the lock again is no handover.
+func TestHandovers(t *testing.T) {
 	at := func(ms int) time.Time { return time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond) }
 	turns := []turn{
 		{g: 1, acquired: at(20), released: at(25)}, // out of order on purpose
@@ -35,11 +35,11 @@ func TestHandoffs(t *testing.T) {
 		{g: 2, acquired: at(28), released: at(30)},
 	}
 	want := []time.Duration{3 * time.Millisecond, 5 * time.Millisecond}
-	if got := handoffs(turns); !slices.Equal(got, want) {
-		t.Errorf("handoffs = %v, want %v", got, want)
+	if got := handovers(turns); !slices.Equal(got, want) {
+		t.Errorf("handovers = %v, want %v", got, want)
 	}
-	if got := handoffs(turns[:1]); len(got) != 0 {
-		t.Errorf("one turn: handoffs = %v, want none", got)
+	if got := handovers(turns[:1]); len(got) != 0 {
+		t.Errorf("one turn: handovers = %v, want none", got)
 	}
 }
 
@@ -57,12 +57,12 @@ func TestBusy(t *testing.T) {
 func TestMedian(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	rounds := []Summary{
-		{N: 300, Elapsed: time.Second, P50: ms(9), P99: ms(1), Handoff50: ms(5), Fairness: 0.5, Longest: ms(7), ServerCPU: 3},
-		{N: 100, Elapsed: time.Second, P50: ms(2), P99: ms(3), Handoff50: ms(1), Fairness: 0.9, Longest: ms(9), Stalled: 1, ServerCPU: 1, ClientCPU: 5},
-		{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7, Longest: ms(8), ServerCPU: 2, ClientCPU: 4},
+		{N: 300, Elapsed: time.Second, P50: ms(9), P99: ms(1), Handover50: ms(5), Fairness: 0.5, Longest: ms(7), ServerCPU: 3},
+		{N: 100, Elapsed: time.Second, P50: ms(2), P99: ms(3), Handover50: ms(1), Fairness: 0.9, Longest: ms(9), Stalled: 1, ServerCPU: 1, ClientCPU: 5},
+		{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handover50: ms(3), Fairness: 0.7, Longest: ms(8), ServerCPU: 2, ClientCPU: 4},
 	}
 	got := median(rounds)
-	want := Summary{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handoff50: ms(3), Fairness: 0.7,
+	want := Summary{N: 400, Elapsed: 2 * time.Second, P50: ms(4), P99: ms(2), Handover50: ms(3), Fairness: 0.7,
 		Longest: ms(8), Stalled: 1, ServerCPU: 2, ClientCPU: 4}
 	if got != want {
 		t.Errorf("median =\n%+v, want\n%+v", got, want)

@@ -92,7 +92,7 @@ func Redisync(opts ...redisync.Option) Peer {
 }
 
 // RedisyncPrimitives returns redisync's FIFO primitives in a Peer's shape,
-// for the scenarios that compare a lock's latency and handoffs: a
+// for the scenarios that compare a lock's latency and handovers: a
 // [redisync.FairMutex] and a [redisync.Semaphore] of one permit.
 func RedisyncPrimitives() []Peer {
 	return []Peer{

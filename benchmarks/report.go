@@ -10,16 +10,16 @@ import (
 
 // The targets the comparison is measured against.
 const (
-	TargetHandoffVsPing = 1.0 // 3: handoff p50 at most this many PING round trips
-	TargetHandoffP99    = 500 * time.Microsecond
-	TargetContended     = 1.2 // 3: acquisitions/s at least this many times the best peer's
-	TargetFairness      = 0.95
-	TargetLongestWait   = 10 * time.Millisecond
-	TargetOwnHandles    = 5.0 // 4b: at least this many times the best peer
-	TargetParallel      = 1.3 // 2: at least this many times the best peer
-	TargetAllocsPerPair = 9
-	TargetHeapPerLock   = 2048 // bytes
-	TargetWaiterConns   = 8    // 7: a constant, not one per waiter or name
+	TargetHandoverVsPing = 1.0 // 3: handover p50 at most this many PING round trips
+	TargetHandoverP99    = 500 * time.Microsecond
+	TargetContended      = 1.2 // 3: acquisitions/s at least this many times the best peer's
+	TargetFairness       = 0.95
+	TargetLongestWait    = 10 * time.Millisecond
+	TargetOwnHandles     = 5.0 // 4b: at least this many times the best peer
+	TargetParallel       = 1.3 // 2: at least this many times the best peer
+	TargetAllocsPerPair  = 9
+	TargetHeapPerLock    = 2048 // bytes
+	TargetWaiterConns    = 8    // 7: a constant, not one per waiter or name
 
 	// Server and client work (2: per parallel pair; 3: per acquisition).
 	TargetCommandsPerPair = 9   // 2: server commands, a script's inner ones included
@@ -29,7 +29,7 @@ const (
 
 	// Through the delay proxy (scenarios D0 to D3).
 	TargetDelayedContended = 1.5 // D3: acquisitions/s at least this many times the best peer's
-	TargetDelayedHandoff   = 1.2 // D3: handoff p50 at most this many PING round trips through the proxy
+	TargetDelayedHandover  = 1.2 // D3: handover p50 at most this many PING round trips through the proxy
 	TargetDelayedParallel  = 1.3 // D2: at least this many times the best peer
 )
 
@@ -57,10 +57,10 @@ func (r *Results) Targets() []Target {
 		ts = append(ts, Target{Scenario: scenario, Goal: goal, Value: value, Holds: known && holds, Known: known})
 	}
 	c, ok := r.Contended[subjectName]
-	ratio := float64(c.Handoff50) / float64(r.Ping.P50)
-	add("3", fmt.Sprintf("handoff p50 ≤ %.1f× PING p50", TargetHandoffVsPing), ok && r.Ping.N > 0,
-		fmt.Sprintf(ratioFormat+" (%s)", ratio, fmtDur(c.Handoff50)), ratio <= TargetHandoffVsPing)
-	add("3", "handoff p99 ≤ "+fmtDur(TargetHandoffP99), ok, fmtDur(c.Handoff99), c.Handoff99 <= TargetHandoffP99)
+	ratio := float64(c.Handover50) / float64(r.Ping.P50)
+	add("3", fmt.Sprintf("handover p50 ≤ %.1f× PING p50", TargetHandoverVsPing), ok && r.Ping.N > 0,
+		fmt.Sprintf(ratioFormat+" (%s)", ratio, fmtDur(c.Handover50)), ratio <= TargetHandoverVsPing)
+	add("3", "handover p99 ≤ "+fmtDur(TargetHandoverP99), ok, fmtDur(c.Handover99), c.Handover99 <= TargetHandoverP99)
 	for _, t := range []struct {
 		scenario string
 		m        map[string]Summary
@@ -246,7 +246,7 @@ var (
 	p50      = func(s Summary) string { return fmtDur(s.P50) }
 	p99      = func(s Summary) string { return fmtDur(s.P99) }
 	fairness = func(s Summary) string { return fmt.Sprintf("%.2f", s.Fairness) }
-	handoff  = func(s Summary) string { return fmtDur(s.Handoff50) + " / " + fmtDur(s.Handoff99) }
+	handover = func(s Summary) string { return fmtDur(s.Handover50) + " / " + fmtDur(s.Handover99) }
 	longest  = func(s Summary) string { return fmtDur(s.Longest) }
 	cpu      = func(s Summary) string { return fmtCPU(s.ServerCPU) + " / " + fmtCPU(s.ClientCPU) }
 	commands = func(s Summary) string { return fmt.Sprintf("%.1f", s.Commands) }
@@ -354,12 +354,12 @@ func (r *Results) serialRows(row rowFunc) {
 	row("1 serial", "lock+unlock p99", summary(r.Serial, p99))
 }
 
-// contendedRows writes scenario 3's rate, fairness, handoffs and longest
+// contendedRows writes scenario 3's rate, fairness, handovers and longest
 // wait.
 func (r *Results) contendedRows(row rowFunc) {
 	row(fmt.Sprintf("3 contended, %d clients", ContendedClients), "acquisitions/s", summary(r.Contended, rate))
 	row("3 contended", "fairness (Jain's index over clients)", summary(r.Contended, fairness))
-	row("3 contended", "handoff p50 / p99 (to another client)", summary(r.Contended, handoff))
+	row("3 contended", "handover p50 / p99 (to another client)", summary(r.Contended, handover))
 	row("3 contended", "longest wait", summary(r.Contended, longest))
 }
 
@@ -373,7 +373,7 @@ func (r *Results) notes(b *strings.Builder) {
 - Locks are taken and released under context.Background(), as Lock and Unlock use. Under a context that can be cancelled but has no deadline, rueidis sends every call of the rueidis-based libraries through its pipelining goroutines, and a redisync release makes its own timeout: a pair then took about 200 µs and 9 allocations instead of about 130 µs and 4.
 - CPU per pair (1, 2) or acquisition (3): redis-server's (INFO cpu) and this process's (getrusage) CPU time over the scenario, divided by the pairs or acquisitions; the two share the machine's cores.
 - 0: one PING round trip through a rueidis client with redisync's options: the least a message from one client through Redis to another can take. 1: one goroutine, one name.
-- 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handoff = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section. 4b: the same with a handle per goroutine (as a handle per request gives).
+- 2: %d goroutines of one client, a name each. 3: %d clients (own connections, as processes), one goroutine each, one name, %v critical section (busy work); wait = time inside Lock; fairness = Jain's index of the clients' acquisitions; handover = from a holder's call to Unlock to another client's return from Lock; longest wait counts a wait still pending at the end; "never woken" counts waits still pending %v after the end, when every other goroutine had released and stopped. 4: %d goroutines sharing one handle of one client, one name, empty critical section. 4b: the same with a handle per goroutine (as a handle per request gives).
 - 5: %d redisync Mutexes held with WithWatchdogTimeout(%v) (renewal every %v) for %v; script calls from INFO commandstats, CPU from getrusage and INFO cpu.
 - 6: allocations per pair over %d pairs, process-wide; heap per held lock after GC with %d locks held (handles included; goroutine stacks are not heap).
 - 7: %d goroutines of one client, each with its own handle on one of %d names held by another client; connections = connected_clients added by the waiting client; drain = from release of the names until every waiter has locked and unlocked (at most %v).
@@ -442,7 +442,7 @@ func (r *Results) delayedTable(b *strings.Builder) {
 	row(fmt.Sprintf("D2 parallel, %d goroutines", ParallelGoroutines), "pairs/s", summary(d.Parallel, rate))
 	row(fmt.Sprintf("D3 contended, %d clients", ContendedClients), "acquisitions/s", summary(d.Contended, rate))
 	row("D3 contended", "fairness (Jain's index over clients)", summary(d.Contended, fairness))
-	row("D3 contended", "handoff p50 / p99 (to another client)", summary(d.Contended, handoff))
+	row("D3 contended", "handover p50 / p99 (to another client)", summary(d.Contended, handover))
 	row("D3 contended", "longest wait", summary(d.Contended, longest))
 }
 
@@ -458,9 +458,9 @@ func (r *Results) delayedTargets() []Target {
 		ts = append(ts, Target{Scenario: scenario, Goal: goal, Value: value, Holds: known && holds, Known: known})
 	}
 	c, ok := d.Contended[subjectName]
-	ratio := float64(c.Handoff50) / float64(max(d.Ping.P50, 1))
-	add("D3", fmt.Sprintf("handoff p50 ≤ %.1f× PING p50 through the proxy", TargetDelayedHandoff), ok && d.Ping.N > 0,
-		fmt.Sprintf(ratioFormat+" (%s)", ratio, fmtDur(c.Handoff50)), ratio <= TargetDelayedHandoff)
+	ratio := float64(c.Handover50) / float64(max(d.Ping.P50, 1))
+	add("D3", fmt.Sprintf("handover p50 ≤ %.1f× PING p50 through the proxy", TargetDelayedHandover), ok && d.Ping.N > 0,
+		fmt.Sprintf(ratioFormat+" (%s)", ratio, fmtDur(c.Handover50)), ratio <= TargetDelayedHandover)
 	for _, t := range []struct {
 		scenario string
 		m        map[string]Summary

@@ -19,7 +19,7 @@ const (
 	ParallelGoroutines = 64
 	// ContendedClients is scenario 3's Client count: separate connections,
 	// as separate processes would have. Each runs one goroutine, so the
-	// scenario measures handoffs between processes only (scenario 4 covers
+	// scenario measures handovers between processes only (scenario 4 covers
 	// goroutines of one process).
 	ContendedClients = 4
 	// CriticalSection is how long scenario 3 holds the lock, busy (a sleep
@@ -47,12 +47,12 @@ type Summary struct {
 	// Of scenarios 2 to 4: Fairness is Jain's index of the acquisitions per
 	// goroutine (1: equal shares; 1/n: one took all); Longest is the longest
 	// wait in Lock, a stalled one (until cancelled) included. Of scenarios 3
-	// and 4 (one lock): Handoff50 and Handoff99 are percentiles of the time
+	// and 4 (one lock): Handover50 and Handover99 are percentiles of the time
 	// from a holder's call to Unlock to the next acquisition's return when
 	// another goroutine (in scenario 3, another client) makes it.
-	Fairness             float64
-	Handoff50, Handoff99 time.Duration
-	Longest              time.Duration
+	Fairness               float64
+	Handover50, Handover99 time.Duration
+	Longest                time.Duration
 	// Of scenarios 1 and 2: the CPU time per operation of redis-server
 	// (INFO cpu) and of this process (getrusage), warm-up included, and
 	// the commands the server ran per operation (INFO commandstats, a
@@ -81,11 +81,11 @@ func jain(counts []int) float64 {
 	return sum * sum / (float64(len(counts)) * squares)
 }
 
-// handoffs returns, sorted, the times from a release to the next
+// handovers returns, sorted, the times from a release to the next
 // acquisition of the lock when another goroutine made it (turns of one lock,
 // in any order; 0 if the next acquisition came first, as after a lost
 // lock).
-func handoffs(turns []turn) []time.Duration {
+func handovers(turns []turn) []time.Duration {
 	slices.SortFunc(turns, func(a, b turn) int { return a.acquired.Compare(b.acquired) })
 	var out []time.Duration
 	for i := 1; i < len(turns); i++ {
@@ -361,8 +361,8 @@ func hammer(ctx context.Context, d time.Duration, n int, mutex func(g int) Mutex
 		sum.Longest = all[len(all)-1] // summarize sorted it
 	}
 	sum.Longest = max(sum.Longest, slices.Max(stalls))
-	hs := handoffs(slices.Concat(turns...))
-	sum.Handoff50, sum.Handoff99 = percentile(hs, 50), percentile(hs, 99)
+	hs := handovers(slices.Concat(turns...))
+	sum.Handover50, sum.Handover99 = percentile(hs, 50), percentile(hs, 99)
 	return sum, nil
 }
 

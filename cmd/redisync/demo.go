@@ -53,10 +53,10 @@ type sceneResult struct {
 	maxHolders   int
 	// limit is how many may be inside at once: 1 for a lock (also when 0),
 	// a Semaphore's size. The demo fails if the counter ever exceeds it.
-	limit    int
-	handoffs []time.Duration
-	takeover time.Duration // from a kill or pause to the next acquisition; 0 if none
-	lease    time.Duration // the lease that ran out before the takeover
+	limit     int
+	handovers []time.Duration
+	takeover  time.Duration // from a kill or pause to the next acquisition; 0 if none
+	lease     time.Duration // the lease that ran out before the takeover
 
 	// fenced marks the fenced scene. It does not count holders: its point is
 	// that a paused holder still believes it holds the lock after its lease
@@ -221,7 +221,7 @@ func (d *demo) summary(results []sceneResult) error {
 	most, semMost, semLimit, inversions := 0, 0, 0, 0
 	var failed error
 	for i, r := range results {
-		slices.Sort(r.handoffs)
+		slices.Sort(r.handovers)
 		limit := max(r.limit, 1)
 		parts := []string{fmt.Sprintf("%d workers", r.workers), fmt.Sprintf("%d acquisitions", r.acquisitions)}
 		switch {
@@ -235,9 +235,9 @@ func (d *demo) summary(results []sceneResult) error {
 		if !r.fenced {
 			parts = append(parts, fmt.Sprintf("at most %d inside (%d allowed)", r.maxHolders, limit))
 		}
-		if len(r.handoffs) > 0 {
-			parts = append(parts, fmt.Sprintf("handoff p50 %s, p99 %s",
-				roundDuration(percentile(r.handoffs, 50)), roundDuration(percentile(r.handoffs, 99))))
+		if len(r.handovers) > 0 {
+			parts = append(parts, fmt.Sprintf("handover p50 %s, p99 %s",
+				roundDuration(percentile(r.handovers, 50)), roundDuration(percentile(r.handovers, 99))))
 		}
 		if r.takeover > 0 {
 			parts = append(parts, fmt.Sprintf("takeover %s (lease %v)", roundDuration(r.takeover), cmp.Or(r.lease, demoWatchdog)))
@@ -270,7 +270,7 @@ func (d *demo) totals(most, semMost, semLimit, inversions int) {
 		fmt.Fprintf(d.std.out, "most inside the Semaphore at once: %d of %d permits (the same counter)\n", semMost, semLimit)
 	}
 	fmt.Fprintf(d.std.out, "order inversions: %d (pairs of FairMutex waiters served in the opposite order\n  of their arrival in the queue)\n", inversions)
-	fmt.Fprint(d.std.out, "handoff: from the start of one worker's Unlock to the next worker holding the\n  lock, across processes\n")
+	fmt.Fprint(d.std.out, "handover: from the start of one worker's Unlock to the next worker holding the\n  lock, across processes\n")
 	fmt.Fprint(d.std.out, "takeover: from a holder's kill or pause to the next worker holding the lock,\n  once the lease ran out\n")
 	fmt.Fprint(d.std.out, "stale writes rejected: writes with an outdated fencing token refused by the\n"+
 		"  Fence; the fenced scene does not count holders, since a paused holder still\n"+

@@ -15,7 +15,7 @@ import (
 // reorderDelay is how long an event waits before it is shown. Workers write
 // to separate pipes, so a release can be read after the acquisition it
 // enabled; holding events back this long lets them be shown in the order of
-// their timestamps (holds last tens of milliseconds, handoffs well under one).
+// their timestamps (holds last tens of milliseconds, handovers well under one).
 const reorderDelay = 30 * time.Millisecond
 
 // sceneTimeout bounds one scene, so a demo that goes wrong ends with an error.
@@ -88,7 +88,7 @@ type stage struct {
 	running int
 	res     sceneResult
 
-	lastRelease time.Time // the latest release, for the next handoff
+	lastRelease time.Time // the latest release, for the next handover
 	releaser    *lane
 	killedAt    time.Time // the latest kill, for the takeover
 	pausedAt    time.Time // the latest pause, for the takeover
@@ -206,7 +206,7 @@ func (st *stage) apply(ev workerEvent) {
 	}
 }
 
-// acquired records and shows an acquisition: its handoff from the previous
+// acquired records and shows an acquisition: its handover from the previous
 // holder, or its takeover after a kill.
 func (st *stage) acquired(ev workerEvent) {
 	l := ev.lane
@@ -236,7 +236,7 @@ func (st *stage) acquired(ev workerEvent) {
 	st.show(ev.at, l.label+" acquired  "+note)
 }
 
-// acquiredNote says how the acquisition ev came, timing its handoff or
+// acquiredNote says how the acquisition ev came, timing its handover or
 // takeover; holders are inside now, limit allowed.
 func (st *stage) acquiredNote(ev workerEvent, holders, limit int) string {
 	l := ev.lane
@@ -244,15 +244,15 @@ func (st *stage) acquiredNote(ev workerEvent, holders, limit int) string {
 	switch {
 	case limit > 1:
 		// Several hold at once: a release does not hand over to one waiter,
-		// so there is no handoff to time.
+		// so there is no handover to time.
 		note = fmt.Sprintf("%d of %d inside", holders, limit)
 		if len(ev.vals) > 1 {
 			note += fmt.Sprintf(", waited %s", roundDuration(time.Duration(ev.vals[1])))
 		}
 	case !st.lastRelease.IsZero() && l.since.Before(st.lastRelease):
-		// A handoff: l was waiting when the lock was released.
+		// A handover: l was waiting when the lock was released.
 		d := ev.at.Sub(st.lastRelease)
-		st.res.handoffs = append(st.res.handoffs, d)
+		st.res.handovers = append(st.res.handovers, d)
 		note = fmt.Sprintf("%s after %s released", roundDuration(d), st.releaser.label)
 		if st.releaser == l {
 			note = fmt.Sprintf("again, %s after releasing", roundDuration(d))

@@ -42,7 +42,7 @@ const holdersPrefix = "redisync_demo_holders"
 //	                          (0: not counted); the wait; a FencedMutex's token
 //	wrote <token>             its write through the Fence was accepted
 //	rejected <token>          its write was rejected: a stale token
-//	releasing                 about to unlock (the start of the handoff)
+//	releasing                 about to unlock (the start of the handover)
 //	done                      finished its rounds
 //
 // Errors go to stderr, with a non-zero exit.
@@ -210,7 +210,7 @@ func (l semLock) UnlockContext(context.Context) error {
 // connections (two on two CPUs, four from four CPUs on), sends each keyed
 // command on one of them at random, and dials each the first time it is
 // picked: a fresh process that locks once would otherwise pay a dial and a
-// handshake (5-9 ms measured) inside one of the handoffs the scenes time,
+// handshake (5-9 ms measured) inside one of the handovers the scenes time,
 // where a long-running service has its connections open. Enough keyed reads
 // that every connection is picked with near certainty (one of four is
 // missed by 32 with odds below 1 in 2,000).

@@ -162,7 +162,7 @@ func checkDemo(t *testing.T, out string) {
 	require.Regexp(t, `w[23] acquired  took over [0-9.]+m?s after the kill`, out)
 	// Summary rows: 4 workers x 5 rounds; then the victim's one hold and
 	// 2 workers x 3 rounds: workers, acquisitions, most holders.
-	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock\n      4 workers, 20 acquisitions, at most 1 inside \(1 allowed\),\n      handoff p50 `, out)
+	require.Regexp(t, `(?m)^  1 Mutex: four worker processes contend for one lock\n      4 workers, 20 acquisitions, at most 1 inside \(1 allowed\),\n      handover p50 `, out)
 	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL\n      3 workers, 7 acquisitions, at most 1 inside \(1 allowed\),\n`, out)
 	require.Regexp(t, `(?m)^  2 Mutex: the holder is killed with SIGKILL\n(?s:.*?)takeover [0-9.]+m?s \(lease 1.5s\)$`, out)
 	for _, l := range strings.Split(out[strings.Index(out, "summary"):], "\n") {

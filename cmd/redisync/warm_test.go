@@ -18,7 +18,7 @@ import (
 // A demo worker opens every connection of its client before it reports
 // ready (see warm): a fresh rueidis client has dialed one of them (of two
 // on two CPUs, four from four on), and warm leaves it with all, so no timed
-// handoff pays for a dial.
+// handover pays for a dial.
 func TestWarmOpensEveryConnection(t *testing.T) {
 	if target.Mini != nil {
 		t.Skipf("miniredis lacks CLIENT LIST; %s", redisserver.InstallHint)

@@ -316,8 +316,8 @@ func TestReport(t *testing.T) {
 	if r.Faults["F1"] != 1 || r.TTR["F1"].N != 1 || r.TTR["F1"].P50 != 960 {
 		t.Errorf("faults %v, ttr %+v", r.Faults, r.TTR)
 	}
-	if r.Handoff.N != 1 || r.Handoff.P50 != 1 {
-		t.Errorf("handoff %+v", r.Handoff)
+	if r.Handover.N != 1 || r.Handover.P50 != 1 {
+		t.Errorf("handover %+v", r.Handover)
 	}
 	if r.Failed() {
 		t.Errorf("failed: %+v", r.Unexpected)

@@ -34,9 +34,9 @@ type Report struct {
 	// healing (for a failover: until the new master serves and, after a
 	// killed master, that one is back as a replica in sync).
 	Window map[string]Dist `json:"window_ms"`
-	// Handoff is release to next acquisition while waiters waited, away from
+	// Handover is release to next acquisition while waiters waited, away from
 	// faults.
-	Handoff Dist `json:"handoff_ms"`
+	Handover Dist `json:"handover_ms"`
 	// Told is, per fault kind, how long a parked holder took to see Done
 	// close after its loss became observable (for F5: after it was cut off).
 	Told map[string]Dist `json:"told_ms"`
@@ -143,7 +143,7 @@ func Summarize(h *History, vs []Violation) *Report {
 		r.Window[k] = dist(ws)
 	}
 	r.TTR = m.recovery()
-	r.Handoff = m.handoffs()
+	r.Handover = m.handovers()
 	r.Overrun, r.CallSlack = dist(m.overruns()), h.Params.CallSlack.String()
 	times := make([]int64, 0, len(h.Events))
 	for _, e := range h.Events {
@@ -220,10 +220,10 @@ func (m *model) recovery() map[string]Dist {
 	return out
 }
 
-// handoffs measures release to next acquisition of the same lock when a
+// handovers measures release to next acquisition of the same lock when a
 // waiter waited at the release and no fault was near. Locks with shared
 // holders are left out: their releases and acquisitions do not pair up.
-func (m *model) handoffs() Dist {
+func (m *model) handovers() Dist {
 	var out []int64
 	waits := byResource(m.waits, func(w *wait) string { return w.R })
 	lease := int64(m.Params.Lease)
@@ -342,8 +342,8 @@ func (r *Report) Table() string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", inv, c.Expected, c.Unexpected, strings.Join(by, ", "))
 	}
-	fmt.Fprintf(&b, "\nhandoff without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handoffs; longest silence %.0f ms\n",
-		r.Handoff.P50, r.Handoff.P99, r.Handoff.Max, r.Handoff.N, r.Silence)
+	fmt.Fprintf(&b, "\nhandover without faults: p50 %.2f ms, p99 %.2f ms, max %.1f ms over %d handovers; longest silence %.0f ms\n",
+		r.Handover.P50, r.Handover.P99, r.Handover.Max, r.Handover.N, r.Silence)
 	fmt.Fprintf(&b, "queued waiters that lost their place and queued again: %d, %d of them away from faults\n",
 		r.Requeued, r.QuietRequeues)
 	fmt.Fprintf(&b, "calls past their deadline: p99 %.1f ms, max %.0f ms over %d calls (I10 allows %v)\n",

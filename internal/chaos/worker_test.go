@@ -283,7 +283,7 @@ func (w *worker) Observe(ctx context.Context, ev redisync.Event) {
 		s, ok := ctx.Value(slotKey{}).(*slot)
 		switch {
 		case !ok:
-		case ev.LocalHandoff:
+		case ev.LocalHandover:
 			w.emit(Event{G: s.g, K: Handover, R: s.res})
 		case ev.Handed:
 			w.emit(Event{G: s.g, K: Handed, R: s.res})

@@ -28,7 +28,7 @@ import (
 const WakeAll = -1
 
 // Linger is how long a channel stays subscribed after its last waiter left.
-// Waiters of a busy lock come and go with every handoff; keeping the
+// Waiters of a busy lock come and go with every handover; keeping the
 // subscription a moment spares each of them a SUBSCRIBE and an UNSUBSCRIBE.
 const Linger = time.Second
 
@@ -118,7 +118,7 @@ func OnSubscribe(f func(channel string, again bool)) Option {
 }
 
 // OnMessage makes the Registry call f with each message that arrives, before
-// the message wakes any waiter (the handoff benchmark times its stages with
+// the message wakes any waiter (the handover benchmark times its stages with
 // it). f runs on the connection's reading goroutine and must not block.
 func OnMessage(f func(channel, message string)) Option {
 	return func(r *Registry) { r.onMessage = f }

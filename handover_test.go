@@ -16,7 +16,7 @@ import (
 // Goroutines sharing one handle hand the hold to each other without a round
 // trip to Redis, yet a waiter in another Client still gets its turn while
 // they go on: after at most 64 handovers (or 1 ms) the hold goes back to Redis.
-func TestMutexLocalHandoff(t *testing.T) {
+func TestMutexLocalHandover(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
 	name := freshName(t)
 	c, rc := newClient(t, standalone)
@@ -52,7 +52,7 @@ func TestMutexLocalHandoff(t *testing.T) {
 
 // A caller that gives up while queued for a handover is not handed the hold;
 // the release goes to Redis instead.
-func TestMutexHandoffToLeaver(t *testing.T) {
+func TestMutexHandoverToLeaver(t *testing.T) {
 	name := freshName(t)
 	c, _ := newClient(t, standalone)
 	m := c.NewMutex(name)
@@ -73,7 +73,7 @@ func TestMutexHandoffToLeaver(t *testing.T) {
 
 // A FencedMutex never hands a hold over locally: each acquisition takes a
 // new token from Redis.
-func TestFencedMutexNoLocalHandoff(t *testing.T) {
+func TestFencedMutexNoLocalHandover(t *testing.T) {
 	name := freshName(t)
 	c, _ := newClient(t, standalone)
 	fm := c.NewFencedMutex(name)
@@ -105,7 +105,7 @@ func TestFencedMutexNoLocalHandoff(t *testing.T) {
 // longer than 1 ms since it came from Redis is released there, not handed
 // to the local caller waiting for it, so every one of these 2 ms critical
 // sections costs an acquire and a release in Redis.
-func TestMutexHandoffTimeBound(t *testing.T) {
+func TestMutexHandoverTimeBound(t *testing.T) {
 	requireReal(t, standalone, "INFO commandstats")
 	name := freshName(t)
 	c, rc := newClient(t, standalone)

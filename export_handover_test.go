@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// LongHandoffsForTest lifts the time bound of local handovers (1 ms) until
+// LongHandoversForTest lifts the time bound of local handovers (1 ms) until
 // restore is called, for tests whose steps may take longer than that on a
 // loaded machine.
-func LongHandoffsForTest() (restore func()) {
-	saved := maxHandoffTime
-	maxHandoffTime = time.Hour
-	return func() { maxHandoffTime = saved }
+func LongHandoversForTest() (restore func()) {
+	saved := maxHandoverTime
+	maxHandoverTime = time.Hour
+	return func() { maxHandoverTime = saved }
 }
 
 // WithOnMessageForTest makes a Client call f with each Pub/Sub message it
@@ -46,12 +46,12 @@ func TransferWaitersForTest(c *Client, name string) int {
 // waits for the taker's owner's other calls as long as ctx lasts.
 func HandOverInFlightForTest(giver, taker *Mutex) (take func(ctx context.Context) (adopted bool, ended error)) {
 	p := taker.proto(taker.owner)
-	w := taker.c.handovers.queue(&call{p: p, mode: waitHandoff, n: 1})
+	w := taker.c.handovers.queue(&call{p: p, mode: waitHandover, n: 1})
 	giver.Unlock()
 	return func(ctx context.Context) (bool, error) {
 		select {
 		case x := <-w.ch:
-			if taker.c.adopt(ctx, &call{p: p, mode: waitHandoff, n: 1}, x) {
+			if taker.c.adopt(ctx, &call{p: p, mode: waitHandover, n: 1}, x) {
 				return true, nil
 			}
 			_, err := x.t.result()
