@@ -30,9 +30,9 @@ func ReadRenewEveryForTest(d time.Duration) (restore func()) {
 	return func() { readRenewEvery = saved }
 }
 
-// TransferWaitersForTest returns how many waiting calls of c wait in its
+// HandoverWaitersForTest returns how many waiting calls of c wait in its
 // queue of the Mutex called name.
-func TransferWaitersForTest(c *Client, name string) int {
+func HandoverWaitersForTest(c *Client, name string) int {
 	c.handovers.mu.Lock()
 	defer c.handovers.mu.Unlock()
 	return len(c.handovers.queues[holdKey{kind: exclusive, name: name}])

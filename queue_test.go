@@ -327,7 +327,7 @@ func TestMutexOneQueuedPerClient(t *testing.T) {
 			m.Unlock()
 		})
 	}
-	require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(waiters, name) == 5 }, hang, time.Millisecond)
+	require.Eventually(t, func() bool { return redisync.HandoverWaitersForTest(waiters, name) == 5 }, hang, time.Millisecond)
 	waitMutexQueued(t, rc, name, 1)
 	time.Sleep(100 * time.Millisecond)
 	assert.Len(t, mutexQueue(t, rc, name), 1, "more than one call of the Client queued in Redis")

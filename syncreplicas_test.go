@@ -173,7 +173,7 @@ func TestSyncReplicasNoHandoverFromPlain(t *testing.T) {
 		t.Cleanup(func() { _ = replica.Resume() })
 		require.NoError(t, plain.LockContext(ctx))
 		got := inBackground(synced.LockContext)
-		require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 1 }, hang, time.Millisecond,
+		require.Eventually(t, func() bool { return redisync.HandoverWaitersForTest(c, name) == 1 }, hang, time.Millisecond,
 			"the synced handle never waited")
 		plain.Unlock()
 		err := <-got
@@ -228,10 +228,10 @@ func TestSyncReplicasRefusedWaiterDoesNotBlockPlain(t *testing.T) {
 					}
 				}
 			}()
-			require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 1 }, hang, time.Millisecond,
+			require.Eventually(t, func() bool { return redisync.HandoverWaitersForTest(c, name) == 1 }, hang, time.Millisecond,
 				"the synced handle never waited")
 			got := inBackground(plain.LockContext)
-			require.Eventually(t, func() bool { return redisync.TransferWaitersForTest(c, name) == 2 }, hang, time.Millisecond,
+			require.Eventually(t, func() bool { return redisync.HandoverWaitersForTest(c, name) == 2 }, hang, time.Millisecond,
 				"the plain handle never waited behind it")
 			holder.Unlock()
 			var err error
