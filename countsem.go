@@ -44,7 +44,7 @@ import (
 // copied after first use.
 type CountingSemaphore struct {
 	h       handle // its Client, options and name; it holds nothing the Client tracks
-	l       layout.RSem
+	l       layout.CountSem
 	size    int64
 	sizeArg string
 	p       *protocol
@@ -64,11 +64,11 @@ func (c *Client) NewCountingSemaphore(name string, size int64, opts ...Option) *
 	if size > MaxSemaphoreSize {
 		panic("redisync: counting semaphore size > MaxSemaphoreSize")
 	}
-	s := &CountingSemaphore{l: layout.RSemOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
+	s := &CountingSemaphore{l: layout.CountSemOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
 	c.initHandle(&s.h, PrimitiveCountingSemaphore, name, opts)
 	p := s.h.protocol(exclusive, s.l.Key, s.h.owner, PrimitiveCountingSemaphore, s.l.Channel, countingPolicy)
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
-		r, err := c.scripts.AcquireRSem(ctx, &s.l, a.field, int64(a.n), s.sizeArg, tombstoneTTL)
+		r, err := c.scripts.AcquireCountSem(ctx, &s.l, a.field, int64(a.n), s.sizeArg, tombstoneTTL)
 		switch {
 		case err != nil:
 			return r, err
@@ -84,7 +84,7 @@ func (c *Client) NewCountingSemaphore(name string, size int64, opts ...Option) *
 		return r, nil
 	}
 	p.undo = func(ctx context.Context, field string, n int) error {
-		_, err := c.scripts.UndoRSem(ctx, &s.l, field, int64(n), tombstoneTTL)
+		_, err := c.scripts.UndoCountSem(ctx, &s.l, field, int64(n), tombstoneTTL)
 		return err
 	}
 	s.p = p
@@ -217,7 +217,7 @@ func (s *CountingSemaphore) Release(n int64) {
 // release runs the release id of n permits once, as attempt, and reports
 // whether it is done: Redis confirmed it, or refused it (which is logged).
 func (s *CountingSemaphore) release(ctx context.Context, id string, n int64, attempt int) bool {
-	_, _, err := s.h.c.direct.ReleaseRSem(ctx, &s.l, id, n, tombstoneTTL)
+	_, _, err := s.h.c.direct.ReleaseCountSem(ctx, &s.l, id, n, tombstoneTTL)
 	switch {
 	case err == nil:
 		s.h.c.wakeEvery(s.l.Channel) // this process's waiters, without the round trip

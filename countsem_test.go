@@ -21,7 +21,7 @@ import (
 type javaSem struct {
 	t       *testing.T
 	rc      rueidis.Client
-	l       layout.RSem
+	l       layout.CountSem
 	publish string
 }
 
@@ -30,7 +30,7 @@ func newJavaSem(t *testing.T, rc rueidis.Client, name string) *javaSem {
 	if rc.Mode() == rueidis.ClientModeCluster {
 		publish = "spublish"
 	}
-	return &javaSem{t: t, rc: rc, l: layout.RSemOf(name), publish: publish}
+	return &javaSem{t: t, rc: rc, l: layout.CountSemOf(name), publish: publish}
 }
 
 func (j *javaSem) tryAcquire(n int) bool {
@@ -162,7 +162,7 @@ func TestCountingSemaphoreLateAndLost(t *testing.T) {
 	require.NoError(t, s.Acquire(ctx, 1))
 	s.Release(1) // the count is set: 2
 
-	lc.Hold(scripts.RSemAcquire, 1)
+	lc.Hold(scripts.CountSemAcquire, 1)
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
 	require.ErrorIs(t, s.Acquire(short, 1), context.DeadlineExceeded)
@@ -170,7 +170,7 @@ func TestCountingSemaphoreLateAndLost(t *testing.T) {
 	assert.EqualValues(t, 2, free(), "a late copy took a permit")
 	assert.Zero(t, s.Held())
 
-	lc.DelayReply(scripts.RSemAcquire, 1)
+	lc.DelayReply(scripts.CountSemAcquire, 1)
 	short2, cancelShort2 := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort2()
 	require.ErrorIs(t, s.Acquire(short2, 1), context.DeadlineExceeded)
@@ -179,7 +179,7 @@ func TestCountingSemaphoreLateAndLost(t *testing.T) {
 	assert.Zero(t, s.Held())
 
 	require.NoError(t, s.Acquire(ctx, 2))
-	lc.DelayReply(scripts.RSemRelease, 1)
+	lc.DelayReply(scripts.CountSemRelease, 1)
 	go func() {
 		for lc.Caught() == 0 {
 			time.Sleep(10 * time.Millisecond)

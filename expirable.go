@@ -45,7 +45,7 @@ import (
 // after first use.
 type ExpirableSemaphore struct {
 	h       handle // its Client, options and name; it holds nothing the Client tracks
-	l       layout.RPermit
+	l       layout.ExpirableSem
 	size    int64
 	sizeArg string
 	p       *protocol
@@ -65,11 +65,11 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 	if size > MaxSemaphoreSize {
 		panic("redisync: expirable semaphore size > MaxSemaphoreSize")
 	}
-	s := &ExpirableSemaphore{l: layout.RPermitOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
+	s := &ExpirableSemaphore{l: layout.ExpirableSemOf(name), size: size, sizeArg: strconv.FormatInt(size, 10)}
 	c.initHandle(&s.h, PrimitiveExpirableSemaphore, name, opts)
 	p := s.h.protocol(exclusive, s.l.Key, s.h.owner, PrimitiveExpirableSemaphore, s.l.Channel, countingPolicy)
 	p.acquire = func(ctx context.Context, a acquisition) (scripts.Reply, error) {
-		r, err := c.scripts.AcquireRPerm(ctx, &s.l, a.field, s.sizeArg, a.permitLease, tombstoneTTL, permitIDs(a.field, a.n, idBytes))
+		r, err := c.scripts.AcquireExpirable(ctx, &s.l, a.field, s.sizeArg, a.permitLease, tombstoneTTL, permitIDs(a.field, a.n, idBytes))
 		switch {
 		case err != nil:
 			return r, err
@@ -88,7 +88,7 @@ func (c *Client) NewExpirableSemaphore(name string, size int64, opts ...Option) 
 		return r, nil
 	}
 	p.undo = func(ctx context.Context, field string, n int) error {
-		_, err := c.scripts.UndoRPerm(ctx, &s.l, field, tombstoneTTL, permitIDs(field, n, idBytes))
+		_, err := c.scripts.UndoExpirable(ctx, &s.l, field, tombstoneTTL, permitIDs(field, n, idBytes))
 		return err
 	}
 	s.p = p
@@ -262,7 +262,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, cleanupBudget)
 		var err error
-		held, ended, err = s.h.c.direct.ReleaseRPerm(actx, &s.l, id, tombstoneTTL, members)
+		held, ended, err = s.h.c.direct.ReleaseExpirable(actx, &s.l, id, tombstoneTTL, members)
 		cancel()
 		if err == nil {
 			break
@@ -295,7 +295,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Duration) error {
 	arg := leaseArg(lease)
 	m := permitMembers([]string{id})
-	ok, err := s.h.c.direct.RenewRPerm(ctx, &s.l, m[0], m[1], arg)
+	ok, err := s.h.c.direct.RenewExpirable(ctx, &s.l, m[0], m[1], arg)
 	switch {
 	case err != nil:
 		return fmt.Errorf("redisync: ExpirableSemaphore %q: renew: %w", s.h.name, err)
@@ -309,7 +309,7 @@ func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Du
 // are given back (as Java's availablePermits does), or the handle's size
 // when the name was never used (the first acquire sets it).
 func (s *ExpirableSemaphore) Available(ctx context.Context) (int64, error) {
-	n, err := s.h.c.direct.AvailableRPerm(ctx, &s.l)
+	n, err := s.h.c.direct.AvailableExpirable(ctx, &s.l)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("redisync: ExpirableSemaphore %q: %w", s.h.name, err)

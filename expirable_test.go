@@ -30,7 +30,7 @@ import (
 type javaPerm struct {
 	t       *testing.T
 	rc      rueidis.Client
-	l       layout.RPermit
+	l       layout.ExpirableSem
 	publish string
 	text    bool
 }
@@ -58,7 +58,7 @@ func newJavaPerm(t *testing.T, rc rueidis.Client, name string) *javaPerm {
 	if rc.Mode() == rueidis.ClientModeCluster {
 		publish = "spublish"
 	}
-	return &javaPerm{t: t, rc: rc, l: layout.RPermitOf(name), publish: publish}
+	return &javaPerm{t: t, rc: rc, l: layout.ExpirableSemOf(name), publish: publish}
 }
 
 func (j *javaPerm) now() int64 {
@@ -70,7 +70,7 @@ func (j *javaPerm) now() int64 {
 // tryAcquire is tryAcquire(leaseTime) for the permit id: lease 0 is none.
 func (j *javaPerm) tryAcquire(id string, lease time.Duration) bool {
 	now := j.now()
-	end := int64(layout.RPermitNoLease)
+	end := int64(layout.ExpirableSemNoLease)
 	if lease > 0 {
 		end = now + lease.Milliseconds()
 	}
@@ -304,7 +304,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Release(ctx, id)) // the count is set: 2
 
-	lc.Hold(scripts.RPermAcquire, 1)
+	lc.Hold(scripts.ExpirableAcquire, 1)
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
 	_, err = s.Acquire(short, time.Minute)
@@ -312,7 +312,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 	lc.Deliver(t) // the attempt arrives after its call gave up
 	assert.EqualValues(t, 2, free(), "a late copy took a permit")
 
-	lc.DelayReply(scripts.RPermAcquire, 1)
+	lc.DelayReply(scripts.ExpirableAcquire, 1)
 	short2, cancelShort2 := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort2()
 	_, err = s.Acquire(short2, time.Minute)
@@ -322,7 +322,7 @@ func TestExpirableSemaphoreLateAndLost(t *testing.T) {
 
 	ids, err := s.AcquireN(ctx, 2, time.Minute)
 	require.NoError(t, err)
-	lc.DelayReply(scripts.RPermRelease, 1)
+	lc.DelayReply(scripts.ExpirableRelease, 1)
 	lc.DeliverAllLater(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
 	require.NoError(t, s.Release(ctx, ids...), "the repeat answers as the first release that ran")
 	assert.EqualValues(t, 2, free(), "a repeated release gave back twice")
@@ -384,7 +384,7 @@ func TestExpirableSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 	require.NoError(t, s.Release(ctx, id))
 
 	// A waiting Acquire.
-	lc.DelayReply(scripts.RPermAcquire, 1)
+	lc.DelayReply(scripts.ExpirableAcquire, 1)
 	got := acquireLater(ctx, s, lease)
 	require.Eventually(t, func() bool { return lc.Caught() == 1 }, 5*time.Second, 5*time.Millisecond)
 	time.Sleep(lease + 200*time.Millisecond) // the permit's lease ends in Redis
@@ -398,7 +398,7 @@ func TestExpirableSemaphoreLateAcquireReplyIsNoHold(t *testing.T) {
 	require.NoError(t, s.Release(ctx, r.id))
 
 	// TryAcquire.
-	lc.DelayReply(scripts.RPermAcquire, 1)
+	lc.DelayReply(scripts.ExpirableAcquire, 1)
 	tried := make(chan bool, 1)
 	go func() {
 		_, ok := s.TryAcquire(lease)
@@ -443,7 +443,7 @@ func TestExpirableSemaphoreRetryAfterTheLeaseIsNoHold(t *testing.T) {
 
 	// The first attempt takes the permit; its reply is lost after the
 	// lease ended, and the rival took the permit meanwhile.
-	lc.LoseReply(scripts.RPermAcquire, 1, lease+300*time.Millisecond)
+	lc.LoseReply(scripts.ExpirableAcquire, 1, lease+300*time.Millisecond)
 	got := acquireLater(ctx, s, lease)
 	require.Eventually(t, func() bool { return available(ctx, t, s) == 0 }, 5*time.Second, time.Millisecond, "the first attempt takes the permit")
 	rid, err := rival.Acquire(ctx, 10*time.Second)
@@ -455,7 +455,7 @@ func TestExpirableSemaphoreRetryAfterTheLeaseIsNoHold(t *testing.T) {
 
 	// A retry within the lease returns the permit, leased from the retry
 	// on: it is still held a lease after the first attempt.
-	lc.LoseReply(scripts.RPermAcquire, 1, lease/2)
+	lc.LoseReply(scripts.ExpirableAcquire, 1, lease/2)
 	start := time.Now()
 	id, err = s.Acquire(ctx, lease)
 	require.NoError(t, err)
@@ -514,7 +514,7 @@ func TestExpirableSemaphoreReleaseNamesAPermitTwice(t *testing.T) {
 	id, err = s.Acquire(ctx, 50*time.Millisecond)
 	require.NoError(t, err)
 	time.Sleep(200 * time.Millisecond) // its lease ends
-	lc.DelayReply(scripts.RPermRelease, 1)
+	lc.DelayReply(scripts.ExpirableRelease, 1)
 	lc.DeliverAllLater(2500 * time.Millisecond) // past an attempt's 2 s budget: the release is sent again
 	err = s.Release(ctx, id, id)
 	assert.ErrorIs(t, err, redisync.ErrLockLost)

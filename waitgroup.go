@@ -29,7 +29,7 @@ import (
 // accepted only if that channel lands in the counter's cluster slot.
 type WaitGroup struct {
 	h  handle // its Client, options and name; a WaitGroup holds nothing
-	l  layout.Latch
+	l  layout.WaitGroup
 	wp *protocol // Wait's: a wait for zero, which takes no hold
 }
 
@@ -38,10 +38,10 @@ type WaitGroup struct {
 // invalid (see [WaitGroup]) or if an option is invalid.
 func (c *Client) NewWaitGroup(name string, opts ...Option) *WaitGroup {
 	c.single("NewWaitGroup")
-	if err := layout.CheckLatch(name); err != nil {
+	if err := layout.CheckWaitGroup(name); err != nil {
 		panic("redisync: invalid WaitGroup name " + strconv.Quote(name) + ": " + err.Error())
 	}
-	wg := &WaitGroup{l: layout.LatchOf(name)}
+	wg := &WaitGroup{l: layout.WaitGroupOf(name)}
 	c.initHandle(&wg.h, PrimitiveWaitGroup, name, opts)
 	p := wg.h.protocol(exclusive, wg.l.Key, wg.h.owner, PrimitiveWaitGroup, wg.l.Channel, waitGroupPolicy)
 	p.acquire = func(ctx context.Context, _ acquisition) (scripts.Reply, error) {
@@ -66,7 +66,7 @@ func (wg *WaitGroup) Add(ctx context.Context, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	applied, n, err := wg.h.c.direct.AddLatch(ctx, &wg.l, delta)
+	applied, n, err := wg.h.c.direct.AddWaitGroup(ctx, &wg.l, delta)
 	switch {
 	case err != nil:
 		return wg.wrap(err)

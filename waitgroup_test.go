@@ -86,7 +86,7 @@ func TestWaitGroupWaitGivesUp(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		assert.ErrorIs(t, wg.Wait(ctx), context.DeadlineExceeded)
-		assert.Eventually(t, func() bool { return subscribers(t, tg, layout.LatchOf(name).Channel) == 0 },
+		assert.Eventually(t, func() bool { return subscribers(t, tg, layout.WaitGroupOf(name).Channel) == 0 },
 			5*time.Second, 10*time.Millisecond, "the waiter left the channel")
 	})
 }
@@ -107,7 +107,7 @@ func TestWaitGroupRedissonInterop(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
 		c, rc := newClient(t, tg)
 		name := "wg:" + freshName(t)
-		l := layout.LatchOf(name)
+		l := layout.WaitGroupOf(name)
 		wg := c.NewWaitGroup(name)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

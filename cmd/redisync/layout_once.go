@@ -82,5 +82,5 @@ func detectWaitGroup(ctx context.Context, rc rueidis.Client, name, keyType strin
 // waitGroupHeadline is a WaitGroup's state after its kind and name.
 func waitGroupHeadline(info *lockInfo) string {
 	return fmt.Sprintf("count %d: Wait blocks until Done brings it to zero (channel %s)", *info.Count,
-		layout.LatchOf(info.Name).Channel)
+		layout.WaitGroupOf(info.Name).Channel)
 }

@@ -80,7 +80,7 @@ func detectRPermitSemaphore(ctx context.Context, rc rueidis.Client, name, keyTyp
 	if keyType != "string" && keyType != "none" {
 		return nil, nil
 	}
-	permits := layout.Tagged(name) + ":" + layout.RPermitTimeoutSuffix
+	permits := layout.Tagged(name) + ":" + layout.ExpirableSemTimeoutSuffix
 	n, err := rc.Do(ctx, rc.B().Exists().Key(permits).Build()).AsInt64()
 	if err != nil || n == 0 {
 		return nil, err
@@ -104,7 +104,7 @@ func detectRPermitSemaphore(ctx context.Context, rc rueidis.Client, name, keyTyp
 	for _, l := range leases {
 		h := holderInfo{Client: permitID(l.Member), Permits: 1, TTLMillis: int64(l.Score) - now}
 		switch {
-		case int64(l.Score) >= layout.RPermitNoLease:
+		case int64(l.Score) >= layout.ExpirableSemNoLease:
 			h.TTLMillis = -1
 		case h.TTLMillis <= 0:
 			h.Lapsed = true

@@ -117,7 +117,7 @@ type lockChannel struct {
 // channel returns the channel of the lock called name.
 func (lc lockChannel) channel(name string) string {
 	if lc.braced {
-		return layout.LatchOf(name).Channel
+		return layout.WaitGroupOf(name).Channel
 	}
 	return auxName(lc.prefix, name)
 }
@@ -206,11 +206,11 @@ var lockChannels = []lockChannel{
 	// (RPermitExpirableSemaphore's) count after a release, from Go or Java,
 	// after leases that ended were counted back, or after its first use set
 	// it: its free permits. The two share the channel's name.
-	{prefix: layout.RSemChannelPrefix, group: "name", kind: kindCountingSemaphore, describe: func(msg string) (string, string) {
+	{prefix: layout.CountSemChannelPrefix, group: "name", kind: kindCountingSemaphore, describe: func(msg string) (string, string) {
 		return "permits", "CountingSemaphore or ExpirableSemaphore (Redisson's RSemaphore or RPermitExpirableSemaphore): free permits now " + msg + ", after a release, ended leases or the count's setting"
 	}},
 	// A WaitGroup's (RCountDownLatch's) counter reached zero.
-	{prefix: layout.LatchChannelPrefix, group: "name", kind: kindWaitGroup, braced: true, describe: func(msg string) (string, string) {
+	{prefix: layout.WaitGroupChannelPrefix, group: "name", kind: kindWaitGroup, braced: true, describe: func(msg string) (string, string) {
 		if msg == "0" {
 			return "zero", "WaitGroup: the counter reached zero; Wait returns"
 		}

@@ -112,7 +112,7 @@ func TestInspectRPermitExpirableSemaphore(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"SET", name, "2"},
 		{"ZADD", permits, strconv.FormatInt(now+20000, 10), "a1b2", strconv.FormatInt(now-1000, 10), "c3d4",
-			strconv.FormatInt(layout.RPermitNoLease, 10), "e5f6"},
+			strconv.FormatInt(layout.ExpirableSemNoLease, 10), "e5f6"},
 		{"SET", "rperm:plain", "5"},
 	} {
 		require.NoError(t, rc.Do(ctx, rc.B().Arbitrary(cmd...).Build()).Error())

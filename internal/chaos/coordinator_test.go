@@ -385,7 +385,7 @@ func (r *run) leftKeys() {
 			// A WaitGroup's counter has no lease: a worker killed in a round
 			// leaves it up, by design (as Redisson's RCountDownLatch). The
 			// semaphores' counts are durable, as Redisson's.
-		case k == layout.RPermitOf("chaos-xsem").Leases, k == layout.RFairOf("chaos-rfair").Timeouts:
+		case k == layout.ExpirableSemOf("chaos-xsem").Leases, k == layout.RFairOf("chaos-rfair").Timeouts:
 			// Killed workers' permits whose lease ended, and killed
 			// waiters' places in Redisson's fair line past their eviction
 			// time: Redisson's protocol gives them back, and evicts them,
@@ -404,7 +404,7 @@ func (r *run) leftKeys() {
 			}
 		case strings.HasPrefix(k, layout.UnlockLatchPrefix+":"), strings.HasPrefix(k, layout.FairLatchPrefix+":"),
 			strings.HasPrefix(k, layout.SemLatchPrefix+":"), strings.HasPrefix(k, layout.OnceLatchPrefix+":"),
-			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"), strings.HasPrefix(k, layout.RSemLatchPrefix+":"):
+			strings.HasPrefix(k, layout.ElectionLatchPrefix+":"), strings.HasPrefix(k, layout.CountSemLatchPrefix+":"):
 			// -1: no expiry, a leak; -2: it expired after KEYS listed it.
 			if ms, err := pttl(addr, k); err != nil || ms == -1 {
 				left = append(left, k)
@@ -443,4 +443,4 @@ func (r *run) leak(what string, left []string) {
 // acquireScripts are the scripts whose replies F7 drops.
 var acquireScripts = []*scripts.Script{scripts.MutexAcquire, scripts.FencedAcquire, scripts.RWReadLock,
 	scripts.RWWriteLock, scripts.FairAcquire, scripts.SemAcquire, scripts.ElectionCampaign,
-	scripts.MultiAcquire, scripts.RFairAcquire, scripts.RPermAcquire}
+	scripts.MultiAcquire, scripts.RFairAcquire, scripts.ExpirableAcquire}

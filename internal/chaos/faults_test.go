@@ -134,7 +134,7 @@ var lateGrants = []struct {
 }{
 	{"chaos-sem", scripts.SemAcquire, layout.SemOf("chaos-sem").Holders},
 	{"chaos-bigsem", scripts.SemAcquire, layout.SemOf("chaos-bigsem").Holders},
-	{"chaos-xsem", scripts.RPermAcquire, layout.RPermitOf("chaos-xsem").Leases},
+	{"chaos-xsem", scripts.ExpirableAcquire, layout.ExpirableSemOf("chaos-xsem").Leases},
 }
 
 // lateGrant injects F24, a grant read after its lease: the connection of
@@ -559,7 +559,7 @@ func lockKeys(res string) []string {
 	case "CountingSemaphore":
 		return []string{res + ":" + strconv.FormatInt(Now()/int64(csemEpoch), 10)} // the epoch's count
 	case "ExpirableSemaphore":
-		return []string{res, layout.RPermitOf(res).Leases}
+		return []string{res, layout.ExpirableSemOf(res).Leases}
 	}
 	return []string{res}
 }

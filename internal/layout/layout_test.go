@@ -100,19 +100,19 @@ func TestLayoutsShareSlot(t *testing.T) {
 // A WaitGroup's channel is Redisson's, braced whatever the name: names whose
 // channel would land in another slot than the counter are refused.
 func TestLatchLayout(t *testing.T) {
-	l := LatchOf("jobs")
+	l := WaitGroupOf("jobs")
 	if l.Key != "jobs" || l.Channel != "redisson_countdownlatch__channel__{jobs}" {
-		t.Errorf("LatchOf(jobs) = %+v", l)
+		t.Errorf("WaitGroupOf(jobs) = %+v", l)
 	}
 	for _, name := range []string{"jobs", "batch:7", "a.b-c"} {
-		if err := CheckLatch(name); err != nil {
-			t.Errorf("CheckLatch(%q) = %v", name, err)
+		if err := CheckWaitGroup(name); err != nil {
+			t.Errorf("CheckWaitGroup(%q) = %v", name, err)
 		}
 	}
 	for _, name := range []string{"", "{batch}:7", "a}b", "x{y}"} {
-		if err := CheckLatch(name); err == nil {
-			t.Errorf("CheckLatch(%q) accepted a name whose channel lands in slot %d, its key in %d",
-				name, Slot(LatchOf(name).Channel), Slot(name))
+		if err := CheckWaitGroup(name); err == nil {
+			t.Errorf("CheckWaitGroup(%q) accepted a name whose channel lands in slot %d, its key in %d",
+				name, Slot(WaitGroupOf(name).Channel), Slot(name))
 		}
 	}
 }

@@ -44,13 +44,13 @@ const (
 	// Java waiter listens on MutexChannelPrefix's channel + ":" + its entry.
 	RFairQueuePrefix   = "redisson_lock_queue"
 	RFairTimeoutPrefix = "redisson_lock_timeout"
-	// RPermitTimeoutSuffix names, after Tagged(name) + ":", the permits of
+	// ExpirableSemTimeoutSuffix names, after Tagged(name) + ":", the permits of
 	// Redisson's RPermitExpirableSemaphore: a sorted set of permit ids scored
 	// by the time (ms, the acquiring Java client's clock) at which each lease
-	// ends (RPermitNoLease for none). Its free permits are a string integer at NAME, and its channel
-	// is Aux(RSemChannelPrefix, name), as an RSemaphore's.
-	RPermitTimeoutSuffix = "timeout"
-	RSemChannelPrefix    = "redisson_sc"
+	// ends (ExpirableSemNoLease for none). Its free permits are a string integer at NAME, and its channel
+	// is Aux(CountSemChannelPrefix, name), as an RSemaphore's.
+	ExpirableSemTimeoutSuffix = "timeout"
+	CountSemChannelPrefix     = "redisson_sc"
 	// FencePrefix names the record of a resource guarded by fencing tokens.
 	FencePrefix = "redisync_fence"
 	// RWChannelPrefix is the channel of an RWMutex, as RReadWriteLock names it.
@@ -72,9 +72,9 @@ const (
 	RWWrite = "write"
 )
 
-// RPermitNoLease is the lease end Redisson records for a permit of an
+// ExpirableSemNoLease is the lease end Redisson records for a permit of an
 // RPermitExpirableSemaphore acquired without a lease.
-const RPermitNoLease = 922337203685477
+const ExpirableSemNoLease = 922337203685477
 
 // Tagged returns name in the form Redisson prefixes an RWMutex's read timeout
 // keys with: "{name}", or name itself when it has a hash tag.

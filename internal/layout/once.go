@@ -29,31 +29,31 @@ func OnceOf(name string) Once {
 		Latch: Aux(OnceLatchPrefix, name)}
 }
 
-// LatchChannelPrefix starts the channel of a WaitGroup, as Redisson's
-// RCountDownLatch names it: LatchChannelPrefix + "__{" + name + "}", with
+// WaitGroupChannelPrefix starts the channel of a WaitGroup, as Redisson's
+// RCountDownLatch names it: WaitGroupChannelPrefix + "__{" + name + "}", with
 // the braces whatever the name (unlike Aux).
-const LatchChannelPrefix = "redisson_countdownlatch__channel"
+const WaitGroupChannelPrefix = "redisson_countdownlatch__channel"
 
-// Latch is where a WaitGroup lives: Redisson's RCountDownLatch layout. Key,
+// WaitGroup is where a WaitGroup lives: Redisson's RCountDownLatch layout. Key,
 // the name itself, holds the counter as a string integer (absent: zero);
 // the change that brings it to zero deletes it and publishes "0" on Channel.
-type Latch struct {
+type WaitGroup struct {
 	Key, Channel string
 }
 
-// LatchOf returns the layout of the WaitGroup called name.
-func LatchOf(name string) Latch {
-	return Latch{Key: name, Channel: LatchChannelPrefix + "__{" + name + "}"}
+// WaitGroupOf returns the layout of the WaitGroup called name.
+func WaitGroupOf(name string) WaitGroup {
+	return WaitGroup{Key: name, Channel: WaitGroupChannelPrefix + "__{" + name + "}"}
 }
 
-// CheckLatch reports whether name can name a WaitGroup: a valid name (see
+// CheckWaitGroup reports whether name can name a WaitGroup: a valid name (see
 // Check) whose channel, braced as Redisson braces it, lands in the key's
 // cluster slot. That rules out most names containing "{" or "}".
-func CheckLatch(name string) error {
+func CheckWaitGroup(name string) error {
 	if err := Check(name); err != nil {
 		return err
 	}
-	if l := LatchOf(name); Slot(l.Key) != Slot(l.Channel) {
+	if l := WaitGroupOf(name); Slot(l.Key) != Slot(l.Channel) {
 		return errors.New("the channel Redisson derives from the name would land in another cluster slot than its key")
 	}
 	return nil

@@ -35,11 +35,11 @@ var mutants = []struct {
 	{"owner-field", &RWReadLock, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
 	{"owner-field", &FairAcquire, "if redis.call('exists', KEYS[5]) == 1 then", "if false then"},
 	{"once-rerun", &OnceClaim, "if redis.call('exists', KEYS[3]) == 1 then", "if false then"},
-	{"wg-early", &WGAdd, "if after == 0 then", "if after <= 1 then"},
+	{"wg-early", &WaitGroupAdd, "if after == 0 then", "if after <= 1 then"},
 	{"election-steal", &ElectionCampaign, "if busy then", "if false then"},
 	{"no-echo", &MutexRelease, "redis.call(ARGV[4], KEYS[2], '0')\nreturn", "if not n then redis.call(ARGV[4], KEYS[2], '0') end\nreturn"},
-	{"xsem-overdraw", &RPermAcquire, "if n < want then", "if n < want - 1 then"},
-	{"csem-overdraw", &RSemAcquire, "if free < n then", "if free < n - 1 then"},
+	{"xsem-overdraw", &ExpirableAcquire, "if n < want then", "if n < want - 1 then"},
+	{"csem-overdraw", &CountSemAcquire, "if free < n then", "if free < n - 1 then"},
 	{"rfair-barge", &RFairAcquire, "if ARGV[7] == 'own' and not held and (not head or head == id) then", "if ARGV[7] == 'own' and not held then"},
 	// sem-float: a holder's entry is written from the Lua numbers of its
 	// permits and version, as it once was; Lua prints a number with 14

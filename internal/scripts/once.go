@@ -30,13 +30,13 @@ func (r *Runner) ReleaseOnce(ctx context.Context, l *layout.Once, rel *Release, 
 	return r.released(ctx, Call{Script: OnceRelease, Keys: keys, Args: args})
 }
 
-// WGAdd is the script of WaitGroup.Add.
-var WGAdd = load("wg_add")
+// WaitGroupAdd is the script of WaitGroup.Add.
+var WaitGroupAdd = load("waitgroup_add")
 
-// AddLatch runs wg_add: delta is added to the counter at l unless the counter
+// AddWaitGroup runs waitgroup_add: delta is added to the counter at l unless the counter
 // would go below zero. It reports whether it was applied and the counter
 // after (or, refused, as it stands).
-func (r *Runner) AddLatch(ctx context.Context, l *layout.Latch, delta int64) (applied bool, count int64, err error) {
-	status, count, err := r.twoInts(ctx, Call{Script: WGAdd, Keys: []string{l.Key, l.Channel}, Args: []string{strconv.FormatInt(delta, 10), r.publish}})
+func (r *Runner) AddWaitGroup(ctx context.Context, l *layout.WaitGroup, delta int64) (applied bool, count int64, err error) {
+	status, count, err := r.twoInts(ctx, Call{Script: WaitGroupAdd, Keys: []string{l.Key, l.Channel}, Args: []string{strconv.FormatInt(delta, 10), r.publish}})
 	return status == 1, count, err
 }

@@ -80,9 +80,9 @@ func nilStatus(status int64) any {
 func TestAddLatch(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.LatchOf(redistest.Name(t))
+	l := layout.WaitGroupOf(redistest.Name(t))
 	add := func(delta int64) (bool, int64) {
-		ok, n, err := r.AddLatch(ctx, &l, delta)
+		ok, n, err := r.AddWaitGroup(ctx, &l, delta)
 		require.NoError(t, err)
 		return ok, n
 	}
@@ -123,6 +123,6 @@ func TestAddLatch(t *testing.T) {
 	assert.Zero(t, exists, "zero deletes the counter")
 
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(l.Key).Value("x").Build()).Error())
-	_, _, err = r.AddLatch(ctx, &l, 1)
+	_, _, err = r.AddWaitGroup(ctx, &l, 1)
 	assert.ErrorContains(t, err, "not an integer")
 }

@@ -1,8 +1,8 @@
--- rperm_undo: a call that gave up after an attempt of unknown outcome gives
+-- expirable_undo: a call that gave up after an attempt of unknown outcome gives
 -- back what that attempt may have taken, and latches the call so that a late
 -- copy of the attempt takes nothing.
 --
--- KEYS[1..4]  as rperm_acquire's
+-- KEYS[1..4]  as expirable_acquire's
 -- ARGV[1]     the publish command
 -- ARGV[2]     how long the latch lasts, in milliseconds
 -- ARGV[3...]  the ids of the permits the call asked for

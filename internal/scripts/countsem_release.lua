@@ -1,4 +1,4 @@
--- rsem_release: give permits back to a CountingSemaphore, in Redisson's
+-- countsem_release: give permits back to a CountingSemaphore, in Redisson's
 -- RSemaphore layout, and publish the count, as Redisson's release does: the
 -- message wakes Go and Java waiters.
 --

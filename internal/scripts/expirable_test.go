@@ -22,10 +22,10 @@ import (
 // takes once; each side's release publishes the count; a permit whose lease
 // ended goes back to the count at the next call of either side; a call that
 // gave up gives back what it took and its late copies take nothing.
-func TestRPermScripts(t *testing.T) {
+func TestExpirableScripts(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(redistest.Name(t))
+	l := layout.ExpirableSemOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	publish := "publish"
 	if rc.Mode() == rueidis.ClientModeCluster {
@@ -37,7 +37,7 @@ func TestRPermScripts(t *testing.T) {
 		return ms
 	}
 	acquire := func(call, lease string, ids ...string) scripts.Reply {
-		rep, err := r.AcquireRPerm(ctx, &l, call, "3", lease, "60000", ids)
+		rep, err := r.AcquireExpirable(ctx, &l, call, "3", lease, "60000", ids)
 		require.NoError(t, err)
 		return rep
 	}
@@ -73,7 +73,7 @@ func TestRPermScripts(t *testing.T) {
 		for _, id := range ids {
 			members = append(members, id, "text:"+id)
 		}
-		held, ended, err := r.ReleaseRPerm(ctx, &l, call, "60000", members)
+		held, ended, err := r.ReleaseExpirable(ctx, &l, call, "60000", members)
 		require.NoError(t, err)
 		return [2]int64{held, ended}
 	}
@@ -99,12 +99,12 @@ func TestRPermScripts(t *testing.T) {
 	// what it took; its late copy takes nothing.
 	assert.Equal(t, [2]int64{3, 0}, release("r3", "go:4", "go:5", "go:6"))
 	assert.Equal(t, scripts.Acquired, acquire("c4", "30000", "go:7").Outcome)
-	n, err := r.UndoRPerm(ctx, &l, "c4", "60000", []string{"go:7"})
+	n, err := r.UndoExpirable(ctx, &l, "c4", "60000", []string{"go:7"})
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, n)
 	assert.Equal(t, scripts.Refused, acquire("c4", "30000", "go:7").Outcome, "a late copy of the undone call")
 	assert.EqualValues(t, 3, free())
-	n, err = r.UndoRPerm(ctx, &l, "c5", "60000", []string{"go:8"})
+	n, err = r.UndoExpirable(ctx, &l, "c5", "60000", []string{"go:8"})
 	require.NoError(t, err)
 	assert.Zero(t, n, "an undo of a call that took nothing gives nothing")
 	assert.Equal(t, scripts.Refused, acquire("c5", "30000", "go:8").Outcome)
@@ -116,9 +116,9 @@ func TestRPermScripts(t *testing.T) {
 	assert.Equal(t, scripts.Acquired, acquire("c6", "-1", "go:9").Outcome)
 	score, err := rc.Do(ctx, rc.B().Zscore().Key(l.Leases).Member("go:9").Build()).AsFloat64()
 	require.NoError(t, err)
-	assert.EqualValues(t, layout.RPermitNoLease, int64(score))
+	assert.EqualValues(t, layout.ExpirableSemNoLease, int64(score))
 	assert.Equal(t, scripts.Acquired, acquire("c7", "200", "go:10").Outcome)
-	ok, err := r.RenewRPerm(ctx, &l, "go:10", "-", "60000")
+	ok, err := r.RenewExpirable(ctx, &l, "go:10", "-", "60000")
 	require.NoError(t, err)
 	assert.True(t, ok, "a running lease is renewed")
 	score, err = rc.Do(ctx, rc.B().Zscore().Key(l.Leases).Member("go:10").Build()).AsFloat64()
@@ -133,21 +133,21 @@ func TestRPermScripts(t *testing.T) {
 	assert.Equal(t, [2]int64{0, 1}, release("r6", "go:13", "go:13"), "a repeat of the release answers the same")
 	assert.Equal(t, scripts.Acquired, acquire("c9", "1", "go:12").Outcome)
 	time.Sleep(20 * time.Millisecond)
-	ok, err = r.RenewRPerm(ctx, &l, "go:12", "-", "60000")
+	ok, err = r.RenewExpirable(ctx, &l, "go:12", "-", "60000")
 	require.NoError(t, err)
 	assert.False(t, ok, "an ended lease is not renewed")
-	avail, err := r.AvailableRPerm(ctx, &l)
+	avail, err := r.AvailableExpirable(ctx, &l)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, avail, "size 3, go:9 taken without a lease")
 	assert.EqualValues(t, avail, free())
-	ok, err = r.RenewRPerm(ctx, &l, "-", "go:9", "60000")
+	ok, err = r.RenewExpirable(ctx, &l, "-", "go:9", "60000")
 	require.NoError(t, err)
 	assert.True(t, ok, "renewed through its second member")
 	assert.Equal(t, "OK", javaTake(60000, "text:java:4"))
 	assert.Equal(t, [2]int64{1, 0}, release("r5", "java:4"), "a permit recorded as its second member is released")
 
-	unset := layout.RPermitOf(redistest.Name(t) + "-unset")
-	avail, err = r.AvailableRPerm(ctx, &unset)
+	unset := layout.ExpirableSemOf(redistest.Name(t) + "-unset")
+	avail, err = r.AvailableExpirable(ctx, &unset)
 	require.NoError(t, err)
 	assert.EqualValues(t, -1, avail, "a count never set")
 }
@@ -156,12 +156,12 @@ func TestRPermScripts(t *testing.T) {
 // trySetPermits does, and publishes it: exact however large. (A Lua number
 // is written "1.152921504606847e+18" from 2^60, which no later call could
 // count down.)
-func TestRPermSetsSizeAsGiven(t *testing.T) {
+func TestExpirableSetsSizeAsGiven(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(redistest.Name(t))
+	l := layout.ExpirableSemOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
-	rep, err := r.AcquireRPerm(ctx, &l, "c1", "1152921504606846976", "-1", "60000", []string{"go:1"})
+	rep, err := r.AcquireExpirable(ctx, &l, "c1", "1152921504606846976", "-1", "60000", []string{"go:1"})
 	require.NoError(t, err)
 	assert.Equal(t, scripts.Acquired, rep.Outcome)
 	assert.Equal(t, "1152921504606846976", message(t, msgs), "the count set, published")
@@ -173,12 +173,12 @@ func TestRPermSetsSizeAsGiven(t *testing.T) {
 // A repeat of an acquire (the call did not see its earlier attempt's
 // reply) returns the permits only while every lease still runs, and leases
 // them anew from the repeat; once one has ended it answers gone.
-func TestRPermAcquireRepeat(t *testing.T) {
+func TestExpirableAcquireRepeat(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RPermitOf(redistest.Name(t))
+	l := layout.ExpirableSemOf(redistest.Name(t))
 	acquire := func(lease string) scripts.Reply {
-		rep, err := r.AcquireRPerm(ctx, &l, "c1", "2", lease, "60000", []string{"go:1", "go:2"})
+		rep, err := r.AcquireExpirable(ctx, &l, "c1", "2", lease, "60000", []string{"go:1", "go:2"})
 		require.NoError(t, err)
 		return rep
 	}
@@ -199,7 +199,7 @@ func TestRPermAcquireRepeat(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	assert.Equal(t, scripts.Reply{Outcome: scripts.Gone}, acquire("300"), "a repeat after a lease ended has nothing")
 	assert.Equal(t, scripts.Reply{Outcome: scripts.Refused}, func() scripts.Reply {
-		_, err := r.UndoRPerm(ctx, &l, "c1", "60000", []string{"go:1", "go:2"})
+		_, err := r.UndoExpirable(ctx, &l, "c1", "60000", []string{"go:1", "go:2"})
 		require.NoError(t, err)
 		return acquire("300")
 	}(), "once undone, a late copy takes nothing")

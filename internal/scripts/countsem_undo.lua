@@ -1,11 +1,11 @@
--- rsem_undo: a CountingSemaphore call that gives up after an attempt of
+-- countsem_undo: a CountingSemaphore call that gives up after an attempt of
 -- unknown outcome (its reply lost, its context ended while the attempt was on
 -- its way) takes back what that attempt may have taken, and leaves its latch
 -- at "0" so that a late copy of the attempt takes nothing.
 --
 -- KEYS[1]  the free permits (a string integer)
 -- KEYS[2]  the channel (redisson_sc:{name})
--- KEYS[3]  the call's latch (see rsem_acquire)
+-- KEYS[3]  the call's latch (see countsem_acquire)
 -- ARGV[1]  the permits the call asked for
 -- ARGV[2]  how long the latch lasts, in milliseconds: longer than a late
 --          copy can be on its way

@@ -1,4 +1,4 @@
--- rperm_lib: Redisson's RPermitExpirableSemaphore as redisync's scripts see
+-- expirable_lib: Redisson's RPermitExpirableSemaphore as redisync's scripts see
 -- it: the free permits, a string integer at the name, and each taken
 -- permit's id scored by the end of its lease (ms) in a sorted set beside it.
 -- An id is 16 random bytes; the member is those bytes (recent Redisson, and

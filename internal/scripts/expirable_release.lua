@@ -1,4 +1,4 @@
--- rperm_release: give permits back to a semaphore in Redisson's
+-- expirable_release: give permits back to a semaphore in Redisson's
 -- RPermitExpirableSemaphore layout, as a Java release(permitId) does.
 --
 -- KEYS[1]  the free permits

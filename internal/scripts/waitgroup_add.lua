@@ -1,4 +1,4 @@
--- wg_add: add delta to a WaitGroup's counter, in Redisson's RCountDownLatch
+-- waitgroup_add: add delta to a WaitGroup's counter, in Redisson's RCountDownLatch
 -- layout.
 --
 -- KEYS[1]  the counter: a string integer; absent means zero

@@ -1,10 +1,10 @@
--- rsem_acquire: take permits from a CountingSemaphore, in Redisson's
+-- countsem_acquire: take permits from a CountingSemaphore, in Redisson's
 -- RSemaphore layout (a string integer of free permits at the name).
 --
 -- KEYS[1]  the free permits; absent until the first use sets them
 -- KEYS[2]  the channel (redisson_sc:{name}), on which a count is published
 -- KEYS[3]  this call's latch: "1" once it took its permits, "0" once it gave
---          up (rsem_undo); the same key for every attempt of one call
+--          up (countsem_undo); the same key for every attempt of one call
 -- ARGV[1]  the permits to take, a positive integer up to 2^53-1: compared
 --          with the count as a Lua number (a double), which is exact up to
 --          there (a count above 2^53 rounds, but not below 2^53)

@@ -18,13 +18,13 @@ import (
 // release adds once and publishes the count; a call that gave up gives back
 // what it took, and its late copies take nothing; a Java tryAcquire shares
 // the count.
-func TestRSemScripts(t *testing.T) {
+func TestCountSemScripts(t *testing.T) {
 	r, rc := newRunner(t)
 	ctx := context.Background()
-	l := layout.RSemOf(redistest.Name(t))
+	l := layout.CountSemOf(redistest.Name(t))
 	msgs := subscribe(t, rc, l.Channel)
 	acquire := func(id string, n int64) scripts.Reply {
-		rep, err := r.AcquireRSem(ctx, &l, id, n, "3", "60000")
+		rep, err := r.AcquireCountSem(ctx, &l, id, n, "3", "60000")
 		require.NoError(t, err)
 		return rep
 	}
@@ -49,12 +49,12 @@ func TestRSemScripts(t *testing.T) {
 	assert.Equal(t, scripts.Reply{Outcome: scripts.Busy, Value: 1}, acquire("b", 2))
 	assert.EqualValues(t, 1, free())
 
-	applied, n, err := r.ReleaseRSem(ctx, &l, "rel1", 2, "5000")
+	applied, n, err := r.ReleaseCountSem(ctx, &l, "rel1", 2, "5000")
 	require.NoError(t, err)
 	assert.True(t, applied)
 	assert.EqualValues(t, 3, n)
 	assert.Equal(t, "3", message(), "a release publishes the count, as Redisson's does")
-	applied, n, err = r.ReleaseRSem(ctx, &l, "rel1", 2, "5000")
+	applied, n, err = r.ReleaseCountSem(ctx, &l, "rel1", 2, "5000")
 	require.NoError(t, err)
 	assert.False(t, applied, "a repeat of the release adds nothing")
 	assert.EqualValues(t, 3, n)
@@ -70,25 +70,25 @@ func TestRSemScripts(t *testing.T) {
 	// gives nothing back twice.
 	assert.Equal(t, scripts.Acquired, acquire("d", 1).Outcome)
 	assert.EqualValues(t, 0, free())
-	undone, err := r.UndoRSem(ctx, &l, "d", 1, "60000")
+	undone, err := r.UndoCountSem(ctx, &l, "d", 1, "60000")
 	require.NoError(t, err)
 	assert.True(t, undone)
 	assert.Equal(t, "1", message())
 	assert.Equal(t, scripts.Refused, acquire("d", 1).Outcome, "a late copy of the undone call")
-	undone, err = r.UndoRSem(ctx, &l, "d", 1, "60000")
+	undone, err = r.UndoCountSem(ctx, &l, "d", 1, "60000")
 	require.NoError(t, err)
 	assert.False(t, undone)
 	assert.EqualValues(t, 1, free())
 
 	// A call that gave up before any of its attempts arrived: its late copy
 	// takes nothing.
-	undone, err = r.UndoRSem(ctx, &l, "e", 1, "60000")
+	undone, err = r.UndoCountSem(ctx, &l, "e", 1, "60000")
 	require.NoError(t, err)
 	assert.False(t, undone)
 	assert.Equal(t, scripts.Refused, acquire("e", 1).Outcome)
 	assert.EqualValues(t, 1, free())
 
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(l.Key).Value("x").Build()).Error())
-	_, err = r.AcquireRSem(ctx, &l, "f", 1, "3", "60000")
+	_, err = r.AcquireCountSem(ctx, &l, "f", 1, "3", "60000")
 	assert.ErrorContains(t, err, "not an integer")
 }

@@ -1,11 +1,11 @@
--- rperm_acquire: take permits, each with an id and a lease, from a
+-- expirable_acquire: take permits, each with an id and a lease, from a
 -- semaphore in Redisson's RPermitExpirableSemaphore layout.
 --
 -- KEYS[1]  the free permits (absent until the first use sets them)
 -- KEYS[2]  the taken permits' leases: id -> end of lease (ms)
 -- KEYS[3]  the channel (redisson_sc:{name})
 -- KEYS[4]  this call's latch: "1" once it took its permits, "0" once it gave
---          up (rperm_undo); the same key for every attempt of one call
+--          up (expirable_undo); the same key for every attempt of one call
 -- ARGV[1]  the free permits to start from when KEYS[1] is absent (the
 --          handle's size: Redisson's trySetPermits), written and published
 --          as given

@@ -1,12 +1,12 @@
--- rperm_renew: set a taken permit's lease to end lease milliseconds from
+-- expirable_renew: set a taken permit's lease to end lease milliseconds from
 -- now, as a Java updateLeaseTime(permitId, ...) does. Ended leases are
 -- given back first, as in every Redisson call: a permit whose lease ended
 -- is not renewed.
 --
--- KEYS[1..3]  as rperm_acquire's
+-- KEYS[1..3]  as expirable_acquire's
 -- ARGV[1]     the publish command
 -- ARGV[2]     the new lease in milliseconds, or -1 for none
--- ARGV[3..4]  the permit as two members, as rperm_release takes them
+-- ARGV[3..4]  the permit as two members, as expirable_release takes them
 --
 -- Reply: 1 renewed; 0 the permit is not taken (its lease ended, or it was
 -- given back). A repeat renews again from its own now: harmless.

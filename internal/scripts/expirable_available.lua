@@ -1,8 +1,8 @@
--- rperm_available: the free permits of a semaphore in Redisson's
+-- expirable_available: the free permits of a semaphore in Redisson's
 -- RPermitExpirableSemaphore layout, after ended leases are given back (as
 -- a Java availablePermits() does: a waiter on the channel hears the count).
 --
--- KEYS[1..3]  as rperm_acquire's
+-- KEYS[1..3]  as expirable_acquire's
 -- ARGV[1]     the publish command
 --
 -- Reply: the free permits, or -1 when the count is not set yet.
