@@ -31,7 +31,7 @@ func TestInspectAndUnlockElection(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	var info lockInfo
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
-	require.Equal(t, "Election", info.Kind)
+	require.Equal(t, lockKind("Election"), info.Kind)
 	require.Equal(t, &electionInfo{Value: "10.0.0.7:9090", Rev: 2}, info.Leader)
 	require.Len(t, info.Holders, 1)
 

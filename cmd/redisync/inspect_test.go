@@ -45,7 +45,7 @@ func TestInspectHeld(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	var info lockInfo
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
-	require.Equal(t, "Mutex", info.Kind)
+	require.Equal(t, lockKind("Mutex"), info.Kind)
 	require.Equal(t, "inspect:held", info.Name)
 	require.True(t, info.Locked)
 	require.Len(t, info.Holders, 1)

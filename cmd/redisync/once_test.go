@@ -51,7 +51,7 @@ func TestInspectAndUnlockOnce(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	var info lockInfo
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
-	require.Equal(t, "Once", info.Kind)
+	require.Equal(t, lockKind("Once"), info.Kind)
 	require.False(t, info.Locked)
 	require.NotNil(t, info.Done)
 	require.True(t, *info.Done)

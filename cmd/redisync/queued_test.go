@@ -73,7 +73,7 @@ func TestInspectFairMutexQueue(t *testing.T) {
 	require.Regexp(t, `(?m)^  1 +`+regexp.QuoteMeta(ids[0])+` +`+shown(c)+` +alive for [0-5](\.\d+)?m?s unless renewed\n  2 +`+regexp.QuoteMeta(ids[1])+` +`+shown(c)+` +alive for `, r.stdout)
 
 	info := inspectJSON(t, name)
-	require.Equal(t, "FairMutex", info.Kind)
+	require.Equal(t, lockKind("FairMutex"), info.Kind)
 	require.Equal(t, "redisync_fair:{"+name+"}", info.Key)
 	require.True(t, info.Locked)
 	require.Len(t, info.Holders, 1)
@@ -144,7 +144,7 @@ func TestInspectSemaphore(t *testing.T) {
 	require.Regexp(t, `(?m)^  #  WAITER +CLIENT +WANTS +HEARTBEAT\n  1  `+regexp.QuoteMeta(ids[0])+` +`+shown(c)+` +2 +alive for `, r.stdout)
 
 	info := inspectJSON(t, name)
-	require.Equal(t, "Semaphore", info.Kind)
+	require.Equal(t, lockKind("Semaphore"), info.Kind)
 	require.True(t, info.Locked)
 	require.NotNil(t, info.Permits)
 	require.EqualValues(t, 3, *info.Permits.Size)
@@ -314,7 +314,7 @@ func TestInspectMutexQueue(t *testing.T) {
 	require.Contains(t, r.stdout, "\n  redisync waiters, in queue order")
 	require.Regexp(t, `(?m)^  1 +`+regexp.QuoteMeta(ids[0])+` +`+shown(other)+` +alive for `, r.stdout)
 	info := inspectJSON(t, name)
-	require.Equal(t, "Mutex", info.Kind)
+	require.Equal(t, lockKind("Mutex"), info.Kind)
 	require.Len(t, info.Waiters, 1)
 	require.Equal(t, ids[0], info.Waiters[0].ID)
 }

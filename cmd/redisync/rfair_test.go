@@ -64,7 +64,7 @@ func TestInspectWatchUnlockRFairLock(t *testing.T) {
 	r = runCmd(t, "", nil, "inspect", "--json", "--redis", serverURL(), name)
 	var info lockInfo
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
-	require.Equal(t, "RFairLock", info.Kind)
+	require.Equal(t, lockKind("RFairLock"), info.Kind)
 	require.Len(t, info.Waiters, 2)
 
 	ok, err := c.NewMutex(name).TryLockContext(ctx)
@@ -168,7 +168,7 @@ func TestInspectUnlockGoRedissonFairMutex(t *testing.T) {
 		r := runCmd(t, "", nil, "inspect", "--json", "--redis", serverURL(), name)
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &info) == nil && len(info.Waiters) == 1
 	}, 10*time.Second, 20*time.Millisecond, "the Go waiter in Redisson's queue")
-	require.Equal(t, "RFairLock", info.Kind)
+	require.Equal(t, lockKind("RFairLock"), info.Kind)
 	require.Len(t, info.Holders, 1)
 
 	r := runCmd(t, "", nil, "unlock", "--force", "--yes", "--redis", serverURL(), name)

@@ -69,7 +69,7 @@ func TestInspectRWMutexReaders(t *testing.T) {
 	require.Regexp(t, `(?m)^  \S+ +\d+ +read +1 +2\d\.\d+s left$`, r.stdout)
 
 	info := inspectJSON(t, name)
-	require.Equal(t, "RWMutex", info.Kind)
+	require.Equal(t, lockKind("RWMutex"), info.Kind)
 	require.Equal(t, "read", info.Mode)
 	require.True(t, info.Locked)
 	require.Len(t, info.Holders, 2)
@@ -159,7 +159,7 @@ func TestInspectFencedMutex(t *testing.T) {
 	require.Contains(t, r.stdout, "\n  latest token: "+tok+" (counter redisson_lock_token:{inspect:fenced}; kept after release")
 	require.Contains(t, r.stdout, "\n  fence redisync_fence:{inspect:fenced}: highest accepted token "+tok+", value 5 bytes")
 	info := inspectJSON(t, name)
-	require.Equal(t, "FencedMutex", info.Kind)
+	require.Equal(t, lockKind("FencedMutex"), info.Kind)
 	require.True(t, info.Locked)
 	require.Len(t, info.Holders, 1)
 	require.NotNil(t, info.Token)

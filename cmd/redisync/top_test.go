@@ -101,7 +101,7 @@ func TestTopModel(t *testing.T) {
 	d, early, _ = row.held(t1)
 	require.Equal(t, 500*time.Millisecond, d)
 	require.False(t, early)
-	require.Equal(t, "RWMutex", m.rows[b].kind)
+	require.Equal(t, lockKind("RWMutex"), m.rows[b].kind)
 	require.Equal(t, [2]int64{2, 2}, [2]int64{m.rows[b].acquired, m.rows[b].released})
 	require.Equal(t, "free", m.rows[b].holder())
 
