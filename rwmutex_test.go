@@ -33,10 +33,20 @@ func rwHammer(t *testing.T, tg *redisserver.Target, name string, clients, gorout
 	if !tg.Real() {
 		section = 20 * time.Millisecond
 	}
+	// RLockContext under a context without a deadline gives up after a
+	// second without an answer (transientBudget; DefaultCallTimeout bounds
+	// each attempt). miniredis runs every script of 32 goroutines in one
+	// interpreter, under -race beside the other packages' tests: an answer
+	// has taken more than a second there (CI, 2026-12-07), which is that
+	// server's speed, not what this test is about. Its attempts get longer.
+	var opts []redisync.Option
+	if !tg.Real() {
+		opts = append(opts, redisync.WithCallTimeout(5*time.Second))
+	}
 	var mostClients atomic.Int32
 	var wg sync.WaitGroup
 	for ci := range clients {
-		c, _ := newClient(t, tg)
+		c, _ := newClient(t, tg, opts...)
 		for g := range goroutines {
 			rw := c.NewRWMutex(name)
 			writer := g%4 == 0
@@ -363,4 +373,87 @@ func firstField(t *testing.T, rc rueidis.Client, name string) string {
 	}
 	t.Fatalf("no write field in %v", fields)
 	return ""
+}
+
+// RLock on a handle whose own owner holds the write lock waits, as
+// sync.RWMutex's does; before, it entered at once (a downgrade is only for an
+// explicit owner).
+func TestRWMutexReadWaitsForOwnHandlesWriter(t *testing.T) {
+	name := freshName(t)
+	c, _ := newClient(t, standalone)
+	rw := c.NewRWMutex(name)
+	rw.Lock()
+	assert.False(t, rw.TryRLock(), "a reader entered while its own handle's writer held the lock")
+	assert.ErrorIs(t, rw.RLockContext(short(t, 200*time.Millisecond)), context.DeadlineExceeded)
+	got := make(chan struct{})
+	go func() {
+		rw.RLock()
+		close(got)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-got:
+		t.Fatal("RLock returned while the handle's writer held the lock")
+	default:
+	}
+	rw.Unlock()
+	select {
+	case <-got:
+	case <-time.After(hang):
+		t.Fatal("RLock did not get the lock after Unlock")
+	}
+	rw.RUnlock()
+	// An explicit owner may still take the read lock under its write lock.
+	owner := redisync.WithOwner(context.Background())
+	require.NoError(t, rw.LockContext(owner))
+	require.NoError(t, rw.RLockContext(owner))
+	require.NoError(t, rw.UnlockContext(owner))
+	require.NoError(t, rw.RUnlockContext(owner))
+}
+
+// Every read hold of an owner keeps the lease of the latest: before, a second
+// RLock moved the owner's lease but only its own timeout key, so the first
+// key ran out early and another reader's release deleted the lock under a
+// live read hold.
+func TestRWMutexReadHoldsShareTheLatestLease(t *testing.T) {
+	const lease = 2 * time.Second
+	c, _ := newClient(t, standalone)
+	others, _ := newClient(t, standalone)
+	name := freshName(t)
+	rw := c.NewRWMutex(name, redisync.WithLease(lease))
+	start := time.Now()
+	rw.RLock()
+	time.Sleep(lease / 2)
+	rw.RLock()
+	//lint:ignore SA2001 the second read hold's lease, then its release, is what is tested
+	rw.RUnlock()
+	time.Sleep(time.Until(start.Add(lease + 300*time.Millisecond)))
+	reader := others.NewRWMutex(name)
+	require.True(t, reader.TryRLock())
+	reader.RUnlock()
+	require.Less(t, time.Since(start), lease*3/2, "the machine was too slow for this test's timing")
+	assert.False(t, others.NewRWMutex(name).TryLock(), "a writer got in while a read hold was live")
+	assert.NoError(t, rw.Err())
+	rw.RUnlock()
+}
+
+// A read hold whose timeout key is gone is lost, and its renewal says so.
+func TestRWMutexRenewalFindsTimeoutKeyGone(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	name := freshName(t)
+	rw := c.NewRWMutex(name, redisync.WithWatchdogTimeout(300*time.Millisecond))
+	rw.RLock()
+	ctx := context.Background()
+	timeouts, err := rc.Do(ctx, rc.B().Keys().Pattern(layout.Tagged(name)+":*:rwlock_timeout:*").Build()).AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, timeouts, 1)
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(timeouts...).Build()).Error())
+	select {
+	case <-rw.Done():
+	case <-time.After(hang):
+		t.Fatal("the renewal did not notice the read hold's timeout key was gone")
+	}
+	assert.ErrorIs(t, rw.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, rw.Err(), redisync.ErrHoldGone, "the loss's cause")
+	rw.RUnlock()
 }
