@@ -768,3 +768,78 @@ func TestLockContextSaysRedisDidNotAnswer(t *testing.T) {
 	assert.Less(t, took, 10*time.Second, "bounded: about a second of failures")
 	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
 }
+
+// UnlockContext with a context that has already ended still releases the
+// lock: before, nothing was sent and the lock stayed for a whole lease.
+func TestUnlockContextEndedStillReleases(t *testing.T) {
+	c, _ := newClient(t, standalone)
+	others, _ := newClient(t, standalone)
+	name := freshName(t)
+	m := c.NewMutex(name)
+	m.Lock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := m.UnlockContext(ctx)
+	if err != nil {
+		assert.ErrorIs(t, err, context.Canceled)
+	}
+	rival := others.NewMutex(name)
+	require.NoError(t, rival.LockContext(short(t, 5*time.Second)), "the lock was left held after UnlockContext")
+	rival.Unlock()
+	select {
+	case <-m.Done():
+	case <-time.After(hang):
+		t.Fatal("the hold did not end")
+	}
+	assert.NoError(t, m.Err(), "the release went through")
+}
+
+// A call waits for another call of the same owner only as long as its
+// context allows, and a TryLock does not wait for another call's round trip.
+func TestOwnerCallsHonourContext(t *testing.T) {
+	c, late := newLateClient(t, standalone)
+	warmUp(t, c)
+	name := freshName(t)
+	m := c.NewMutex(name + ":mutex")
+	fm := c.NewFairMutex(name + ":fair")
+	s := c.NewSemaphore(name+":sem", 2)
+	for _, tc := range []struct {
+		name    string
+		acquire *scripts.Script
+		slow    func()
+		waiting func(ctx context.Context) error
+		try     func() bool
+		undo    func()
+	}{
+		{"Mutex", scripts.MutexAcquire, m.Lock, m.LockContext, m.TryLock, m.Unlock},
+		{"FairMutex", scripts.FairAcquire, fm.Lock, fm.LockContext, fm.TryLock, fm.Unlock},
+		{"Semaphore", scripts.SemAcquire, func() { _ = s.Acquire(context.Background(), 1) },
+			func(ctx context.Context) error { return s.Acquire(ctx, 1) }, func() bool { return s.TryAcquire(1) },
+			func() { s.Release(1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			late.Hold(tc.acquire, 1)
+			slow := make(chan struct{})
+			go func() {
+				tc.slow() // its request stalls in the network
+				close(slow)
+			}()
+			require.Eventually(t, func() bool { return late.Caught() == 1 }, hang, time.Millisecond)
+			// Let the stalled call go after 3 s, so that a blocked call
+			// shows as slow rather than as a hang.
+			timer := time.AfterFunc(3*time.Second, late.DeliverAll)
+			defer timer.Stop()
+			start := time.Now()
+			err := tc.waiting(short(t, 100*time.Millisecond))
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Less(t, time.Since(start), time.Second, "the call waited past its context for another call of its owner")
+			start = time.Now()
+			assert.False(t, tc.try())
+			assert.Less(t, time.Since(start), time.Second, "TryLock waited for another call's round trip")
+			timer.Stop()
+			late.DeliverAll()
+			<-slow
+			tc.undo()
+		})
+	}
+}

@@ -5,11 +5,14 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // ForceUnlock through the holder's own Client ends the hold it deletes even
@@ -137,4 +140,59 @@ func TestForceUnlockCatchesHandedHolds(t *testing.T) {
 		w.Unlock()
 	}
 	t.Logf("%d handed holds deleted and reported lost, %d taken after the force", lost, held)
+}
+
+// ForceUnlock ends the holds whose entries it deleted, not a hold taken right
+// after it by a waiter its own message woke.
+func TestForceUnlockSparesLaterHold(t *testing.T) {
+	c, late := newLateClient(t, standalone)
+	warmUp(t, c)
+	name := freshName(t)
+	for _, tc := range []struct {
+		name   string
+		script *scripts.Script
+		a, b   interface {
+			Lock()
+			Unlock()
+			LockContext(context.Context) error
+			ForceUnlock(context.Context) (bool, error)
+			Done() <-chan struct{}
+			Err() error
+		}
+	}{
+		{"Mutex", scripts.MutexForceUnlock, c.NewMutex(name + ":mutex"), c.NewMutex(name + ":mutex")},
+		{"FairMutex", scripts.FairForceUnlock, c.NewFairMutex(name + ":fair"), c.NewFairMutex(name + ":fair")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.a.Lock()
+			got := make(chan error, 1)
+			go func() { got <- tc.b.LockContext(context.Background()) }()
+			time.Sleep(100 * time.Millisecond) // b waits
+			late.DelayReply(tc.script, 1)
+			forced := make(chan bool, 1)
+			go func() {
+				ok, err := tc.a.ForceUnlock(context.Background())
+				assert.NoError(t, err)
+				forced <- ok
+			}()
+			select {
+			case err := <-got: // woken by the force unlock's own message
+				require.NoError(t, err)
+			case <-time.After(hang):
+				t.Fatal("the waiter was not woken")
+			}
+			late.Deliver(t)
+			assert.True(t, <-forced)
+			assert.ErrorIs(t, tc.a.Err(), redisync.ErrLockLost, "the forced hold")
+			assert.ErrorIs(t, tc.a.Err(), redisync.ErrForceUnlocked, "the loss's cause")
+			assert.NoError(t, tc.b.Err(), "the hold taken after the force unlock was ended by it")
+			select {
+			case <-tc.b.Done():
+				t.Error("the later hold's Done is closed")
+			default:
+			}
+			tc.a.Unlock() // acknowledges the loss
+			tc.b.Unlock()
+		})
+	}
 }

@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-redisync/redisync/internal/layout"
 	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/redistest"
+	"github.com/go-redisync/redisync/internal/scripts"
 )
 
 // mutexQueue returns the fields queued for the Mutex name, first first.
@@ -363,5 +365,179 @@ func TestMutexQueuesEarlyWhenContended(t *testing.T) {
 		} else {
 			assert.EqualValues(t, 1, waiting, "a wait while the channel is subscribed queues at once")
 		}
+	}
+}
+
+// A call queued in Redis whose hold comes by a handover within its Client
+// (from another handle of the Client) takes its place out of Redis' queue
+// after it returns, not before: the chaos suite (F10, Redis Cluster) saw a
+// call stay in LockContext while that cleanup waited on a stalled
+// connection, the hold's renewals waiting on the same connection; the lease
+// ran out, another process took the lock, and LockContext then returned
+// nil: two holders. Here the cleanup and the renewals are held back: the
+// handover must be returned before the lock can expire and go to the
+// rival, and its loss reported when the lease runs out.
+func TestMutexHandoverReturnsBeforeLeavingTheQueue(t *testing.T) {
+	tg := standalone
+	name := freshName(t)
+	defer redisync.LongHandoversForTest()() // n's hold, from Redis a while ago, is handed within the Client
+	// A heartbeat timeout within the lease: holds may be handed in Redis.
+	c, lc := newLateClient(t, tg, redisync.WithWatchdogTimeout(time.Second), redisync.WithHeartbeatTimeout(time.Second/3))
+	other, rc := newClient(t, tg)
+	n, m, rival := c.NewMutex(name), c.NewMutex(name), other.NewMutex(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	require.NoError(t, n.LockContext(ctx))
+	type result struct {
+		at  time.Time
+		err error
+	}
+	mGot, rivalGot := make(chan result, 1), make(chan result, 1)
+	go func() {
+		err := m.LockContext(ctx)
+		mGot <- result{time.Now(), err}
+	}()
+	queue := layout.MutexOf(name).Queue
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(ctx, rc.B().Zcard().Key(queue).Build()).AsInt64()
+		return err == nil && n == 1
+	}, 10*time.Second, 5*time.Millisecond, "m's call queues in Redis behind n's hold")
+	lc.Hold(scripts.MutexRelease, 1) // the queue's leave
+	lc.Hold(scripts.MutexRenew, 1000)
+	require.NoError(t, n.UnlockContext(ctx)) // handed to m's call within the Client
+	go func() {
+		err := rival.LockContext(ctx)
+		rivalGot <- result{time.Now(), err}
+	}()
+	var mRes, rivalRes result
+	for range 2 {
+		select {
+		case mRes = <-mGot:
+		case rivalRes = <-rivalGot:
+		case <-ctx.Done():
+			t.Fatal("a LockContext did not return")
+		}
+	}
+	require.NoError(t, mRes.err)
+	require.NoError(t, rivalRes.err, "the rival gets the lock once its lease ran out")
+	assert.True(t, mRes.at.Before(rivalRes.at),
+		"m's LockContext returned %v after the rival got the lock", mRes.at.Sub(rivalRes.at))
+	select {
+	case <-m.Done():
+		require.ErrorIs(t, m.Err(), redisync.ErrLockLost)
+	case <-ctx.Done():
+		t.Fatal("the hold whose renewals were held back was not reported lost")
+	}
+	lc.DeliverAll()
+	require.ErrorIs(t, m.UnlockContext(ctx), redisync.ErrLockLost)
+	require.NoError(t, rival.UnlockContext(ctx))
+}
+
+// javaWait waits for the lock name as a Redisson RLock waiter does: it
+// subscribes to the lock's channel, tries, and sleeps until a "0" or "1"
+// message (it ignores any other) or the PTTL it read, then tries again. It
+// returns once it holds the lock under field, or when ctx ends.
+func javaWait(ctx context.Context, t testing.TB, rc rueidis.Client, name, field string) error {
+	wake := make(chan struct{}, 1)
+	stop := subscribeT(t, rc, layout.MutexOf(name).Channel, func(m rueidis.PubSubMessage) {
+		if m.Message == "0" || m.Message == "1" {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	for {
+		ttl := javaLock(t, rc, name, field, 30000)
+		if ttl == -1 {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-time.After(time.Duration(ttl) * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// subscribeT is subscribe for any testing.TB.
+func subscribeT(t testing.TB, rc rueidis.Client, channel string, fn func(rueidis.PubSubMessage)) (stop func()) {
+	return subscribe(t.(*testing.T), rc, channel, fn)
+}
+
+// A waiter that does not queue in Redis (a FencedMutex, a MultiMutex, a
+// Mutex with a fixed lease or an explicit owner, a Redisson RLock) gets the
+// lock within about a heartbeat timeout once it is free, also when a
+// release handed it to a queued waiter whose process had just died: the
+// handed hold expires at the dead waiter's heartbeat deadline, and the
+// waiter that does not queue must not sleep on the holder's lease it read
+// before (30 s), with the lock free.
+func TestDeadQueuedWaiterDelaysNoOneForALease(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	const heartbeat = time.Second
+	kinds := []struct {
+		name string
+		wait func(ctx context.Context, c *redisync.Client, rc rueidis.Client, name string) (release func(), err error)
+	}{
+		{"FencedMutex", func(ctx context.Context, c *redisync.Client, _ rueidis.Client, name string) (func(), error) {
+			m := c.NewFencedMutex(name)
+			return m.Unlock, m.LockContext(ctx)
+		}},
+		{"MultiMutex", func(ctx context.Context, c *redisync.Client, _ rueidis.Client, name string) (func(), error) {
+			m := c.NewMultiMutex([]string{name, name + ":other"})
+			return m.Unlock, m.LockContext(ctx)
+		}},
+		{"WithLease", func(ctx context.Context, c *redisync.Client, _ rueidis.Client, name string) (func(), error) {
+			m := c.NewMutex(name, redisync.WithLease(30*time.Second))
+			return m.Unlock, m.LockContext(ctx)
+		}},
+		{"WithOwner", func(ctx context.Context, c *redisync.Client, _ rueidis.Client, name string) (func(), error) {
+			m := c.NewMutex(name)
+			owner := redisync.WithOwner(ctx)
+			return func() { _ = m.UnlockContext(owner) }, m.LockContext(owner)
+		}},
+		{"Redisson", func(ctx context.Context, _ *redisync.Client, rc rueidis.Client, name string) (func(), error) {
+			const field = "5e4d3c2b-java:1"
+			return func() { javaUnlock(t, rc, name, field) }, javaWait(ctx, t, rc, name, field)
+		}},
+	}
+	for _, kind := range kinds {
+		t.Run(kind.name, func(t *testing.T) {
+			name := freshName(t)
+			hc, rc := newClient(t, standalone)
+			h := hc.NewMutex(name)
+			h.Lock()
+			child := startQueuedChild(t, standalone, "mutex-wait", name, 30*time.Second, heartbeat, "waiting")
+			waitMutexQueued(t, rc, name, 1)
+			wc, wrc := newClient(t, standalone)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*heartbeat)
+			defer cancel()
+			type result struct {
+				release func()
+				err     error
+				at      time.Time
+			}
+			got := make(chan result, 1)
+			go func() {
+				release, err := kind.wait(ctx, wc, wrc, name)
+				got <- result{release, err, time.Now()}
+			}()
+			time.Sleep(200 * time.Millisecond) // the waiter found the lock taken for 30 s
+			require.NoError(t, child.Process.Kill())
+			unlocked := time.Now()
+			h.Unlock() // hands the lock to the dead waiter, whose heartbeat is still current
+			r := <-got
+			if errors.Is(r.err, context.DeadlineExceeded) {
+				t.Fatalf("the waiter did not get the lock in %v after the release to the dead waiter", 10*heartbeat)
+			}
+			require.NoError(t, r.err)
+			took := r.at.Sub(unlocked)
+			t.Logf("the waiter took the lock %v after the release to the dead waiter", took)
+			assert.Less(t, took, 3*heartbeat, "bound: the dead waiter's handed hold, then about a heartbeat timeout")
+			r.release()
+		})
 	}
 }

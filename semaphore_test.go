@@ -562,3 +562,66 @@ func TestSemaphoreSizeLimit(t *testing.T) {
 	assert.PanicsWithValue(t, "redisync: counting semaphore: n > MaxSemaphoreSize", func() { cs.TryAcquire(most + 1) })
 	assert.PanicsWithValue(t, "redisync: counting semaphore: n < 0", func() { cs.TryAcquire(-1) })
 }
+
+// A Semaphore's late release must not change the count of a later state of
+// the same handle: before, it set an old count, and the semaphore let more
+// permits out than its size.
+func TestSemaphoreLateReleaseKeepsCount(t *testing.T) {
+	t.Parallel() // waits for leases to run out: see redistest.Parallel
+	c, late := newLateClient(t, standalone)
+	warmUp(t, c)
+	rivals, _ := newClient(t, standalone)
+	name := freshName(t)
+	ctx := context.Background()
+	t.Run("within a term", func(t *testing.T) {
+		s := c.NewSemaphore(name+":term", 2)
+		require.NoError(t, s.Acquire(ctx, 2))
+		late.Hold(scripts.SemRelease, 1)
+		s.Release(1) // gives up after its retry budget; the handle counts 1
+		require.NoError(t, s.Acquire(ctx, 1))
+		ran(t, late.Deliver(t)) // "keep 1" lands on the handle's 2
+		assert.False(t, rivals.NewSemaphore(name+":term", 2).TryAcquire(1), "3 permits out of 2")
+		s.Release(2)
+	})
+	t.Run("across terms", func(t *testing.T) {
+		s := c.NewSemaphore(name+":terms", 2, redisync.WithLease(500*time.Millisecond))
+		require.NoError(t, s.Acquire(ctx, 1))
+		late.Hold(scripts.SemRelease, 1)
+		s.Release(1) // gives up; the term ends here
+		require.NoError(t, s.Acquire(ctx, 2))
+		ran(t, late.Deliver(t)) // "keep 0" lands on the new term
+		assert.False(t, rivals.NewSemaphore(name+":terms", 2).TryAcquire(2), "4 permits out of 2")
+		assert.NoError(t, s.Err())
+		s.Release(2)
+	})
+	t.Run("late acquire", func(t *testing.T) {
+		s := c.NewSemaphore(name+":acquire", 2)
+		late.Hold(scripts.SemAcquire, 1)
+		require.ErrorIs(t, s.Acquire(short(t, 100*time.Millisecond), 1), context.DeadlineExceeded)
+		ran(t, late.Deliver(t))
+		rival := rivals.NewSemaphore(name+":acquire", 2)
+		assert.True(t, rival.TryAcquire(2), "the late acquire took a permit after Acquire had given up")
+		rival.Release(2)
+	})
+}
+
+// A Semaphore's renewal checks the count it renews: a holder's entry
+// rewritten by someone else is a loss.
+func TestSemaphoreRenewalChecksCount(t *testing.T) {
+	c, rc := newClient(t, standalone)
+	name := freshName(t)
+	s := c.NewSemaphore(name, 3, redisync.WithWatchdogTimeout(300*time.Millisecond))
+	require.NoError(t, s.Acquire(context.Background(), 1))
+	holders := layout.Aux(layout.SemHoldersPrefix, name)
+	fields, err := rc.Do(context.Background(), rc.B().Hkeys().Key(holders).Build()).AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, fields, 1)
+	require.NoError(t, rc.Do(context.Background(), rc.B().Hset().Key(holders).FieldValue().FieldValue(fields[0], "3").Build()).Error())
+	select {
+	case <-s.Done():
+	case <-time.After(hang):
+		t.Fatal("a rewritten count went unnoticed")
+	}
+	assert.ErrorIs(t, s.Err(), redisync.ErrLockLost)
+	s.Release(1)
+}
