@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -144,6 +145,24 @@ func (l *lateClient) Deliver(t *testing.T) rueidis.RedisResult {
 	require.NotEmpty(t, l.pending, "no call was caught")
 	call := l.pending[0]
 	l.pending = l.pending[1:]
+	l.mu.Unlock()
+	close(call.let)
+	<-call.done
+	return call.res
+}
+
+// DeliverOldest lets the oldest caught call of script s go and returns its
+// result.
+func (l *lateClient) DeliverOldest(t *testing.T, s *scripts.Script) rueidis.RedisResult {
+	t.Helper()
+	l.mu.Lock()
+	i := slices.IndexFunc(l.pending, func(c *lateCall) bool { return c.rule.sha == s.SHA1 })
+	if i < 0 {
+		l.mu.Unlock()
+		t.Fatalf("no call of %s was caught", s.Name)
+	}
+	call := l.pending[i]
+	l.pending = slices.Delete(l.pending, i, i+1)
 	l.mu.Unlock()
 	close(call.let)
 	<-call.done
