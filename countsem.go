@@ -243,8 +243,12 @@ func (s *CountingSemaphore) lost(n int64, attempts int, err error) {
 func (s *CountingSemaphore) Held() int64 { return s.held.Load() }
 
 // Available returns the free permits: the count in Redis, or the handle's
-// size when the name was never used (the first acquire sets it).
+// size when the name was never used (the first acquire sets it). Permits
+// that a call of this Client that gave up is still giving back are counted
+// free: Available waits for them (a quarter of a second at most, or until
+// ctx ends), as a later Acquire does.
 func (s *CountingSemaphore) Available(ctx context.Context) (int64, error) {
+	s.h.c.takeBacks.settled(ctx, s.h.name)
 	rc := s.h.c.rc
 	n, err := rc.Do(ctx, rc.B().Get().Key(s.l.Key).Build()).AsInt64()
 	switch {

@@ -307,8 +307,12 @@ func (s *ExpirableSemaphore) Renew(ctx context.Context, id string, lease time.Du
 
 // Available returns the free permits, after the permits whose lease ended
 // are given back (as Java's availablePermits does), or the handle's size
-// when the name was never used (the first acquire sets it).
+// when the name was never used (the first acquire sets it). Permits that a
+// call of this Client that gave up is still giving back are counted free:
+// Available waits for them (a quarter of a second at most, or until ctx
+// ends), as a later Acquire does.
 func (s *ExpirableSemaphore) Available(ctx context.Context) (int64, error) {
+	s.h.c.takeBacks.settled(ctx, s.h.name)
 	n, err := s.h.c.direct.AvailableExpirable(ctx, &s.l)
 	switch {
 	case err != nil:

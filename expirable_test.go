@@ -558,3 +558,27 @@ func TestExpirableSemaphoreManyPermitsAtOnce(t *testing.T) {
 	require.NoError(t, s.Release(ctx, take(time.Minute)...))
 	assert.EqualValues(t, 2*redisync.MaxPermitsPerCall, available(ctx, t, s))
 }
+
+// Available counts free the permits that a call of the Client that gave up
+// is still giving back: it waits for the give-back, as a later Acquire does
+// (x/sync's semaphore has them back when the cancelled Acquire returns).
+func TestExpirableSemaphoreAvailableWaitsForTakeBacks(t *testing.T) {
+	name := "xsem:" + freshName(t)
+	c, lc := newLateClient(t, standalone)
+	s := c.NewExpirableSemaphore(name, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := s.Acquire(ctx, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, s.Release(ctx, id)) // the count is set: 2
+
+	lc.DelayReply(scripts.ExpirableAcquire, 1) // it takes a permit; its caller never hears
+	lc.Hold(scripts.ExpirableUndo, 1)          // and the give-back waits
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	_, err = s.Acquire(short, time.Minute)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Eventually(t, func() bool { return lc.Catches(scripts.ExpirableUndo) }, hang, time.Millisecond, "no give-back")
+	lc.DeliverAllLater(100 * time.Millisecond)
+	assert.EqualValues(t, 2, available(ctx, t, s), "the permit being given back counted as taken")
+}
