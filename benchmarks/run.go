@@ -277,6 +277,11 @@ func pingScenario(ctx context.Context, _ Peer, addr string, d time.Duration) (Su
 	return PingReference(ctx, addr, d)
 }
 
+// ErrAbandoned is wrapped by the error of a scenario that did not finish
+// within its time limit: its goroutines were left running and it has no
+// figures.
+var ErrAbandoned = errors.New("abandoned")
+
 // rounds runs the scenarios timed in Config.Rounds rounds, each round every
 // scenario and library once, against the server at addr, and keeps the
 // medians.
@@ -372,7 +377,7 @@ func measure[T any](s stepper, f func() (T, error)) (T, error) {
 	select {
 	case res = <-done:
 	case <-limit:
-		res.err = fmt.Errorf("did not finish within %v: abandoned", s.limit)
+		res.err = fmt.Errorf("did not finish within %v: %w", s.limit, ErrAbandoned)
 	case <-s.abort:
 		res.err = errors.New("the run was stopped: abandoned")
 	}
