@@ -89,6 +89,7 @@ func shardSubscribers(t *testing.T, addr, channel string) int64 {
 // A manual CLUSTER FAILOVER of the node that owns a busy lock: no two holders,
 // the waiters carry on, and their subscription moves to the new owner.
 func TestClusterFailoverUnderContention(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting for failovers or leases: see redistest.Parallel
 	tg := ownCluster(t)
 	name := t.Name()
 	slot := layout.Slot(name)
@@ -124,6 +125,7 @@ func TestClusterFailoverUnderContention(t *testing.T) {
 // SENTINEL FAILOVER under contention: clients follow the new primary, waiters
 // resubscribe and acquire, and fencing tokens keep increasing.
 func TestSentinelFailoverUnderContention(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting for failovers or leases: see redistest.Parallel
 	tg, err := redisserver.StartSentinelTarget()
 	if err != nil {
 		if !redisserver.RequireServer() {
@@ -165,6 +167,7 @@ func TestSentinelFailoverUnderContention(t *testing.T) {
 // (ASK and MOVED are followed, TRYAGAIN is retried) and waiters are woken on
 // the new node.
 func TestClusterSlotMigrationUnderContention(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting for failovers or leases: see redistest.Parallel
 	tg, err := redisserver.StartClusterTarget(3, 0)
 	if err != nil {
 		if !redisserver.RequireServer() {

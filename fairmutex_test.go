@@ -134,7 +134,7 @@ func fifo(t *testing.T, tg *redisserver.Target, name string, rounds, perClient i
 
 func TestFairMutexFIFO(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
-	forEachTopology(t, testFairMutexFIFO)
+	forEachTopologyAtOnce(t, testFairMutexFIFO)
 }
 
 func testFairMutexFIFO(t *testing.T, tg *redisserver.Target) {

@@ -83,7 +83,7 @@ func fencedHammer(t *testing.T, tg *redisserver.Target, name string, clients, go
 
 func TestFencedMutexTokensIncrease(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
-	forEachTopology(t, testFencedMutexTokensIncrease)
+	forEachTopologyAtOnce(t, testFencedMutexTokensIncrease)
 }
 
 func testFencedMutexTokensIncrease(t *testing.T, tg *redisserver.Target) {

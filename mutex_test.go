@@ -106,7 +106,7 @@ func hammer(t *testing.T, tg *redisserver.Target, names []string, clients, gorou
 
 func TestMutexHammerOneName(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
-	forEachTopology(t, testMutexHammerOneName)
+	forEachTopologyAtOnce(t, testMutexHammerOneName)
 }
 
 func testMutexHammerOneName(t *testing.T, tg *redisserver.Target) {
@@ -119,7 +119,7 @@ func testMutexHammerOneName(t *testing.T, tg *redisserver.Target) {
 
 func TestMutexHammerDistinctNames(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
-	forEachTopology(t, testMutexHammerDistinctNames)
+	forEachTopologyAtOnce(t, testMutexHammerDistinctNames)
 }
 
 func testMutexHammerDistinctNames(t *testing.T, tg *redisserver.Target) {

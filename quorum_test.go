@@ -74,6 +74,7 @@ func (p *quorumProcess) reconnect() { redistest.Reconnect(p.rcs...) }
 // Four processes' Clients over one quorum (3 and 5 servers), two goroutines
 // each, lock one Mutex: never two inside, and every goroutine gets it.
 func TestQuorumMutexExclusion(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting for failovers or leases: see redistest.Parallel
 	for _, n := range []int{3, 5} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			servers := redistest.Servers(t, n)

@@ -96,7 +96,13 @@ func TestCutOffHolderIsToldBeforeARival(t *testing.T) {
 			default:
 			}
 			sctx, scancel := context.WithTimeout(context.Background(), 4*time.Second)
-			_ = rc.Do(sctx, rc.B().Get().Key(name+":data").Build()).Error()
+			// Pinned: rueidis retries a read on a new connection when
+			// the one that wrote it breaks, and puts the command back in
+			// its pool after the retry's answer, with nothing ordering
+			// that after the dead connection's writer read it; -race
+			// reported it against the next command built from the pool
+			// (rueidis v1.0.79, here: a Client's Close).
+			_ = rc.Do(sctx, rc.B().Get().Key(name+":data").Build().Pin()).Error()
 			scancel()
 		}
 	})

@@ -82,7 +82,7 @@ func overAdmit(t *testing.T, tg *redisserver.Target, name string, clients, gorou
 
 func TestSemaphoreNeverOverAdmits(t *testing.T) {
 	t.Parallel() // waits for leases to run out: see redistest.Parallel
-	forEachTopology(t, testSemaphoreNeverOverAdmits)
+	forEachTopologyAtOnce(t, testSemaphoreNeverOverAdmits)
 }
 
 func testSemaphoreNeverOverAdmits(t *testing.T, tg *redisserver.Target) {

@@ -123,6 +123,7 @@ func primaryReplica(ctx context.Context, t *testing.T, tg *redisserver.Target, n
 // the replica was cut off is gone, though its acquire had succeeded (with the
 // option, that acquire fails).
 func TestSyncReplicasSurviveFailover(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting for failovers or leases: see redistest.Parallel
 	tg := ownCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -60,6 +60,18 @@ func forEachTopology(t *testing.T, test func(t *testing.T, tg *redisserver.Targe
 	}
 }
 
+// forEachTopologyAtOnce runs test once per topology, as parallel subtests:
+// for the long hammers (tens of seconds each), whose three runs, one after
+// the other, were the longest stretch of the package's parallel tests.
+func forEachTopologyAtOnce(t *testing.T, test func(t *testing.T, tg *redisserver.Target)) {
+	for _, tp := range topologies {
+		t.Run(tp.name, func(t *testing.T) {
+			t.Parallel() // each waits, mostly, for its own Clients: see redistest.Parallel
+			test(t, tp.target(t))
+		})
+	}
+}
+
 // clusterTarget returns the shared cluster.
 func clusterTarget(t *testing.T) *redisserver.Target { return topologies[1].target(t) }
 
