@@ -31,6 +31,7 @@ func namesOnEveryMaster(t *testing.T, tg *redisserver.Target, prefix string, per
 }
 
 func TestClusterHashTaggedNames(t *testing.T) {
+	t.Parallel() // a hammer, as the others: see redistest.Parallel
 	tg := clusterTarget(t)
 	base := freshName(t)
 	hammer(t, tg, []string{"{" + base + "}:a", "x{" + base + "}y"}, 2, 4, 50)

@@ -390,6 +390,7 @@ func runHandoverChild(c *redisync.Client, rc rueidis.Client, name string) int {
 // to be current. Which goroutine runs first on resuming is up to Go's
 // scheduler (the bug showed in 6 runs of 10), so the scenario runs 5 times.
 func TestMutexNoHandoverAfterPause(t *testing.T) {
+	t.Parallel() // waits for stopped children's leases to run out: see redistest.Parallel
 	requireReal(t, standalone, "a server outside the stopped process")
 	c, rc := newClient(t, standalone)
 	base := freshName(t)

@@ -210,6 +210,7 @@ func TestObserverQueued(t *testing.T) {
 // or its own next attempt, the call queues again at the end and says so: a
 // second EventQueued with a Cause; then it still gets the lock.
 func TestObserverQueuedAgain(t *testing.T) {
+	t.Parallel() // waits for the waiters to queue again: see redistest.Parallel
 	c, rc := newClient(t, standalone)
 	ctx := context.Background()
 	for _, lc := range lockCycles {
