@@ -37,8 +37,8 @@ func rwHammer(t *testing.T, tg *redisserver.Target, name string, clients, gorout
 	// second without an answer (transientBudget; DefaultCallTimeout bounds
 	// each attempt). miniredis runs every script of 32 goroutines in one
 	// interpreter, under -race beside the other packages' tests: an answer
-	// has taken more than a second there (CI, 2026-12-07), which is that
-	// server's speed, not what this test is about. Its attempts get longer.
+	// can take more than a second there, which is that server's speed, not
+	// what this test is about. Its attempts get longer.
 	var opts []redisync.Option
 	if !tg.Real() {
 		opts = append(opts, redisync.WithCallTimeout(5*time.Second))
