@@ -1,6 +1,9 @@
 package benchmarks
 
 import (
+	"context"
+	"errors"
+	"io"
 	"math"
 	"slices"
 	"testing"
@@ -69,5 +72,37 @@ func TestMedian(t *testing.T) {
 	}
 	if one := median(rounds[:1]); one != rounds[0] {
 		t.Errorf("median of one round = %+v, want it", one)
+	}
+}
+
+// A scenario that does not finish within its limit is abandoned with
+// ErrAbandoned, and its context is cancelled, so that a call waiting with it
+// returns and the scenario's goroutine ends (a peer's Lock without end once
+// outlived TestQuick: its goroutine failed the leak check).
+func TestMeasureCancelsWhatItAbandons(t *testing.T) {
+	r := &Results{Errors: map[string]error{}}
+	s := stepper{r: r, log: io.Discard, limit: 50 * time.Millisecond, scenario: "serial", peer: "stuck"}
+	ended := make(chan error, 1)
+	_, err := measure(context.Background(), s, func(ctx context.Context) (int, error) {
+		<-ctx.Done() // a Lock that waits with ctx for a lock never released
+		ended <- ctx.Err()
+		return 0, ctx.Err()
+	})
+	if !errors.Is(err, ErrAbandoned) || !errors.Is(r.Errors["serial/stuck"], ErrAbandoned) {
+		t.Fatalf("measure = %v, Errors %v; want ErrAbandoned in both", err, r.Errors)
+	}
+	select {
+	case cause := <-ended:
+		if !errors.Is(cause, context.Canceled) {
+			t.Errorf("the scenario's context ended with %v, want context.Canceled", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the abandoned scenario's context was not cancelled")
+	}
+
+	// One that finishes keeps its figure.
+	v, err := measure(context.Background(), s, func(context.Context) (int, error) { return 7, nil })
+	if v != 7 || err != nil {
+		t.Errorf("measure = %d, %v; want 7, nil", v, err)
 	}
 }

@@ -173,11 +173,11 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 		}
 	}
 	for _, p := range cfg.Peers {
-		if a, err := measure(step("allocs", p.Name), func() (AllocResult, error) { return AllocsPerPair(ctx, p, addr, cfg.AllocPairs) }); err == nil {
+		if a, err := measure(ctx, step("allocs", p.Name), func(ctx context.Context) (AllocResult, error) { return AllocsPerPair(ctx, p, addr, cfg.AllocPairs) }); err == nil {
 			r.Allocs[p.Name] = a
 		}
 	}
-	r.Renewal, _ = measure(step("renewal", "redisync"), func() (RenewalResult, error) {
+	r.Renewal, _ = measure(ctx, step("renewal", "redisync"), func(ctx context.Context) (RenewalResult, error) {
 		return Renewal(ctx, addr, admin, cfg.Held, cfg.RenewalWindow)
 	})
 	if r.Renewal.Held.Locks > 0 {
@@ -187,13 +187,13 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 		if p.Name == subjectName {
 			continue // measured with scenario 5
 		}
-		if h, err := measure(step("held", p.Name), func() (HoldResult, error) { return HeldLocks(ctx, p, addr, cfg.Held) }); err == nil {
+		if h, err := measure(ctx, step("held", p.Name), func(ctx context.Context) (HoldResult, error) { return HeldLocks(ctx, p, addr, cfg.Held) }); err == nil {
 			r.Held[p.Name] = h
 		}
 	}
 	for _, p := range cfg.Peers {
 		// Kept even after an error: a drain that timed out is a figure.
-		r.Waiters[p.Name], _ = measure(step("waiters", p.Name), func() (WaitersResult, error) {
+		r.Waiters[p.Name], _ = measure(ctx, step("waiters", p.Name), func(ctx context.Context) (WaitersResult, error) {
 			return Waiters(ctx, p, addr, admin, cfg.Waiters, cfg.WaiterNames, cfg.Settle, cfg.DrainTimeout)
 		})
 	}
@@ -201,7 +201,7 @@ func Run(ctx context.Context, addr string, cfg Config) (*Results, error) {
 		rps float64
 		cmd string
 	}
-	c, _ := measure(step("ceiling", "redis"), func() (ceiling, error) {
+	c, _ := measure(ctx, step("ceiling", "redis"), func(ctx context.Context) (ceiling, error) {
 		rps, cmd, err := Ceiling(ctx, addr, admin, cfg.CeilingCalls)
 		return ceiling{rps: rps, cmd: cmd}, err
 	})
@@ -295,7 +295,7 @@ func (r *Results) rounds(ctx context.Context, addr string, step func(scenario, p
 				if cfg.Rounds > 1 {
 					st.scenario = fmt.Sprintf("%s#%d", s.name, round+1)
 				}
-				if sum, err := measure(st, func() (Summary, error) { return s.run(ctx, p, addr, cfg.Duration) }); err == nil {
+				if sum, err := measure(ctx, st, func(ctx context.Context) (Summary, error) { return s.run(ctx, p, addr, cfg.Duration) }); err == nil {
 					rounds[s.name+"/"+p.Name] = append(rounds[s.name+"/"+p.Name], sum)
 				}
 			}
@@ -349,10 +349,11 @@ type stepper struct {
 }
 
 // measure runs f, logs the step and records its error. If f has not
-// returned within the step limit, measure abandons it (its goroutines keep
-// running; f only ever writes to its own variables, so they cannot disturb
-// the results) and returns an error of its own with the zero T.
-func measure[T any](s stepper, f func() (T, error)) (T, error) {
+// returned within the step limit, measure abandons it and returns an error of
+// its own with the zero T: it cancels f's context, so that a call waiting
+// with it returns and f ends, but does not wait for that (f only ever writes
+// to its own variables, so a late end cannot disturb the results).
+func measure[T any](ctx context.Context, s stepper, f func(context.Context) (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -364,9 +365,11 @@ func measure[T any](s stepper, f func() (T, error)) (T, error) {
 		return zero, errors.New("the run was stopped")
 	default:
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // on an abandoned f, its calls that wait with ctx return
 	done := make(chan result, 1)
 	go func() {
-		v, err := f()
+		v, err := f(ctx)
 		done <- result{v: v, err: err}
 	}()
 	var limit <-chan time.Time
