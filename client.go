@@ -75,15 +75,16 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, d deplo
 		cfg.name = defaultName()
 	}
 	cfg.logger = cfg.logger.With("client", cfg.name)
-	closed := make(chan struct{})
-	rc := gate{Client: rcs[0], closed: closed}
+	life, end := context.WithCancel(context.Background())
+	rc := gate{Client: rcs[0], closed: life.Done()}
 	c := &Client{engine: engine{
 		rc:        rc,
 		direct:    scripts.NewRunner(rc, sharded),
 		id:        newUUID(),
 		cfg:       cfg,
 		scripts:   runner,
-		closed:    closed,
+		life:      life,
+		end:       end,
 		holds:     newHoldTable(),
 		handovers: newHandovers(),
 		quorum:    q,
@@ -128,7 +129,7 @@ func (c *Client) Name() string { return c.cfg.name }
 // logs that its permits were not given back.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		close(c.closed)
+		c.end()
 		c.notify.Close()
 		c.leases.Close()
 		if c.quorum != nil {

@@ -200,7 +200,7 @@ func (s *CountingSemaphore) Release(n int64) {
 		for attempt := 2; ; attempt++ {
 			select {
 			case <-time.After(min(time.Duration(attempt)*50*time.Millisecond, time.Second)):
-			case <-s.h.c.closed:
+			case <-s.h.c.life.Done():
 				s.lost(n, attempt, ErrClosed)
 				return
 			}

@@ -181,11 +181,12 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 func (e *Election) observe(ctx context.Context, w *notify.Waiter, out chan<- string) {
 	defer close(out)
 	defer w.Leave(false)
+	ctx, cancel := context.WithCancel(ctx) // ends with the Client too
+	defer cancel()
+	defer context.AfterFunc(e.h.c.life, cancel)()
 	select {
 	case <-w.Ready(): // subscribed: no change after the first read is missed
 	case <-ctx.Done():
-		return
-	case <-e.h.c.closed:
 		return
 	}
 	poll := time.NewTicker(observePoll)
@@ -211,8 +212,6 @@ func (e *Election) observe(ctx context.Context, w *notify.Waiter, out chan<- str
 			case <-poll.C:
 				break wait
 			case <-ctx.Done():
-				return
-			case <-e.h.c.closed:
 				return
 			}
 		}

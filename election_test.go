@@ -171,6 +171,33 @@ func TestElectionObserve(t *testing.T) {
 	})
 }
 
+// An Observe running when its Client closes ends: its channel is closed,
+// though its context has not ended.
+func TestElectionObserveEndsWithItsClient(t *testing.T) {
+	leader, _ := newClient(t, standalone)
+	observer, _ := newClient(t, standalone)
+	name := "election:" + freshName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := leader.NewElection(name)
+	require.NoError(t, e.Campaign(ctx, "v0"))
+	defer func() { require.NoError(t, e.Resign(ctx)) }()
+	values := observer.NewElection(name).Observe(ctx)
+	select {
+	case v := <-values:
+		require.Equal(t, "v0", v)
+	case <-ctx.Done():
+		t.Fatal("no value observed")
+	}
+	require.NoError(t, observer.Close())
+	select {
+	case v, open := <-values:
+		assert.False(t, open, "a value after Close: %q", v)
+	case <-time.After(hang):
+		t.Fatal("Observe's channel stayed open after its Client closed")
+	}
+}
+
 // Proclaim needs leadership, Leader a leader; Resign without leadership is a
 // no-op; a campaign that gives up leaves no trace.
 func TestElectionErrors(t *testing.T) {

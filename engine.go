@@ -94,7 +94,11 @@ type engine struct {
 	leases  *lease.Scheduler
 	notify  *notify.Registry
 
-	closed     chan struct{}
+	// life ends when the Client is closed: its Done is the channel every
+	// wait selects on to return ErrClosed, and a goroutine of the Client's
+	// own (Observe's) derives its context from it.
+	life       context.Context
+	end        context.CancelFunc
 	background tasks // runs what calls leave to do in Redis after they return
 	takeBacks  pendingTakeBacks
 
@@ -219,7 +223,7 @@ func (pt *pendingTakeBacks) settled(ctx context.Context, name string) {
 // isClosed reports whether the Client was closed.
 func (e *engine) isClosed() bool {
 	select {
-	case <-e.closed:
+	case <-e.life.Done():
 		return true
 	default:
 	}

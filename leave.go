@@ -139,7 +139,7 @@ func (e *engine) undo(ctx context.Context, p *protocol, field string, n int) {
 		}
 		select {
 		case <-time.After(min(time.Duration(attempt)*50*time.Millisecond, time.Second)):
-		case <-e.closed:
+		case <-e.life.Done():
 			p.cfg.logger.Error("redisync: the Client closed before it could give back what a call that gave up may have taken",
 				"name", p.name, "permits", n, "error", err)
 			return

@@ -94,7 +94,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.c.closed:
+		case <-s.c.life.Done():
 			return lockError(s.primitive, s.name, ErrClosed)
 		}
 	}

@@ -298,7 +298,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		a.inRedis.lapsed = cause
 	case <-ctx.Done():
 		return true, ctx.Err()
-	case <-e.closed:
+	case <-e.life.Done():
 		return true, lockError(p.primitive, p.name, ErrClosed)
 	}
 	return false, nil
