@@ -165,7 +165,17 @@ func TestQuick(t *testing.T) {
 			if abandoned("delayed-"+name, peer) {
 				continue // logged above
 			}
-			if s := m[peer]; s.N == 0 || s.Rate() <= 0 || s.P50 < 2*d.Delay {
+			s := m[peer]
+			// A peer whose goroutines all waited past the scenario's end
+			// (rueidislock's wake-ups ride client-side caching
+			// invalidations, which the proxy and a loaded machine delay)
+			// has no figures; the report says how many were never woken.
+			// redisync must have them.
+			if peer != r.Peers[0] && s.N == 0 && s.Stalled > 0 {
+				t.Logf("delayed-%s/%s: %d never woken (a peer's, reported)", name, peer, s.Stalled)
+				continue
+			}
+			if s.N == 0 || s.Rate() <= 0 || s.P50 < 2*d.Delay {
 				t.Errorf("delayed-%s/%s: no figures, or faster than the proxy allows: %+v", name, peer, s)
 			}
 		}
