@@ -181,16 +181,24 @@ func TestPrompt(t *testing.T) {
 	expect(t, history(nil, holder, late), I3, 0, 0)
 	expect(t, history(nil, holder, late), I9, 0, 1)
 	// The item the invariant is for: a waiter of another worker died (in
-	// the queue, say, and was handed the lock); the others are still due.
+	// the queue, say, and was handed the lock) more than a round trip
+	// (100 ms) before the release began; the others are still due.
+	holder2 := cycle(1, 0, "m", Exclusive, 0, 10, 200)
+	late2 := cycle(2, 0, "m", Exclusive, 50, 1100, 1110) // 200 + 300 + 500 < 1100
 	deadWaiter := []Event{{T: 20 * ms1, W: 3, G: 0, K: Invoke, R: "m", Mode: Exclusive}}
 	waiterKilled := []Fault{{Kind: "F1", W: 3, G: 1, R: "fair", Start: 60 * ms1, End: 60 * ms1}}
-	expect(t, history(waiterKilled, holder, deadWaiter, late), I9, 0, 1)
+	expect(t, history(waiterKilled, holder2, deadWaiter, late2), I9, 0, 1)
 	// ... and the dead waiter's own wait is not counted.
-	expect(t, history(waiterKilled, holder, deadWaiter, cycle(2, 0, "m", Exclusive, 50, 850, 860)), I9, 0, 0)
+	expect(t, history(waiterKilled, holder2, deadWaiter, cycle(2, 0, "m", Exclusive, 50, 950, 960)), I9, 0, 0)
 	// A waiter that died after the release began may have taken the lock
 	// alive and died holding it before its acquire returned: I3's.
-	justAfter := []Fault{{Kind: "F1", W: 3, G: 1, R: "fair", Start: 102 * ms1, End: 102 * ms1}}
-	expect(t, history(justAfter, holder, deadWaiter, late), I9, 0, 0)
+	justAfter := []Fault{{Kind: "F1", W: 3, G: 1, R: "fair", Start: 202 * ms1, End: 202 * ms1}}
+	expect(t, history(justAfter, holder2, deadWaiter, late2), I9, 0, 0)
+	// So may one that died less than a round trip before: an attempt it
+	// sent before it died can reach Redis after the release and take the
+	// lock for a lease (a command in flight outlives its sender).
+	inFlight := []Fault{{Kind: "F1", W: 3, G: 1, R: "fair", Start: 150 * ms1, End: 150 * ms1}}
+	expect(t, history(inFlight, holder2, deadWaiter, late2), I9, 0, 0)
 	// A holder that died occupies the lock for a lease: I3's.
 	killed := cycle(1, 0, "m", Exclusive, 0, 10, 100)[:3]
 	holderKilled := []Fault{{Kind: "F1", W: 1, G: 0, R: "m", Start: 40 * ms1, End: 40 * ms1}}
@@ -198,8 +206,8 @@ func TestPrompt(t *testing.T) {
 	// A MultiMutex whose worker died while it held a part of its names (it
 	// waited for the rest) occupies that part for a lease: I3's. Having
 	// given a part back, or without one, its death excuses nothing.
-	mmHolder := cycle(1, 0, "mm", Exclusive, 0, 10, 100)
-	mmLate := cycle(2, 0, "mm", Exclusive, 50, 1000, 1010)
+	mmHolder := cycle(1, 0, "mm", Exclusive, 0, 10, 200)
+	mmLate := cycle(2, 0, "mm", Exclusive, 50, 1100, 1110)
 	deadMM := []Event{{T: 20 * ms1, W: 3, G: 0, K: Invoke, R: "mm", Mode: Exclusive}}
 	deadPart := append(slices.Clone(deadMM), Event{T: 30 * ms1, W: 3, G: 0, K: Part, R: "mm"})
 	expect(t, history(waiterKilled, mmHolder, deadPart, mmLate), I9, 0, 0)

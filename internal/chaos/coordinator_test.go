@@ -305,9 +305,13 @@ func (r *run) finish() *History {
 	defer r.mu.Unlock()
 	return &History{Events: append(r.history(), r.events...), Faults: r.faults, Resources: resources, End: Now(), Params: Params{
 		Lease: r.lease, Interval: r.lease / 3, Recovery: max(r.lease, 3*time.Second),
-		RoundTrip: 100 * time.Millisecond, WakeSlack: 500 * time.Millisecond, Heartbeat: heartbeat(r.lease),
+		RoundTrip: roundTrip, WakeSlack: 500 * time.Millisecond, Heartbeat: heartbeat(r.lease),
 		TimerSlack: timerSlack, CallSlack: callSlack}}
 }
+
+// roundTrip is the allowance for one round trip to Redis, scheduling on the
+// loaded machine included (Params.RoundTrip).
+const roundTrip = 100 * time.Millisecond
 
 // callSlack is I10's allowance beyond a call's deadline: the 20 ms the
 // library waits for a take-back before it leaves it to the background

@@ -394,7 +394,7 @@ func (r *run) unhushOthers(s *seat) {
 // s's worker parks its Mutex holder of queuedRes, so that the
 // other workers' Mutex waiters queue in Redis behind it while its own
 // MultiMutex waiters wait outside the queue (the other workers' are idle);
-// every other worker is killed;
+// every other worker is killed; a round trip later
 // the holder releases, which hands the lock to a dead queued waiter, and
 // rests for two leases; the killed workers come back a lease later. Until
 // the dead waiter's hold lapses (a heartbeat timeout after its death at
@@ -449,6 +449,11 @@ func (r *run) killQueued(s *seat) {
 	// more than 10 ms into a run leaves the lock free instead, which would
 	// hand nothing to the dead): the run's record goes.
 	r.del(layout.MutexOf(queuedRes).Run)
+	// A death less than a round trip before a release is I3's (an attempt
+	// sent before it may land after the release, see promptExcused): the
+	// release comes later, well within the dead waiters' heartbeats (renewed
+	// every third of one).
+	time.Sleep(roundTrip)
 	s.p.send("unpark " + itoa(queuedSlot))
 	time.Sleep(r.lease)
 	for _, o := range killed {

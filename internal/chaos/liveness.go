@@ -153,15 +153,18 @@ var promptKinds = map[string]bool{"Mutex": true, "FencedMutex": true, "MultiMute
 // came near the lock going free (fr): from Recovery before it to the
 // deadline, a fault of another kind, the death of a worker that died
 // holding the lock (diedHolding: its hold occupies it for a lease, as does
-// a part of it that a waiting MultiMutex took), or a death
-// after the freeing hold's critical section ended: a waiter of that worker
-// may have been handed the lock, or taken it, alive, and died holding it
-// before its acquire returned (the history cannot tell). A waiter that was
-// dead before the release began can only have been handed the lock, which
-// stays in its name for a heartbeat timeout at most: that is what I9 checks.
+// a part of it that a waiting MultiMutex took), or a death less than a
+// round trip before the freeing hold's critical section ended, or after
+// it: a waiter of that worker may have been handed the lock, or taken it,
+// alive, and died holding it before its acquire returned, and an attempt
+// it sent before it died may reach Redis after the release and take the
+// lock for a lease (the history shows neither). A waiter that was dead a
+// round trip before the release began can only have been handed the lock,
+// which stays in its name for a heartbeat timeout at most: that is what I9
+// checks.
 func (m *model) promptExcused(fr freeing, deadline int64, diedHolding map[int]bool) bool {
 	for ft := range m.faultsIn(fr.t-int64(m.Params.Recovery), deadline) {
-		if !ft.kills() || ft.Start >= fr.by.Exit || diedHolding[ft.W] {
+		if !ft.kills() || ft.Start >= fr.by.Exit-int64(m.Params.RoundTrip) || diedHolding[ft.W] {
 			return true
 		}
 	}
