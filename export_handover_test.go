@@ -48,9 +48,33 @@ func HandOverInFlightForTest(giver, taker *Mutex) (take func(ctx context.Context
 	p := taker.proto(taker.owner)
 	w := taker.c.handovers.queue(&call{p: p, mode: waitHandover, n: 1})
 	giver.Unlock()
+	return takeHandedForTest(taker, p, w)
+}
+
+// HandOverPokedForTest is HandOverInFlightForTest with a wake-up passed on
+// to the taker's queued call (a poke) pending when giver's Unlock hands it
+// the hold, as when a call queued behind it passed on a Pub/Sub wake-up: the
+// hold must reach the call all the same, and Unlock must not wait for the
+// call to take the wake-up first.
+func HandOverPokedForTest(giver, taker *Mutex) (take func(ctx context.Context) (adopted bool, ended error)) {
+	p := taker.proto(taker.owner)
+	w := taker.c.handovers.queue(&call{p: p, mode: waitHandover, n: 1})
+	taker.c.handovers.pokeFirst(p)
+	giver.Unlock()
+	return takeHandedForTest(taker, p, w)
+}
+
+// takeHandedForTest takes what was handed to the queued place w of taker's
+// protocol p, as the waiting call would (see HandOverInFlightForTest).
+func takeHandedForTest(taker *Mutex, p *protocol, w *place) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		select {
 		case x := <-w.ch:
+			if x.t == nil {
+				err := errors.New("a wake-up was pending, not a hold")
+				taker.c.leave(context.Background(), w, err)
+				return false, err
+			}
 			if taker.c.adopt(ctx, &call{p: p, mode: waitHandover, n: 1}, x) {
 				return true, nil
 			}

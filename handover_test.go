@@ -356,6 +356,37 @@ func TestMutexHandedHoldEndsOnItsWay(t *testing.T) {
 	}
 }
 
+// A queued call's place carries both what a release hands it and the
+// wake-ups passed on to it: a hold handed over while a wake-up is pending
+// there replaces it, without Unlock waiting for the call to take the
+// wake-up first (the handing happens under the Client's queue's mutex),
+// and the call gets the hold.
+func TestMutexHandoverSupersedesAPendingWakeUp(t *testing.T) {
+	t.Cleanup(redisync.LongHandoversForTest())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _ := newClient(t, standalone)
+	name := freshName(t)
+	giver, taker := c.NewMutex(name), c.NewMutex(name)
+	require.NoError(t, giver.LockContext(ctx))
+	handed := make(chan func(context.Context) (bool, error), 1)
+	go func() { handed <- redisync.HandOverPokedForTest(giver, taker) }()
+	var take func(context.Context) (bool, error)
+	select {
+	case take = <-handed:
+	case <-ctx.Done():
+		t.Fatal("Unlock waited behind a wake-up pending on the place it handed its hold to")
+	}
+	adopted, err := take(ctx)
+	require.NoError(t, err)
+	require.True(t, adopted, "the hold handed over did not reach the call")
+	other := c.NewMutex(name)
+	assert.False(t, other.TryLock(), "the taker holds the lock")
+	require.NoError(t, taker.UnlockContext(ctx))
+	require.NoError(t, other.LockContext(ctx), "the lock can be taken again")
+	other.Unlock()
+}
+
 // childHandover makes a child hold a Mutex with a second goroutine of the same
 // handle queued for its handover, and unlock shortly after saying "held".
 const childHandover = "REDISYNC_TEST_HANDOVER"

@@ -197,7 +197,7 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 // one asks Redis in its place.
 func (e *engine) leave(ctx context.Context, w *place, callErr error) {
 	if !e.handovers.remove(w, callErr) {
-		x := <-w.ch // sent before w left the queue
+		x := <-w.ch // sent before w left the queue, and the last sent: a hold
 		e.cleanUp(w.p.name, func() { e.giveBack(ctx, w.p, x) })
 	}
 }

@@ -288,13 +288,16 @@ type redisQueueing struct {
 }
 
 // A channelWait is a call's place on the lock's channel: w, on the channel
-// joined under tag, and the timer that bounds a wait for a message there
-// (made on the first wait: most acquisitions need none).
+// joined under tag, and what bounds a wait for a message there: the timer,
+// and end, ended with the call's context or its Client (both made on the
+// first wait: most acquisitions need none; see ending).
 type channelWait struct {
-	w      *notify.Waiter
-	joined string
-	tag    string
-	timer  *time.Timer
+	w       *notify.Waiter
+	joined  string
+	tag     string
+	timer   *time.Timer
+	end     context.Context
+	stopEnd func()
 }
 
 // A firstTry is the outcome of a call's first attempt when the fast path
@@ -367,13 +370,14 @@ type ticket = lease.Heartbeat
 
 // A place is a waiting call's place in its Client's queue of its lock.
 type place struct {
-	p    *protocol
-	ch   chan handover // receives the hold handed to the caller; buffered
-	poke chan struct{} // a wake-up passed on to the first of the queue; buffered
+	p  *protocol
+	ch chan handover // the hold handed to the caller, or a wake-up passed on to the first of the queue; buffered
 }
 
 // A handover is a term on its way to the caller it was handed over to, with
-// the bounds of the run of handovers it belongs to.
+// the bounds of the run of handovers it belongs to; one without a term (the
+// zero handover) is a wake-up passed on to the first call of a queue, which
+// then asks Redis.
 type handover struct {
 	t         *term
 	streak    int

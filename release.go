@@ -84,7 +84,7 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, en
 	if ctx.Err() == nil {
 		var rep scripts.Released
 		rep, err = releaseWithin(ctx, p, r)
-		if err == nil || !(end == finalRelease && unfinished(err)) && ctx.Err() == nil {
+		if err == nil || !end.leavesUndone(err) && ctx.Err() == nil {
 			if err != nil {
 				err = lockError(p.primitive, p.name, err)
 			}
@@ -106,6 +106,11 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, en
 	}
 	return lockError(p.primitive, p.name, err)
 }
+
+// leavesUndone reports whether a release that ends a hold this way and
+// failed with err must be finished in the background: a final one that may
+// not have run (see unfinished). A partial release is not repeated.
+func (end releaseEnd) leavesUndone(err error) bool { return end == finalRelease && unfinished(err) }
 
 // unfinished reports whether a release that failed with err may not have
 // run in Redis, or not everywhere, so that it must be finished: a transport

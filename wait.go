@@ -74,6 +74,26 @@ type waitFor struct {
 	src        WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
 }
 
+// ending returns a channel that is closed when ctx ends or life does (the
+// Client closes): what ends a wait of the call, made at its first wait
+// (most acquisitions need none) and released by stopEnding.
+func (c *channelWait) ending(ctx, life context.Context) <-chan struct{} {
+	if c.end == nil {
+		end, cancel := context.WithCancel(ctx)
+		unhook := context.AfterFunc(life, cancel)
+		c.end, c.stopEnd = end, func() { unhook(); cancel() }
+	}
+	return c.end.Done()
+}
+
+// stopEnding releases what ending made, if anything.
+func (c *channelWait) stopEnding() {
+	if c.stopEnd != nil {
+		c.stopEnd()
+		c.end, c.stopEnd = nil, nil
+	}
+}
+
 // sleep sets a's timer to d.
 func (a *call) sleep(d time.Duration) {
 	if a.ch.timer == nil {
@@ -229,6 +249,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 	if a.ch.timer != nil {
 		a.ch.timer.Stop()
 	}
+	a.ch.stopEnding()
 	if a.place != nil {
 		e.leave(ctx, a.place, err)
 	}
@@ -266,14 +287,19 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 	if a.inRedis.tk != nil {
 		lapsed = a.inRedis.tk.Lapsed
 	}
-	var handedOver <-chan handover
-	var poked <-chan struct{}
+	var inLine <-chan handover
 	if a.place != nil {
-		handedOver, poked = a.place.ch, a.place.poke
+		inLine = a.place.ch
 	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
-	case x := <-handedOver:
+	case x := <-inLine:
+		if x.t == nil { // a wake-up passed on by a waiter queued behind
+			if observe {
+				p.observe(ctx, wakeEvent(nil, WakeLocal))
+			}
+			break
+		}
 		a.place = nil
 		if e.adopt(ctx, a, x) && e.current(a) {
 			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandover: true}))
@@ -282,10 +308,6 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 	case <-f.wake:
 		if e.woken(ctx, a, f.src) {
 			return true, nil
-		}
-	case <-poked: // a wake-up passed on by a waiter queued behind
-		if observe {
-			p.observe(ctx, wakeEvent(nil, WakeLocal))
 		}
 	case <-f.free: // nil unless the owner's own hold blocks a queued turn
 		p.observe(ctx, wakeEvent(a.ch.w, WakeLocal))
@@ -296,9 +318,10 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 	case cause := <-lapsed:
 		a.inRedis.tk.Ended() // the next try queues again and restarts it
 		a.inRedis.lapsed = cause
-	case <-ctx.Done():
-		return true, ctx.Err()
-	case <-e.life.Done():
+	case <-a.ch.ending(ctx, e.life):
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
 		return true, lockError(p.primitive, p.name, ErrClosed)
 	}
 	return false, nil

@@ -8,7 +8,7 @@
 //
 // Usage, from the benchmarks directory:
 //
-//	go run ./cmd/serverwork [-d 3s] [-addr host:port]
+//	go run ./cmd/serverwork [-d 3s] [-addr host:port] [-floor]
 package main
 
 import (
@@ -30,14 +30,19 @@ import (
 func main() {
 	d := flag.Duration("d", 3*time.Second, "how long each library runs")
 	addr := flag.String("addr", "", "use this Redis server instead of starting one")
+	floor := flag.Bool("floor", false, "also run benchmarks.Floor: the least server work per pair in Redisson's layout")
 	flag.Parse()
-	if err := run(*d, *addr); err != nil {
+	peers := benchmarks.Peers(benchmarks.DefaultPoll)
+	if *floor {
+		peers = append(peers, benchmarks.Floor())
+	}
+	if err := run(peers, *d, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "serverwork:", err)
 		os.Exit(1)
 	}
 }
 
-func run(d time.Duration, addr string) error {
+func run(peers []benchmarks.Peer, d time.Duration, addr string) error {
 	if addr == "" {
 		srv, err := redisserver.StartServer()
 		if err != nil {
@@ -53,7 +58,7 @@ func run(d time.Duration, addr string) error {
 	}
 	defer admin.Close()
 	fmt.Printf("| library | pairs | server CPU per pair | in scripts | commands per pair: calls × µs each |\n|---|---|---|---|---|\n")
-	for _, p := range benchmarks.Peers(benchmarks.DefaultPoll) {
+	for _, p := range peers {
 		if err := admin.Do(ctx, admin.B().ConfigResetstat().Build()).Error(); err != nil {
 			return err
 		}
