@@ -17,13 +17,23 @@ import (
 // late copies or repeats, no queue, no renewal, no waiting beyond polling
 // every millisecond. A library that keeps Redisson's layout and wakes
 // Redisson's waiters sends at least these commands.
-func Floor() Peer {
-	return Peer{Name: "floor", Connect: func(addr string) (Client, error) {
+func Floor() Peer { return floorPeer("floor", false) }
+
+// FloorPlain is Floor with a release that runs no script: HDEL of the
+// holder's field and PUBLISH, pipelined. It is no safe release for a
+// reentrant lock (a re-entered hold would go at once) nor for one whose
+// release must do anything atomically with it (a repeat's answer, a
+// handover to a queued waiter): the least a release in Redisson's layout
+// can cost at all.
+func FloorPlain() Peer { return floorPeer("floor-plain", true) }
+
+func floorPeer(name string, plain bool) Peer {
+	return Peer{Name: name, Connect: func(addr string) (Client, error) {
 		c, err := rueidis.NewClient(RueidisOption(addr))
 		if err != nil {
 			return nil, err
 		}
-		return floorClient{c: c}, nil
+		return floorClient{c: c, plain: plain}, nil
 	}}
 }
 
@@ -41,17 +51,21 @@ end
 return 0`)
 )
 
-type floorClient struct{ c rueidis.Client }
+type floorClient struct {
+	c     rueidis.Client
+	plain bool
+}
 
 func (c floorClient) NewMutex(name string) Mutex {
-	return floorMutex{c: c.c, keys: []string{name, "redisson_lock__channel:{" + name + "}"}}
+	return floorMutex{c: c.c, plain: c.plain, keys: []string{name, "redisson_lock__channel:{" + name + "}"}}
 }
 
 func (c floorClient) Close() { c.c.Close() }
 
 type floorMutex struct {
-	c    rueidis.Client
-	keys []string
+	c     rueidis.Client
+	plain bool
+	keys  []string
 }
 
 func (m floorMutex) Lock(ctx context.Context) (Held, error) {
@@ -80,5 +94,15 @@ type floorHeld struct {
 }
 
 func (h floorHeld) Unlock(ctx context.Context) error {
-	return floorRelease.Exec(ctx, h.m.c, h.m.keys, []string{h.field}).Error()
+	c := h.m.c
+	if !h.m.plain {
+		return floorRelease.Exec(ctx, c, h.m.keys, []string{h.field}).Error()
+	}
+	for _, r := range c.DoMulti(ctx, c.B().Hdel().Key(h.m.keys[0]).Field(h.field).Build(),
+		c.B().Publish().Channel(h.m.keys[1]).Message("0").Build()) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

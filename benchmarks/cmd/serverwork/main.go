@@ -30,11 +30,11 @@ import (
 func main() {
 	d := flag.Duration("d", 3*time.Second, "how long each library runs")
 	addr := flag.String("addr", "", "use this Redis server instead of starting one")
-	floor := flag.Bool("floor", false, "also run benchmarks.Floor: the least server work per pair in Redisson's layout")
+	floor := flag.Bool("floor", false, "also run benchmarks.Floor and FloorPlain: the least server work per pair in Redisson's layout")
 	flag.Parse()
 	peers := benchmarks.Peers(benchmarks.DefaultPoll)
 	if *floor {
-		peers = append(peers, benchmarks.Floor())
+		peers = append(peers, benchmarks.Floor(), benchmarks.FloorPlain())
 	}
 	if err := run(peers, *d, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "serverwork:", err)
