@@ -68,7 +68,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	if stop {
 		return pre, nil, 0, err
 	}
-	free := pre.free
+	ownerHolds := pre.ownerHolds
 	sent := time.Now()
 	a.trace.sent = true
 	actx, sync := syncFor(ctx, p, &acq)
@@ -93,7 +93,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 		if tk != nil {
 			tk.Queued(sent)
 		}
-		return attempt{wait: waitMS(r.Value), free: free, channel: r.Channel, place: r.Place, fresh: r.Fresh,
+		return attempt{wait: waitMS(r.Value), ownerHolds: ownerHolds, channel: r.Channel, place: r.Place, fresh: r.Fresh,
 			mayQueue: tk == nil && p.handover == handoverThroughRedis && a.takesHandover()}, nil, 0, nil
 	case sync != nil && (sync.Failed != nil || sync.Acked < sync.Wanted):
 		return attempt{}, nil, 0, e.unreplicated(ctx, a, &acq, sync)
@@ -109,7 +109,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 // prepare readies the acquisition acq of the call a on h, whose op it
 // holds: what the owner holds already (see owned), else the call's identity.
 // With stop, the attempt ends with res and err without asking Redis; else
-// res.free is a hold of the owner's on its way, if any.
+// res.ownerHolds says that the owner's hold keeps the call waiting.
 func (e *engine) prepare(h *hold, a *call, acq *acquisition) (res attempt, stop bool, err error) {
 	if h.count > 0 {
 		res, stop, err = e.owned(h, a, a.inRedis.tk, acq)
@@ -123,7 +123,7 @@ func (e *engine) prepare(h *hold, a *call, acq *acquisition) (res attempt, stop 
 		}
 		acq.field, acq.latchKey = e.callField(a)
 	}
-	return attempt{free: res.free}, false, nil
+	return attempt{ownerHolds: res.ownerHolds}, false, nil
 }
 
 // nothingToHold reports whether the reply r to the attempt of a sent at
@@ -246,15 +246,24 @@ func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res atte
 		// A second Lock of the owner queues now, so that its turn is fixed
 		// by arrival, but never takes until the owner's hold is released.
 		acq.queueOnly = true
-		return attempt{free: h.freeChan()}, false, nil
+		return a.behindOwner(h), false, nil
 	case a.mode == waitFree, a.mode == waitHandover, a.mode == share && ended:
-		return attempt{free: h.freeChan()}, true, nil
+		return a.behindOwner(h), true, nil
 	case ended:
 		return attempt{}, true, err
 	}
 	acq.field, acq.latchKey, acq.count = h.term.Load().field, h.term.Load().latchKey, h.count
 	a.trace.reentered, a.trace.base, a.trace.reentryUnknown = acq.field, h.count, false
 	return attempt{}, false, nil
+}
+
+// behindOwner is the attempt of a that its owner's hold h keeps waiting
+// (h.op held): a waiting call's local channel is woken when h ends.
+func (a *call) behindOwner(h *hold) attempt {
+	if !a.single {
+		h.wakeWhenFree(a.ch.localChan())
+	}
+	return attempt{ownerHolds: true}
 }
 
 // took records an acquisition of a (h.op held): a first one begins a term,

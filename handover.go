@@ -47,7 +47,7 @@ func newHandovers() handovers {
 
 // queue places the waiting call a at the end of its lock's queue.
 func (hs *handovers) queue(a *call) *place {
-	w := &place{p: a.p, ch: make(chan handover, 1)}
+	w := &place{p: a.p, ch: a.ch.localChan()}
 	k := queueKey(a.p)
 	hs.mu.Lock()
 	hs.queues[k] = append(hs.queues[k], w)
@@ -100,16 +100,10 @@ func (hs *handovers) pokeFirst(p *protocol) {
 	hs.poke(queueKey(p))
 }
 
-// poke wakes the first call of the queue k, if any (hs.mu held): a zero
-// handover on its place's channel, unless one is pending there. (A place
-// that was handed a hold has left the queue: what a queued place has pending
-// is a wake-up.)
+// poke wakes the first call of the queue k, if any (hs.mu held).
 func (hs *handovers) poke(k holdKey) {
 	if q := hs.queues[k]; len(q) > 0 {
-		select {
-		case q[0].ch <- handover{}:
-		default:
-		}
+		wake(q[0].ch)
 	}
 }
 
@@ -189,13 +183,7 @@ func (hs *handovers) handOver(h *hold, p *protocol, t *term, replace func(old, n
 	}
 	hs.drop(k, i)
 	hs.handing[next] = w.p.key
-	// A wake-up pending on w's channel is superseded by the hold. Every send
-	// on it happens under hs.mu, so once it is empty the send cannot block.
-	select {
-	case <-w.ch:
-	default:
-	}
-	w.ch <- handover{t: next, streak: h.streak + 1, fromRedis: h.fromRedis}
+	hand(w.ch, handover{t: next, streak: h.streak + 1, fromRedis: h.fromRedis})
 	return true
 }
 

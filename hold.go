@@ -1,6 +1,7 @@
 package redisync
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,9 @@ type hold struct {
 	// lost counts a Semaphore's permits of ended holds that Release may
 	// still give back; the record stays in the table while there are any.
 	lost int
-	free chan struct{} // closed when count returns to 0; see freeChan
+	// freeing are the local channels of the owner's waiting calls to wake
+	// when count returns to 0 (see wakeWhenFree).
+	freeing []chan handover
 	// The handover within the Client (handover.go): streak counts the
 	// handovers since the hold came from Redis at fromRedis (the acquire's
 	// reply).
@@ -219,19 +222,57 @@ func (h *hold) clear() {
 	h.setCount(0)
 	h.streak = 0
 	h.term.Store(nil)
-	if h.free != nil {
-		close(h.free)
-		h.free = nil
+	for _, local := range h.freeing {
+		wake(local)
+	}
+	h.freeing = nil
+}
+
+// wakeWhenFree has local, the channel of a waiting call of the owner, woken
+// when the owner's current hold ends (h.op held, h.count > 0). A call that
+// stopped waiting meanwhile is woken for nothing, which it never reads.
+func (h *hold) wakeWhenFree(local chan handover) {
+	if !slices.Contains(h.freeing, local) {
+		h.freeing = append(h.freeing, local)
 	}
 }
 
-// freeChan returns a channel closed when the owner's current hold ends (h.op
-// held, h.count > 0), made when first needed: most holds end without one.
-func (h *hold) freeChan() chan struct{} {
-	if h.free == nil {
-		h.free = make(chan struct{})
+// A handover is a term on its way to the caller it was handed over to, with
+// the bounds of the run of handovers it belongs to. The zero handover, with
+// no term, is a wake-up: what a waiting call's local channel (buffered, one
+// deep) otherwise carries.
+type handover struct {
+	t         *term
+	streak    int
+	fromRedis time.Time
+}
+
+// wake wakes the waiting call whose local channel is local, unless a
+// wake-up or a hold is pending there already: a zero handover.
+func wake(local chan handover) {
+	select {
+	case local <- handover{}:
+	default:
 	}
-	return h.free
+}
+
+// hand sends the hold x on local, the channel of a call that waits for it:
+// a wake-up pending there is superseded by x. Holds are handed under the
+// Client's queues' mutex, one at most to a call; wake-ups come from
+// anywhere, so the send retries past one that came in between, and never
+// blocks.
+func hand(local chan handover, x handover) {
+	for {
+		select {
+		case local <- x:
+			return
+		default:
+		}
+		select {
+		case <-local:
+		default:
+		}
+	}
 }
 
 // A refMode says whether holdTable.ref makes a record that is not there.

@@ -287,17 +287,54 @@ type redisQueueing struct {
 	own    bool
 }
 
-// A channelWait is a call's place on the lock's channel: w, on the channel
-// joined under tag, and what bounds a wait for a message there: the timer,
-// and end, ended with the call's context or its Client (both made on the
-// first wait: most acquisitions need none; see ending).
+// queueWith gives a the ticket tk (nil: none) for a queue in Redis; the
+// lapse of its heartbeat wakes the call's local channel.
+func (a *call) queueWith(tk *ticket) {
+	a.inRedis.tk = tk
+	if tk != nil {
+		local := a.ch.localChan()
+		tk.OnLapse = func() { wake(local) }
+	}
+}
+
+// lapse reports whether the heartbeat of q's ticket lapsed, and files why:
+// the next try queues again and restarts it.
+func (q *redisQueueing) lapse() bool {
+	if q.tk == nil {
+		return false
+	}
+	select {
+	case cause := <-q.tk.Lapsed:
+		q.tk.Ended()
+		q.lapsed = cause
+		return true
+	default:
+		return false
+	}
+}
+
+// A channelWait is how a call waits: on the lock's channel, w, joined under
+// tag; on its local channel, local, for what this process tells it (a hold
+// handed over, or a zero handover: a wake-up passed on, the end of its
+// owner's hold, the lapse of its ticket); until the timer fires; until end,
+// ended with the call's context or its Client. Each is made when first
+// needed: most acquisitions need none (see localChan, ending).
 type channelWait struct {
 	w       *notify.Waiter
 	joined  string
 	tag     string
+	local   chan handover
 	timer   *time.Timer
 	end     context.Context
 	stopEnd func()
+}
+
+// localChan returns the call's local channel, made when first needed.
+func (c *channelWait) localChan() chan handover {
+	if c.local == nil {
+		c.local = make(chan handover, 1)
+	}
+	return c.local
 }
 
 // A firstTry is the outcome of a call's first attempt when the fast path
@@ -343,9 +380,9 @@ type attempt struct {
 	// wait is how long the lock stays taken unless released (the holder's
 	// remaining lease, or a queued waiter's deadline); negative if unknown.
 	wait time.Duration
-	// free, when set, is closed when the hold of the caller's own owner, who
-	// does not re-enter, is released.
-	free <-chan struct{}
+	// ownerHolds marks a call whose own owner, who does not re-enter, holds
+	// the lock: the call's local channel is woken when that hold ends.
+	ownerHolds bool
 	// reentered marks an acquisition joining the owner's current term, and
 	// localHandover one handed over by a release within the Client (no
 	// Redis); complete an answer that the call's goal is reached without a
@@ -371,17 +408,7 @@ type ticket = lease.Heartbeat
 // A place is a waiting call's place in its Client's queue of its lock.
 type place struct {
 	p  *protocol
-	ch chan handover // the hold handed to the caller, or a wake-up passed on to the first of the queue; buffered
-}
-
-// A handover is a term on its way to the caller it was handed over to, with
-// the bounds of the run of handovers it belongs to; one without a term (the
-// zero handover) is a wake-up passed on to the first call of a queue, which
-// then asks Redis.
-type handover struct {
-	t         *term
-	streak    int
-	fromRedis time.Time
+	ch chan handover // the call's local channel (channelWait.local)
 }
 
 // queueKey names the queue of p's lock: its sort and name, whatever the

@@ -36,7 +36,8 @@ const transientBudget = time.Second
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
 func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence) (err error) {
-	a.inRedis.tk, a.persist = tk, p
+	a.queueWith(tk)
+	a.persist = p
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
 		a.start = time.Now() // the call's start
@@ -68,10 +69,11 @@ func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence
 	}
 }
 
-// A waitFor is what one wait of the loop waits for, besides the timer.
+// A waitFor is what one wait of the loop waits for on the lock's channel,
+// besides the call's local channel and its timer.
 type waitFor struct {
-	wake, free <-chan struct{}
-	src        WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
+	wake <-chan struct{}
+	src  WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
 }
 
 // ending returns a channel that is closed when ctx ends or life does (the
@@ -141,8 +143,8 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
 		if !e.handovers.queuedBehind(a, nil) {
-			a.inRedis.tk = p.ticket(a)
-			f = waitFor{wake: a.ch.w.Ready(), free: res.free}
+			a.queueWith(p.ticket(a))
+			f = waitFor{wake: a.ch.w.Ready()}
 		}
 	}
 	return f, false, nil
@@ -210,9 +212,9 @@ func (a *call) logsFailure(err error) bool {
 func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 	p := a.p
 	switch {
-	case res.free != nil && p.wait != waitWithTicket:
-		a.sleep(time.Hour)
-		return waitFor{wake: res.free, src: WakeLocal}
+	case res.ownerHolds && p.wait != waitWithTicket:
+		a.sleep(time.Hour) // the owner's hold ends by the local channel
+		return waitFor{src: WakeLocal}
 	case a.ch.w == nil || res.channel != "" && res.channel != a.ch.joined:
 		a.ch.tag = ""
 		if a.inRedis.tk != nil {
@@ -226,7 +228,7 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 		a.ch.joined = cmp.Or(res.channel, p.channel)
 		a.ch.w = e.notify.Join(a.ch.joined, p.wake.dispatch(), a.ch.tag)
 		a.sleep(a.bound(res.wait))
-		return waitFor{wake: a.ch.w.Ready(), free: res.free}
+		return waitFor{wake: a.ch.w.Ready()}
 	}
 	if res.fresh && a.inRedis.placed {
 		// The reply placed tk at the end of the queue again: its place was
@@ -239,7 +241,7 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 		a.ch.w.Retag(tag)
 	}
 	a.sleep(a.bound(res.wait))
-	return waitFor{wake: a.ch.w.Wake(), free: res.free, src: WakePubSub} // or another source: w knows
+	return waitFor{wake: a.ch.w.Wake(), src: WakePubSub} // or another source: w knows
 }
 
 // endWait cleans up after the call a returned err: nothing of a waiting
@@ -283,41 +285,25 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 // and false when the loop should try again.
 func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err error) {
 	p := a.p
-	var lapsed chan error
-	if a.inRedis.tk != nil {
-		lapsed = a.inRedis.tk.Lapsed
-	}
-	var inLine <-chan handover
-	if a.place != nil {
-		inLine = a.place.ch
-	}
 	observe := p.cfg.observer != nil && f.src != 0
 	select {
-	case x := <-inLine:
-		if x.t == nil { // a wake-up passed on by a waiter queued behind
-			if observe {
-				p.observe(ctx, wakeEvent(nil, WakeLocal))
-			}
-			break
+	case x := <-a.ch.local: // nil until the call needs it
+		if x.t != nil {
+			return e.handedLocally(ctx, a, x), nil
 		}
-		a.place = nil
-		if e.adopt(ctx, a, x) && e.current(a) {
-			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandover: true}))
-			return true, nil
+		// A wake-up: passed on by a waiter queued behind, the end of the
+		// owner's hold, or the lapse of the call's ticket.
+		if !a.inRedis.lapse() && observe {
+			p.observe(ctx, wakeEvent(nil, WakeLocal))
 		}
 	case <-f.wake:
 		if e.woken(ctx, a, f.src) {
 			return true, nil
 		}
-	case <-f.free: // nil unless the owner's own hold blocks a queued turn
-		p.observe(ctx, wakeEvent(a.ch.w, WakeLocal))
 	case <-a.ch.timer.C:
 		if observe {
 			p.observe(ctx, wakeEvent(a.ch.w, WakeTimeout))
 		}
-	case cause := <-lapsed:
-		a.inRedis.tk.Ended() // the next try queues again and restarts it
-		a.inRedis.lapsed = cause
 	case <-a.ch.ending(ctx, e.life):
 		if err := ctx.Err(); err != nil {
 			return true, err
@@ -325,6 +311,17 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		return true, lockError(p.primitive, p.name, ErrClosed)
 	}
 	return false, nil
+}
+
+// handedLocally makes the hold x, handed to the call a by a release of its
+// Client, a's own, and reports whether it did (see adopt).
+func (e *engine) handedLocally(ctx context.Context, a *call, x handover) bool {
+	a.place = nil // a hold leaves the Client's queue
+	if e.adopt(ctx, a, x) && e.current(a) {
+		a.p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandover: true}))
+		return true
+	}
+	return false
 }
 
 // woken handles the wake-up of the call a from src and reports whether it

@@ -20,6 +20,10 @@ type Heartbeat struct {
 	// passed without a confirmed renewal. The waiter then calls Ended and
 	// tries again, which queues it anew.
 	Lapsed chan error
+	// OnLapse, if set, is called (on the scheduler's goroutine, so it must
+	// not block) after each report on Lapsed: it wakes the waiter. The
+	// waiter sets it before its first Queued.
+	OnLapse func()
 
 	s     *Scheduler
 	renew *scripts.Script
@@ -58,6 +62,9 @@ func (h *Heartbeat) Queued(sent time.Time) {
 			select {
 			case h.Lapsed <- err:
 			default:
+			}
+			if h.OnLapse != nil {
+				h.OnLapse()
 			}
 		})}
 	h.s.Add(h.l, sent)
