@@ -90,9 +90,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	case r.Outcome == scripts.Complete:
 		return attempt{complete: true}, nil, 0, nil
 	case r.Outcome == scripts.Busy:
-		if tk != nil {
-			tk.Queued(sent)
-		}
+		a.queued(sent)
 		return attempt{wait: waitMS(r.Value), ownerHolds: ownerHolds, channel: r.Channel, place: r.Place, fresh: r.Fresh,
 			mayQueue: tk == nil && p.handover == handoverThroughRedis && a.takesHandover()}, nil, 0, nil
 	case sync != nil && (sync.Failed != nil || sync.Acked < sync.Wanted):

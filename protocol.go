@@ -287,14 +287,20 @@ type redisQueueing struct {
 	own    bool
 }
 
-// queueWith gives a the ticket tk (nil: none) for a queue in Redis; the
-// lapse of its heartbeat wakes the call's local channel.
-func (a *call) queueWith(tk *ticket) {
-	a.inRedis.tk = tk
-	if tk != nil {
+// queued records that an attempt of a sent at sent placed its ticket, if it
+// has one, in its queue or kept it there, which starts or touches its
+// heartbeat. The first time, it has the heartbeat's lapse wake the call's
+// local channel: most calls with a ticket never queue.
+func (a *call) queued(sent time.Time) {
+	tk := a.inRedis.tk
+	if tk == nil {
+		return
+	}
+	if tk.OnLapse == nil {
 		local := a.ch.localChan()
 		tk.OnLapse = func() { wake(local) }
 	}
+	tk.Queued(sent)
 }
 
 // lapse reports whether the heartbeat of q's ticket lapsed, and files why:
@@ -320,13 +326,16 @@ func (q *redisQueueing) lapse() bool {
 // ended with the call's context or its Client. Each is made when first
 // needed: most acquisitions need none (see localChan, ending).
 type channelWait struct {
-	w       *notify.Waiter
-	joined  string
-	tag     string
-	local   chan handover
-	timer   *time.Timer
-	end     context.Context
-	stopEnd func()
+	w      *notify.Waiter
+	joined string
+	tag    string
+	local  chan handover
+	timer  *time.Timer
+	// end, when the call's context can end, is ended by it or by the
+	// Client's life (see ending).
+	end       context.Context
+	cancelEnd context.CancelFunc
+	unhookEnd func() bool
 }
 
 // localChan returns the call's local channel, made when first needed.

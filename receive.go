@@ -44,7 +44,7 @@ func (e *engine) queueEarly(a *call) {
 	e.callField(a)
 	a.ch.joined = p.channel
 	a.ch.w = e.notify.Join(p.channel, p.wake.dispatch(), "")
-	a.queueWith(p.ticket(a))
+	a.inRedis.tk = p.ticket(a)
 }
 
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the

@@ -36,8 +36,7 @@ const transientBudget = time.Second
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
 func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence) (err error) {
-	a.queueWith(tk)
-	a.persist = p
+	a.inRedis.tk, a.persist = tk, p
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
 		a.start = time.Now() // the call's start
@@ -80,19 +79,22 @@ type waitFor struct {
 // Client closes): what ends a wait of the call, made at its first wait
 // (most acquisitions need none) and released by stopEnding.
 func (c *channelWait) ending(ctx, life context.Context) <-chan struct{} {
+	if ctx.Done() == nil {
+		return life.Done() // Lock's: only the Client's end ends it
+	}
 	if c.end == nil {
-		end, cancel := context.WithCancel(ctx)
-		unhook := context.AfterFunc(life, cancel)
-		c.end, c.stopEnd = end, func() { unhook(); cancel() }
+		c.end, c.cancelEnd = context.WithCancel(ctx)
+		c.unhookEnd = context.AfterFunc(life, c.cancelEnd)
 	}
 	return c.end.Done()
 }
 
 // stopEnding releases what ending made, if anything.
 func (c *channelWait) stopEnding() {
-	if c.stopEnd != nil {
-		c.stopEnd()
-		c.end, c.stopEnd = nil, nil
+	if c.end != nil {
+		c.unhookEnd()
+		c.cancelEnd()
+		c.end, c.cancelEnd, c.unhookEnd = nil, nil, nil
 	}
 }
 
@@ -143,7 +145,7 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		// once w's subscription is confirmed (at once if it is). Calls of
 		// the Client behind it wait for it to be served, not in Redis.
 		if !e.handovers.queuedBehind(a, nil) {
-			a.queueWith(p.ticket(a))
+			a.inRedis.tk = p.ticket(a)
 			f = waitFor{wake: a.ch.w.Ready()}
 		}
 	}
