@@ -256,6 +256,13 @@ func wake(local chan handover) {
 	}
 }
 
+// A localWaker is a waiting call's local channel as a lease.Waker (a
+// ticket's OnLapse).
+type localWaker chan handover
+
+// Wake wakes the call (see wake).
+func (l localWaker) Wake() { wake(l) }
+
 // hand sends the hold x on local, the channel of a call that waits for it:
 // a wake-up pending there is superseded by x. Holds are handed under the
 // Client's queues' mutex, one at most to a call; wake-ups come from

@@ -297,8 +297,7 @@ func (a *call) queued(sent time.Time) {
 		return
 	}
 	if tk.OnLapse == nil {
-		local := a.ch.localChan()
-		tk.OnLapse = func() { wake(local) }
+		tk.OnLapse = localWaker(a.ch.localChan()) // a channel in an interface: no allocation
 	}
 	tk.Queued(sent)
 }

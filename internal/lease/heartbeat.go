@@ -20,10 +20,10 @@ type Heartbeat struct {
 	// passed without a confirmed renewal. The waiter then calls Ended and
 	// tries again, which queues it anew.
 	Lapsed chan error
-	// OnLapse, if set, is called (on the scheduler's goroutine, so it must
-	// not block) after each report on Lapsed: it wakes the waiter. The
-	// waiter sets it before its first Queued.
-	OnLapse func()
+	// OnLapse, if set, is woken after each report on Lapsed (on the
+	// scheduler's goroutine: its Wake must not block), so that the waiter
+	// looks. The waiter sets it before its first Queued.
+	OnLapse Waker
 
 	s     *Scheduler
 	renew *scripts.Script
@@ -32,6 +32,9 @@ type Heartbeat struct {
 	ttl   time.Duration
 	l     *Lease // renewed while queued, else nil
 }
+
+// A Waker wakes a waiting goroutine without blocking.
+type Waker interface{ Wake() }
 
 // NewHeartbeat returns the heartbeat of the waiter id in the queue whose
 // heartbeat and queue keys are alive and queue, renewed by s every third of
@@ -64,7 +67,7 @@ func (h *Heartbeat) Queued(sent time.Time) {
 			default:
 			}
 			if h.OnLapse != nil {
-				h.OnLapse()
+				h.OnLapse.Wake()
 			}
 		})}
 	h.s.Add(h.l, sent)
