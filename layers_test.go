@@ -22,6 +22,7 @@ import (
 // refer back, such as errors.go and options.go).
 var engineLayers = []string{
 	"wait.go",     // the wait loop
+	"waiting.go",  // the ways of waiting: on the channel, in line, through Redis, with a ticket
 	"receive.go",  // a waiting call's side of the handovers: queue in Redis, take or adopt a handed hold
 	"attempt.go",  // one attempt (the fast path's, a Try's): acquire, adopt what an earlier one took, record the hold
 	"leave.go",    // a call that gives up: its place, its field, a hold handed to it

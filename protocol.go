@@ -364,12 +364,6 @@ type failureRun struct {
 // that the call did not get to record: what its undo gives back.
 func (a *call) uncertain() bool { return a.trace.firstUnknown || a.trace.reentryUnknown }
 
-// queuedInRedis reports whether a is a Mutex call queued in Redis with a
-// ticket: a release there may hand the lock over to its place.
-func (a *call) queuedInRedis() bool {
-	return a.inRedis.tk != nil && a.p.handover == handoverThroughRedis
-}
-
 // waitsForHold reports whether a is a call that waits for the lock itself
 // (not a share of it, not a re-entry).
 func (a *call) waitsForHold() bool { return a.mode == waitFree || a.mode == waitHandover }

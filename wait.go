@@ -68,13 +68,6 @@ func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence
 	}
 }
 
-// A waitFor is what one wait of the loop waits for on the lock's channel,
-// besides the call's local channel and its timer.
-type waitFor struct {
-	wake <-chan struct{}
-	src  WakeSource // what a wake-up means, 0 when the wait is no wait for the lock
-}
-
 // ending returns a channel that is closed when ctx ends or life does (the
 // Client closes): what ends a wait of the call, made at its first wait
 // (most acquisitions need none) and released by stopEnding.
@@ -116,9 +109,11 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 	}
 	switch {
 	case tryErr != nil:
-		if err := e.failed(ctx, a, tryErr); err != nil {
+		backoff, err := e.failed(ctx, a, tryErr)
+		if err != nil {
 			return f, true, err
 		}
+		f.bound = backoff
 	case res.complete:
 		a.failing.n = 0
 		p.observe(ctx, Event{Kind: EventCompleted, Wait: time.Since(a.start)})
@@ -137,26 +132,16 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		a.failing.n = 0
 		f = e.waitPlan(ctx, a, res)
 	}
-	if a.place == nil && a.queues() {
-		a.place = e.handovers.queue(a) // first come, first served among the Client's calls
-	}
-	if res.mayQueue && a.inRedis.tk == nil && a.ch.w != nil {
-		// Busy in Redis: the call queues there with its next attempt, made
-		// once w's subscription is confirmed (at once if it is). Calls of
-		// the Client behind it wait for it to be served, not in Redis.
-		if !e.handovers.queuedBehind(a, nil) {
-			a.inRedis.tk = p.ticket(a)
-			f = waitFor{wake: a.ch.w.Ready()}
-		}
-	}
+	f = wayOf(p).plan(e, a, res, f)
+	a.sleep(f.bound)
 	return f, false, nil
 }
 
 // failed files the failed attempt of a (tryErr) and returns the call's error
 // when the call ends with it: a verdict, an error reply, or transport
-// failures past transientBudget when the call returns errors; otherwise it
-// sets a's timer to back off (nil).
-func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
+// failures past transientBudget when the call returns errors; otherwise how
+// long to back off.
+func (e *engine) failed(ctx context.Context, a *call, tryErr error) (time.Duration, error) {
 	p := a.p
 	if a.failing.n == 0 {
 		a.failing.since = time.Now()
@@ -169,7 +154,7 @@ func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
 			tryErr = fmt.Errorf("%w (no answer from Redis for %v; the caller's context had not ended)",
 				tryErr, time.Since(a.failing.since).Round(time.Millisecond))
 		}
-		return tryErr
+		return 0, tryErr
 	}
 	a.failing.n++
 	if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
@@ -179,8 +164,7 @@ func (e *engine) failed(ctx context.Context, a *call, tryErr error) error {
 		p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failing.n, "error", tryErr)
 	}
 	d := min(time.Duration(a.failing.n)*20*time.Millisecond, time.Second)
-	a.sleep(d/2 + rand.N(d))
-	return nil
+	return d/2 + rand.N(d), nil
 }
 
 // givesUp reports whether the call a ends with err, its attempt's failure:
@@ -215,8 +199,7 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 	p := a.p
 	switch {
 	case res.ownerHolds && p.wait != waitWithTicket:
-		a.sleep(time.Hour) // the owner's hold ends by the local channel
-		return waitFor{src: WakeLocal}
+		return waitFor{src: WakeLocal, bound: time.Hour} // the owner's hold ends by the local channel
 	case a.ch.w == nil || res.channel != "" && res.channel != a.ch.joined:
 		a.ch.tag = ""
 		if a.inRedis.tk != nil {
@@ -229,8 +212,7 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 		}
 		a.ch.joined = cmp.Or(res.channel, p.channel)
 		a.ch.w = e.notify.Join(a.ch.joined, p.wake.dispatch(), a.ch.tag)
-		a.sleep(a.bound(res.wait))
-		return waitFor{wake: a.ch.w.Ready()}
+		return waitFor{wake: a.ch.w.Ready(), bound: waitBound(res.wait)}
 	}
 	if res.fresh && a.inRedis.placed {
 		// The reply placed tk at the end of the queue again: its place was
@@ -242,8 +224,7 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 		a.ch.tag = tag
 		a.ch.w.Retag(tag)
 	}
-	a.sleep(a.bound(res.wait))
-	return waitFor{wake: a.ch.w.Wake(), src: WakePubSub} // or another source: w knows
+	return waitFor{wake: a.ch.w.Wake(), src: WakePubSub, bound: waitBound(res.wait)} // or another source: w knows
 }
 
 // endWait cleans up after the call a returned err: nothing of a waiting
@@ -254,20 +235,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		a.ch.timer.Stop()
 	}
 	a.ch.stopEnding()
-	if a.place != nil {
-		e.leave(ctx, a.place, err)
-	}
-	if a.inRedis.tk != nil {
-		a.inRedis.tk.Stop()
-	}
-	if a.ch.w != nil {
-		// A queued waiter's turn is passed on by giveUp's script; a Mutex's
-		// queue has no turns: a wake-up of Redisson's kind is passed on.
-		a.ch.w.Leave(err != nil && (a.inRedis.tk == nil || p.handover == handoverThroughRedis))
-	}
-	if err == nil && a.queuedInRedis() && !a.inRedis.own {
-		e.leaveQueue(ctx, a) // the hold came another way: the call's place and field are left
-	}
+	wayOf(p).leave(ctx, e, a, err)
 	if err != nil {
 		// What the call left in Redis is taken back before it returns when
 		// Redis answers at once, else in the background: the call returns
@@ -334,31 +302,7 @@ func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 	if p.cfg.observer != nil && src != 0 {
 		p.observe(ctx, wakeEvent(a.ch.w, src))
 	}
-	if a.queuedInRedis() && (a.ch.w.Named() || mutantHandAny) {
-		// A message naming its place: the lock is this call's.
-		if e.takeHandover(ctx, a) && e.current(a) {
-			a.inRedis.own = true
-			p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, handed: true}))
-			return true
-		}
-	}
-	if src == WakePubSub {
-		e.handovers.passWake(a) // when queued behind another, that one asks Redis
-	}
-	return false
-}
-
-// bound is how long the call a waits for a wake-up before trying again,
-// after a try that found the lock taken for pttl. A queued Mutex call waits
-// no longer than its heartbeat timeout: a release may hand the lock over to a
-// waiter ahead that died, which holds it until its heartbeat deadline and
-// then lets it expire without a message.
-func (a *call) bound(pttl time.Duration) time.Duration {
-	d := waitBound(pttl)
-	if a.inRedis.tk != nil && a.p.handover == handoverThroughRedis && !mutantNoFallback {
-		d = min(d, a.p.cfg.heartbeat)
-	}
-	return d
+	return wayOf(p).woke(ctx, e, a, src)
 }
 
 // waitBound is how long to wait for a wake-up before trying again: until the
