@@ -70,7 +70,10 @@ func (ss *SentinelSet) Stop() error {
 // waits until every sentinel names the new primary, the new primary answers
 // as one, and the old one no longer does (the sentinels turned it into a
 // replica: until then it takes writes that the new primary never sees). It
-// returns the new primary's address.
+// returns the new primary's address. A failover the sentinels give up (the
+// replica did not answer as the new primary within the failover timeout,
+// as on a loaded machine) is asked for again, every failoverRetry while the
+// sentinels still name the old primary.
 func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 	old, err := ss.primaryAddr(ctx, ss.Sentinels[0])
 	if err != nil {
@@ -79,10 +82,17 @@ func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 	if err := ss.do(ctx, ss.Sentinels[0], "SENTINEL", "FAILOVER", MasterSet); err != nil {
 		return "", fmt.Errorf("redisserver: SENTINEL FAILOVER: %w", err)
 	}
+	asked := time.Now()
 	for {
 		addr, err := ss.agreedPrimary(ctx)
 		if err == nil && addr != old && ss.isPrimary(ctx, addr) && ss.isReplica(ctx, old) {
 			return addr, nil
+		}
+		if err == nil && addr == old && time.Since(asked) >= failoverRetry {
+			// Refused while a failover is in progress (INPROG) or no replica
+			// is fit yet (NOGOODSLAVE): asked again later.
+			_ = ss.do(ctx, ss.Sentinels[0], "SENTINEL", "FAILOVER", MasterSet)
+			asked = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -91,6 +101,11 @@ func (ss *SentinelSet) Failover(ctx context.Context) (string, error) {
 		}
 	}
 }
+
+// failoverRetry is how long Failover waits for the sentinels to name a new
+// primary before it asks again: more than the failover timeout (4 s, see
+// the sentinels' configuration), after which they give a failover up.
+const failoverRetry = 6 * time.Second
 
 // waitReady polls the sentinels until each sees the replica and two peers.
 func (ss *SentinelSet) waitReady() error {

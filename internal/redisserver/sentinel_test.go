@@ -12,14 +12,7 @@ import (
 
 func TestSentinelSet(t *testing.T) {
 	start := time.Now()
-	tg, err := redisserver.StartSentinelTarget()
-	if err != nil {
-		if !redisserver.RequireServer() {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer tg.Stop()
+	tg := startSentinel(t)
 	t.Logf("sentinel set ready in %v", time.Since(start))
 	rc, err := tg.NewClient()
 	if err != nil {
@@ -104,4 +97,47 @@ func TestClusterWithReplicas(t *testing.T) {
 	if err != nil || now != c.Addrs[2] {
 		t.Fatalf("after migration slot %d is on %s (%v), want %s", slot, now, err, c.Addrs[2])
 	}
+}
+
+// A failover the sentinels give up (the replica, paused here, does not
+// answer as the new primary within the failover timeout) is asked for
+// again once the replica is back: Failover returns the new primary.
+func TestSentinelFailoverAskedAgain(t *testing.T) {
+	tg := startSentinel(t)
+	replica := tg.Sentinel.Replica
+	if err := replica.Pause(); err != nil {
+		t.Skip(err) // SIGSTOP is Linux's here
+	}
+	resumed := time.AfterFunc(6*time.Second, func() { _ = replica.Resume() })
+	defer func() {
+		if resumed.Stop() {
+			_ = replica.Resume()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	primary, err := tg.Sentinel.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failed over to %s in %v, the replica paused for the first 6 s", primary, time.Since(start))
+	if primary != replica.Addr {
+		t.Fatalf("new primary %s, want the replica %s", primary, replica.Addr)
+	}
+}
+
+// startSentinel starts a primary, its replica and three sentinels, stopped
+// when t ends; it skips t on a machine without redis-server.
+func startSentinel(t *testing.T) *redisserver.Target {
+	t.Helper()
+	tg, err := redisserver.StartSentinelTarget()
+	switch {
+	case err != nil && !redisserver.RequireServer():
+		t.Skip(err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tg.Stop() })
+	return tg
 }
