@@ -259,7 +259,8 @@ func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res atte
 // (h.op held): a waiting call's local channel is woken when h ends.
 func (a *call) behindOwner(h *hold) attempt {
 	if !a.single {
-		h.wakeWhenFree(a.ch.localChan())
+		a.ch.localChan() // made before the hold's end can wake it
+		h.wakeWhenFree(&a.ch)
 	}
 	return attempt{ownerHolds: true}
 }

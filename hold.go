@@ -48,9 +48,9 @@ type hold struct {
 	// lost counts a Semaphore's permits of ended holds that Release may
 	// still give back; the record stays in the table while there are any.
 	lost int
-	// freeing are the local channels of the owner's waiting calls to wake
-	// when count returns to 0 (see wakeWhenFree).
-	freeing []chan handover
+	// freeing are the owner's waiting calls to wake when count returns to
+	// 0 (see wakeWhenFree).
+	freeing []freeWaiter
 	// The handover within the Client (handover.go): streak counts the
 	// handovers since the hold came from Redis at fromRedis (the acquire's
 	// reply).
@@ -222,18 +222,28 @@ func (h *hold) clear() {
 	h.setCount(0)
 	h.streak = 0
 	h.term.Store(nil)
-	for _, local := range h.freeing {
-		wake(local)
+	for _, w := range h.freeing {
+		w.Wake()
 	}
 	h.freeing = nil
 }
 
-// wakeWhenFree has local, the channel of a waiting call of the owner, woken
-// when the owner's current hold ends (h.op held, h.count > 0). A call that
-// stopped waiting meanwhile is woken for nothing, which it never reads.
-func (h *hold) wakeWhenFree(local chan handover) {
-	if !slices.Contains(h.freeing, local) {
-		h.freeing = append(h.freeing, local)
+// A freeWaiter is a waiting call of a hold's owner, which the end of that
+// hold wakes.
+type freeWaiter interface {
+	Wake()
+	waiting() bool // false once the call has returned
+}
+
+// wakeWhenFree has w, a waiting call of the owner, woken when the owner's
+// current hold ends (h.op held, h.count > 0), once however often it asks.
+// The calls that returned meanwhile are forgotten: however many calls of
+// the owner come and go during a long hold, the list stays as long as the
+// calls still waiting.
+func (h *hold) wakeWhenFree(w freeWaiter) {
+	h.freeing = slices.DeleteFunc(h.freeing, func(o freeWaiter) bool { return !o.waiting() })
+	if !slices.Contains(h.freeing, w) {
+		h.freeing = append(h.freeing, w)
 	}
 }
 

@@ -67,26 +67,32 @@ func TestLocalChannel(t *testing.T) {
 }
 
 // The owner's waiting calls are woken when its hold ends, each once,
-// however often a call registered.
+// however often a call registered; a call that returned is forgotten, so a
+// long hold does not keep every call that waited for it meanwhile.
 func TestHoldWakesWhenFree(t *testing.T) {
 	var h hold
-	a, b := make(chan handover, 1), make(chan handover, 1)
+	var a, b, gone channelWait
+	for _, c := range []*channelWait{&a, &b, &gone} {
+		c.localChan()
+	}
 	h.setCount(1)
-	h.wakeWhenFree(a)
-	h.wakeWhenFree(a)
-	h.wakeWhenFree(b)
+	h.wakeWhenFree(&gone)
+	gone.returned.Store(true)
+	h.wakeWhenFree(&a)
+	h.wakeWhenFree(&a)
+	h.wakeWhenFree(&b)
 	if len(h.freeing) != 2 {
-		t.Fatalf("%d registrations, want 2 (one per call)", len(h.freeing))
+		t.Fatalf("%d registrations, want 2 (one per call still waiting)", len(h.freeing))
 	}
 	select {
-	case <-a:
+	case <-a.local:
 		t.Fatal("woken before the hold ended")
 	default:
 	}
 	h.clear()
-	for _, local := range []chan handover{a, b} {
+	for _, c := range []*channelWait{&a, &b} {
 		select {
-		case x := <-local:
+		case x := <-c.local:
 			if x.t != nil {
 				t.Fatal("the end of a hold handed a hold")
 			}

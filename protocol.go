@@ -335,7 +335,16 @@ type channelWait struct {
 	end       context.Context
 	cancelEnd context.CancelFunc
 	unhookEnd func() bool
+	// returned is set when the call returns (see freeWaiter).
+	returned atomic.Bool
 }
+
+// Wake wakes the call through its local channel, made beforehand: the end
+// of its owner's hold (see hold.wakeWhenFree).
+func (c *channelWait) Wake() { wake(c.local) }
+
+// waiting reports whether the call has not returned yet.
+func (c *channelWait) waiting() bool { return !c.returned.Load() }
 
 // localChan returns the call's local channel, made when first needed.
 func (c *channelWait) localChan() chan handover {

@@ -235,6 +235,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 		a.ch.timer.Stop()
 	}
 	a.ch.stopEnding()
+	a.ch.returned.Store(true)
 	wayOf(p).leave(ctx, e, a, err)
 	if err != nil {
 		// What the call left in Redis is taken back before it returns when
