@@ -94,9 +94,10 @@ type engine struct {
 	leases  *lease.Scheduler
 	notify  *notify.Registry
 
-	// life ends when the Client is closed: its Done is the channel every
-	// wait selects on to return ErrClosed, and a goroutine of the Client's
-	// own (Observe's) derives its context from it.
+	// life ends when the Client is closed: it ends every wait, which then
+	// returns ErrClosed (a wait selects on its Done, or on a context derived
+	// from it and the call's), and a goroutine of the Client's own
+	// (Observe's) derives its context from it.
 	life       context.Context
 	end        context.CancelFunc
 	background tasks // runs what calls leave to do in Redis after they return
