@@ -74,11 +74,14 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	actx, sync := syncFor(ctx, p, &acq)
 	r, err := p.acquire(actx, acq)
 	if r.Spent {
-		a.field, a.trace.firstUnknown = "", false // latched: the next attempt takes a new identity
+		a.field = "" // latched: the next attempt takes a new identity
+		a.trace.forgetFirst()
 	}
 	if err != nil {
 		if ambiguous(err) && !r.Spent && !unsent(err) {
-			a.trace.firstUnknown = a.trace.firstUnknown || acq.count == 0
+			if acq.count == 0 {
+				a.trace.unknownFirst(err)
+			}
 			a.trace.reentryUnknown = acq.count > 0
 		}
 		return attempt{}, nil, 0, lockError(p.primitive, p.name, err)
@@ -189,7 +192,7 @@ func (e *engine) drop(a *call, t *term) {
 	case p.hold == holdPermits:
 		e.retire(a)
 	default:
-		a.trace.firstUnknown = true
+		a.trace.firstUnknown, a.trace.cut = true, nil
 	}
 	a.term = nil
 	h := e.holds.ref(p.key, existing)

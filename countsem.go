@@ -161,7 +161,9 @@ func (h *handle) tryCount(p *protocol, n int, permitLease string) (string, bool)
 		err = lockError(h.primitive, h.name, errStaleHold) // their lease ran out before the reply was read
 	}
 	if err != nil {
-		a.trace.firstUnknown = ambiguous(err)
+		if ambiguous(err) {
+			a.trace.unknownFirst(err)
+		}
 		h.c.cleanUp(h.name, func() { h.c.giveUp(ctx, a) })
 		h.cfg.logger.Warn("redisync: TryAcquire failed", "name", h.name, "error", err)
 		return "", false

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -410,6 +412,59 @@ func TestRefusedAttemptsNeedNoTakeBack(t *testing.T) {
 	require.Error(t, err)
 	time.Sleep(200 * time.Millisecond) // a take-back in the background would have begun
 	assert.Equal(t, releases, cc.count(scripts.MutexRelease), "a call whose attempts never connected sent a release")
+}
+
+// A cutClient makes every acquire of a Mutex outlast its caller's deadline
+// without reaching Redis, then end with the error late gives: what an
+// attempt that waits for a dial (rueidis dials with the caller's context)
+// ends with when its caller's deadline has cut it short.
+type cutClient struct {
+	*countingClient
+	late error
+}
+
+func (c *cutClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if words := cmd.Commands(); len(words) > 1 && words[0] == "EVALSHA" && words[1] == scripts.MutexAcquire.SHA1 {
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond)
+		return rueidis.NewErrorResult(c.late)
+	}
+	return c.countingClient.Do(ctx, cmd)
+}
+
+// An attempt that the call's deadline cut short while it waited for a dial
+// is of unknown outcome when the call returns; the take-back in the
+// background waits for the attempt's own outcome, and sends nothing when
+// that proves the attempt never left the process (its dial failed). When
+// the attempt may have been written (its connection broke), the take-back
+// goes out.
+func TestCutAttemptsTakeBackOnlyWhatMayHaveBeenSent(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		late     error
+		takeBack bool
+	}{
+		{"a refused dial", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, false},
+		{"a broken connection", io.ErrUnexpectedEOF, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := &countingClient{Client: newRueidis(t, standalone), calls: map[string]int{}}
+			c, err := redisync.New(&cutClient{countingClient: cc, late: tc.late}, redisync.WithLogger(testLogger(t)))
+			require.NoError(t, err)
+			defer func() { _ = c.Close() }()
+			ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
+			defer cancel()
+			err = c.NewMutex(freshName(t)).LockContext(ctx)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			if tc.takeBack {
+				require.Eventually(t, func() bool { return cc.count(scripts.MutexRelease) == 1 }, hang, 5*time.Millisecond,
+					"no take-back for an attempt that may have been written")
+				return
+			}
+			time.Sleep(200 * time.Millisecond) // the attempt's outcome came 10 ms after the deadline
+			assert.Zero(t, cc.count(scripts.MutexRelease), "a take-back for an attempt whose dial failed")
+		})
+	}
 }
 
 // The calls that take no context are bounded by the call timeout (here

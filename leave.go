@@ -52,15 +52,17 @@ func (e *engine) cleanUp(name string, f func()) {
 func (e *engine) giveUp(ctx context.Context, a *call) {
 	p, tk := a.p, a.inRedis.tk
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: tk != nil}}
-	switch {
-	case !a.trace.sent:
+	if !a.trace.sent {
 		return // nothing reached Redis
+	}
+	unknown := a.trace.firstUnknown && !neverSent(a.trace.cut)
+	switch {
 	case p.hold == holdNothing:
-		if p.undo != nil && a.trace.firstUnknown {
+		if p.undo != nil && unknown {
 			e.undo(ctx, p, a.field, a.n) // permits taken from a count, which the engine does not track
 		}
 		return // nothing can be held
-	case a.trace.firstUnknown, tk != nil && p.handover == handoverThroughRedis:
+	case unknown, tk != nil && p.handover == handoverThroughRedis:
 		// The field is this call's alone: no need to wait for op. A queued
 		// Mutex call may have been handed the lock under it.
 	case a.trace.reentryUnknown:
@@ -85,6 +87,29 @@ func (e *engine) giveUp(ctx context.Context, a *call) {
 		return
 	}
 	e.takeBack(ctx, p, r)
+}
+
+// neverSent reports whether each attempt whose own outcome cut will tell
+// (see attemptTrace) proves, once it returns, that it never left the
+// process. It waits for them cleanupBudget at most: an attempt that a dial
+// held past the call's deadline ends with that dial.
+func neverSent(cut []<-chan error) bool {
+	if len(cut) == 0 {
+		return false
+	}
+	t := time.NewTimer(cleanupBudget)
+	defer t.Stop()
+	for _, late := range cut {
+		select {
+		case err := <-late:
+			if !unsent(err) {
+				return false
+			}
+		case <-t.C:
+			return false
+		}
+	}
+	return true
 }
 
 // leaveQueue takes the Mutex call a, queued in Redis, whose hold came
@@ -154,7 +179,8 @@ func (e *engine) undo(ctx context.Context, p *protocol, field string, n int) {
 // old one's entry may be gone from Redis already, or latched.
 func (e *engine) retire(a *call) {
 	p, field, n := a.p, a.field, a.n
-	a.field, a.trace.firstUnknown = "", false
+	a.field = ""
+	a.trace.forgetFirst()
 	if p.hold == holdNothing {
 		e.background.Go(func() { e.undo(context.Background(), p, field, n) })
 		return
@@ -173,7 +199,8 @@ func (e *engine) unreplicated(ctx context.Context, a *call, acq *acquisition, s 
 	if a.trace.firstUnknown {
 		r.Latch = tombstoneTTL
 	}
-	a.field, a.trace.firstUnknown = "", false
+	a.field = ""
+	a.trace.forgetFirst()
 	e.cleanUp(p.name, func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupBudget)
 		defer cancel()

@@ -2,10 +2,12 @@ package redisync
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redisync/redisync/internal/bounded"
 	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 	"github.com/go-redisync/redisync/internal/scripts"
@@ -265,14 +267,36 @@ type call struct {
 // reentered is the field of the hold the latest re-entry attempt was for,
 // base the count it expected, reentryUnknown that its outcome is unknown.
 // sent records that an attempt reached Redis: a call that gives up may have
-// something to take back.
+// something to take back. cut holds, while every attempt of unknown outcome
+// was one that the call's deadline cut short (a bounded.Cut), what will
+// tell those attempts' own outcomes: when each proves that its attempt
+// never left the process, there is nothing to take back. It is nil when an
+// outcome is unknown for good.
 type attemptTrace struct {
 	firstUnknown   bool
 	reentered      string
 	base           int
 	reentryUnknown bool
 	sent           bool
+	cut            []<-chan error
 }
+
+// unknownFirst records that an attempt of the call's first acquire, which
+// err answered, has an unknown outcome.
+func (t *attemptTrace) unknownFirst(err error) {
+	var cut *bounded.Cut
+	switch {
+	case !errors.As(err, &cut):
+		t.cut = nil
+	case !t.firstUnknown || t.cut != nil:
+		t.cut = append(t.cut, cut.Late())
+	}
+	t.firstUnknown = true
+}
+
+// forgetFirst records that the call's first acquire left nothing to take
+// back: its identity is latched, and the next attempt takes a new one.
+func (t *attemptTrace) forgetFirst() { t.firstUnknown, t.cut = false, nil }
 
 // A redisQueueing is a call's place in the lock's queue in Redis, when it
 // queues there: tk is its ticket. lapsed is why tk's heartbeat lapsed, until

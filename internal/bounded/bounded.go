@@ -8,7 +8,9 @@
 // a server that swallows every byte. A bounded client makes the call in a
 // goroutine of its own and returns ctx.Err() when ctx ends first; the call
 // goes on, and its reply, if any, is dropped. Its outcome is then unknown to
-// the caller, as for any call whose reply did not come in time.
+// the caller, as for any call whose reply did not come in time; the error
+// the call returns is a *Cut, which tells the call's own error once it
+// returns (a caller can learn late that the call never left the process).
 //
 // A call's goroutine and the little it needs come from a pool: a call that
 // gets its reply in time allocates nothing here.
@@ -44,8 +46,8 @@ func (c Client) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResu
 	}
 	r := newRequest(c.Client, ctx)
 	r.cmd = cmd
-	if !r.wait(done) {
-		return rueidis.NewErrorResult(ctx.Err())
+	if late := r.wait(done); late != nil {
+		return rueidis.NewErrorResult(&Cut{err: ctx.Err(), late: late})
 	}
 	res := r.one
 	r.free()
@@ -61,10 +63,11 @@ func (c Client) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidi
 	}
 	r := newRequest(c.Client, ctx)
 	r.cmds, r.multi = cmds, true
-	if !r.wait(done) {
+	if late := r.wait(done); late != nil {
 		out := make([]rueidis.RedisResult, len(cmds))
+		cut := rueidis.NewErrorResult(&Cut{err: ctx.Err(), late: late})
 		for i := range out {
-			out[i] = rueidis.NewErrorResult(ctx.Err())
+			out[i] = cut
 		}
 		return out
 	}
@@ -72,6 +75,24 @@ func (c Client) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidi
 	r.free()
 	return res
 }
+
+// A Cut is the error of a call that its context's end cut short: the
+// context's error (errors.Is finds it), and the call's own outcome, which
+// comes later.
+type Cut struct {
+	err  error
+	late chan error
+}
+
+func (c *Cut) Error() string { return c.err.Error() }
+
+// Unwrap returns the context's error.
+func (c *Cut) Unwrap() error { return c.err }
+
+// Late returns a channel that receives, once, the error the call itself
+// returned when it did (the first of a DoMulti's; nil when every command
+// had a reply).
+func (c *Cut) Late() <-chan error { return c.late }
 
 // Who owns a request: its caller until the call answers or the caller
 // leaves; the goroutine that made the call when the caller left first.
@@ -94,6 +115,7 @@ type request struct {
 
 	state atomic.Int32
 	done  chan struct{} // one token when answered
+	late  chan error    // the call's own error, for the caller that left
 	run   func()        // r.call, bound once so that starting it allocates nothing
 }
 
@@ -114,19 +136,23 @@ func newRequest(rc rueidis.Client, ctx context.Context) *request {
 	return r
 }
 
-// wait starts the call and reports whether it answered before done closed.
-// When it did not, the request belongs to the call's goroutine.
-func (r *request) wait(done <-chan struct{}) bool {
+// wait starts the call and waits for its answer or for done to close. When
+// done closed first, it returns the channel that will receive the call's
+// own error, and the request belongs to the call's goroutine; else nil.
+func (r *request) wait(done <-chan struct{}) chan error {
 	go r.run()
 	select {
 	case <-r.done:
-		return true
+		return nil
 	case <-done:
+		late := make(chan error, 1)
+		r.late = late
 		if r.state.CompareAndSwap(pending, abandoned) {
-			return false
+			return late
 		}
 		<-r.done // the answer came as the caller left: take it
-		return true
+		r.late = nil
+		return nil
 	}
 }
 
@@ -140,13 +166,27 @@ func (r *request) call() {
 		r.done <- struct{}{}
 		return
 	}
+	r.late <- r.err()
 	r.free()
+}
+
+// err returns the call's error: the first of a DoMulti's.
+func (r *request) err() error {
+	if !r.multi {
+		return r.one.Error()
+	}
+	for _, res := range r.many {
+		if err := res.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // free clears r, so that the pool holds no command, context or reply, and
 // gives it back.
 func (r *request) free() {
-	r.rc, r.ctx = nil, nil
+	r.rc, r.ctx, r.late = nil, nil, nil
 	r.cmd, r.cmds, r.multi = rueidis.Completed{}, nil, false
 	r.one, r.many = rueidis.RedisResult{}, nil
 	requests.Put(r)

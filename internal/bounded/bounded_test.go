@@ -69,3 +69,32 @@ func TestCallsWithoutAnEndWait(t *testing.T) {
 		t.Errorf("Do: %v, want the reply's error", err)
 	}
 }
+
+// A call its context cut short tells its own outcome later: the Cut's Late
+// receives the error the call returned (the first of a DoMulti's).
+func TestCutCallsTellTheirOutcomeLate(t *testing.T) {
+	s := stuck{release: make(chan struct{})}
+	rc := bounded.Wrap(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	var cut *bounded.Cut
+	if err := rc.Do(ctx, rueidis.Completed{}).Error(); !errors.As(err, &cut) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Do: %v, want a Cut of the deadline", err)
+	}
+	var multi *bounded.Cut
+	if err := rc.DoMulti(ctx, rueidis.Completed{})[0].Error(); !errors.As(err, &multi) {
+		t.Fatalf("DoMulti: %v, want a Cut", err)
+	}
+	select {
+	case err := <-cut.Late():
+		t.Fatalf("the cut call told %v before it returned", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(s.release)
+	if err := <-cut.Late(); err == nil || err.Error() != "late" {
+		t.Errorf("Late: %v, want the call's own error", err)
+	}
+	if err := <-multi.Late(); err != nil {
+		t.Errorf("Late of a DoMulti whose commands all had replies: %v, want nil", err)
+	}
+}
