@@ -79,10 +79,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 	}
 	if err != nil {
 		if ambiguous(err) && !r.Spent && !unsent(err) {
-			if acq.count == 0 {
-				a.trace.unknownFirst(err)
-			}
-			a.trace.reentryUnknown = acq.count > 0
+			a.trace.unknown(err, acq.count)
 		}
 		return attempt{}, nil, 0, lockError(p.primitive, p.name, err)
 	}

@@ -281,6 +281,16 @@ type attemptTrace struct {
 	cut            []<-chan error
 }
 
+// unknown records that an attempt, which err answered, has an unknown
+// outcome: one of the call's first acquire (count 0), or a re-entry's
+// (count, what the owner held before).
+func (t *attemptTrace) unknown(err error, count int) {
+	t.reentryUnknown = count > 0
+	if count == 0 {
+		t.unknownFirst(err)
+	}
+}
+
 // unknownFirst records that an attempt of the call's first acquire, which
 // err answered, has an unknown outcome.
 func (t *attemptTrace) unknownFirst(err error) {
