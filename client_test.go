@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
+	"github.com/go-redisync/redisync/internal/redisserver"
 )
 
 // A closedCall is one call of a public method on a closed Client.
@@ -328,4 +330,32 @@ func valueOf(ctx context.Context, t *testing.T, rc rueidis.Client, key string) (
 		}
 	}
 	return kind + " " + fmt.Sprint(v), true
+}
+
+// Close ends what its Client's calls wait for and hold: a Lock waiting on
+// another Client's hold returns ErrClosed, a hold's Err says ErrClosed, and
+// its handle then behaves as on a closed Client (see TestClosedClient).
+func TestCloseEndsWaitingCallsAndHolds(t *testing.T) {
+	forEachTopology(t, testCloseEndsWaitingCallsAndHolds)
+}
+
+func testCloseEndsWaitingCallsAndHolds(t *testing.T, tg *redisserver.Target) {
+	name := freshName(t)
+	c, _ := newClient(t, tg)
+	m := c.NewMutex(name)
+	m.Lock()
+	other, _ := newClient(t, tg)
+	waiting := make(chan error, 1)
+	w := other.NewMutex(name)
+	go func() { waiting <- w.LockContext(context.Background()) }()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, other.Close())
+	assert.ErrorIs(t, <-waiting, redisync.ErrClosed)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, m.Err(), redisync.ErrClosed)
+	assert.NotPanics(t, m.Unlock)
+	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of %q on a closed Client", name), m.Lock)
+	ok, err := m.TryLockContext(context.Background())
+	assert.False(t, ok)
+	assert.True(t, errors.Is(err, redisync.ErrClosed))
 }

@@ -35,6 +35,24 @@ const (
 	callSlack    = 250 * time.Millisecond
 )
 
+// behindProxy returns a Client with opts (and the test's logger) on a
+// server of the test's own behind a fault proxy, and the server and the
+// proxy: all closed when the test ends.
+func behindProxy(t *testing.T, opts ...redisync.Option) (*redisync.Client, *redisserver.Server, *faultproxy.Proxy) {
+	t.Helper()
+	server := redistest.Servers(t, 1)[0]
+	proxy, err := faultproxy.Start(server.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	c, err := redisync.New(rc, append(opts, redisync.WithLogger(testLogger(t)))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, server, proxy
+}
+
 // A serverFault makes one server unreachable in one way, and heals it.
 type serverFault struct {
 	name         string
@@ -203,17 +221,7 @@ func deadlineCases() []deadlineCase {
 func TestCallsKeepTheirDeadline(t *testing.T) {
 	requireReal(t, standalone, "a server of its own to stop")
 	const lease = 2 * time.Second
-	server := redistest.Servers(t, 1)[0]
-	proxy, err := faultproxy.Start(server.Addr)
-	require.NoError(t, err)
-	defer proxy.Close()
-	opt := redistest.Option(proxy.Addr())
-	rc, err := rueidis.NewClient(opt)
-	require.NoError(t, err)
-	defer rc.Close()
-	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(lease), redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	defer func() { _ = c.Close() }()
+	c, server, proxy := behindProxy(t, redisync.WithWatchdogTimeout(lease))
 	worst := time.Duration(0)
 	for _, f := range faultsOf(server, proxy) {
 		for _, tc := range deadlineCases() {
@@ -272,16 +280,7 @@ func TestCallsKeepTheirDeadline(t *testing.T) {
 // the blackhole lifted (the chaos suite's I10 saw 3 s under F5).
 func TestCallsKeepTheirDeadlineBehindAnotherCallsDial(t *testing.T) {
 	requireReal(t, standalone, "a server of its own behind a proxy")
-	server := redistest.Servers(t, 1)[0]
-	proxy, err := faultproxy.Start(server.Addr)
-	require.NoError(t, err)
-	defer proxy.Close()
-	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
-	require.NoError(t, err)
-	defer rc.Close()
-	c, err := redisync.New(rc, redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	defer func() { _ = c.Close() }()
+	c, _, proxy := behindProxy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := freshName(t)
@@ -476,16 +475,7 @@ func TestCutAttemptsTakeBackOnlyWhatMayHaveBeenSent(t *testing.T) {
 func TestCallsWithoutAContextAreBounded(t *testing.T) {
 	requireReal(t, standalone, "a server of its own to stop")
 	const lease, timeout = 2 * time.Second, 300 * time.Millisecond
-	server := redistest.Servers(t, 1)[0]
-	proxy, err := faultproxy.Start(server.Addr)
-	require.NoError(t, err)
-	defer proxy.Close()
-	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
-	require.NoError(t, err)
-	defer rc.Close()
-	c, err := redisync.New(rc, redisync.WithWatchdogTimeout(lease), redisync.WithCallTimeout(timeout), redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	defer func() { _ = c.Close() }()
+	c, server, proxy := behindProxy(t, redisync.WithWatchdogTimeout(lease), redisync.WithCallTimeout(timeout))
 	type noContextCase struct {
 		name string
 		// prepare runs before the fault and returns the call to make, and
@@ -727,16 +717,7 @@ func TestCallGivingBackAHandedHoldKeepsItsDeadline(t *testing.T) {
 // 2,955 ms past its 92 ms deadline, when F23's cut ended (Sentinel).
 func TestSyncReplicasCallKeepsItsDeadlineBehindADial(t *testing.T) {
 	requireReal(t, standalone, "a server of its own behind a proxy")
-	server := redistest.Servers(t, 1)[0]
-	proxy, err := faultproxy.Start(server.Addr)
-	require.NoError(t, err)
-	defer proxy.Close()
-	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
-	require.NoError(t, err)
-	defer rc.Close()
-	c, err := redisync.New(rc, redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	defer func() { _ = c.Close() }()
+	c, _, proxy := behindProxy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := freshName(t)
@@ -800,20 +781,11 @@ func TestNextCallFindsACancelledCallTakenBack(t *testing.T) {
 // "context deadline exceeded" would suggest.
 func TestLockContextSaysRedisDidNotAnswer(t *testing.T) {
 	requireReal(t, standalone, "a server of its own behind a proxy")
-	server := redistest.Servers(t, 1)[0]
-	proxy, err := faultproxy.Start(server.Addr)
-	require.NoError(t, err)
-	defer proxy.Close()
-	rc, err := rueidis.NewClient(redistest.Option(proxy.Addr()))
-	require.NoError(t, err)
-	defer rc.Close()
-	c, err := redisync.New(rc, redisync.WithCallTimeout(200*time.Millisecond), redisync.WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	defer func() { _ = c.Close() }()
+	c, _, proxy := behindProxy(t, redisync.WithCallTimeout(200*time.Millisecond))
 	m := c.NewMutex(freshName(t))
 	proxy.Blackhole(faultproxy.Both, true)
 	start := time.Now()
-	err = m.LockContext(context.Background())
+	err := m.LockContext(context.Background())
 	took := time.Since(start)
 	proxy.Blackhole(faultproxy.Both, false)
 	require.Error(t, err)

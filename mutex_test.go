@@ -2,7 +2,6 @@ package redisync_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -486,29 +485,6 @@ func testMutexForceUnlock(t *testing.T, tg *redisserver.Target) {
 	}
 	assert.ErrorIs(t, h.Err(), redisync.ErrLockLost)
 	h.Unlock()
-}
-
-func TestClientClose(t *testing.T) { forEachTopology(t, testClientClose) }
-
-func testClientClose(t *testing.T, tg *redisserver.Target) {
-	name := freshName(t)
-	c, _ := newClient(t, tg)
-	m := c.NewMutex(name)
-	m.Lock()
-	other, _ := newClient(t, tg)
-	waiting := make(chan error, 1)
-	w := other.NewMutex(name)
-	go func() { waiting <- w.LockContext(context.Background()) }()
-	time.Sleep(100 * time.Millisecond)
-	require.NoError(t, other.Close())
-	assert.ErrorIs(t, <-waiting, redisync.ErrClosed)
-	require.NoError(t, c.Close())
-	assert.ErrorIs(t, m.Err(), redisync.ErrClosed)
-	assert.NotPanics(t, m.Unlock)
-	assert.PanicsWithValue(t, fmt.Sprintf("redisync: Lock of %q on a closed Client", name), m.Lock)
-	ok, err := m.TryLockContext(context.Background())
-	assert.False(t, ok)
-	assert.True(t, errors.Is(err, redisync.ErrClosed))
 }
 
 // A fixed lease that runs out is a loss whose cause is the lease.
