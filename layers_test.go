@@ -21,17 +21,21 @@ import (
 // only to the ones below it (and to files outside the list that do not
 // refer back, such as errors.go and options.go).
 var engineLayers = []string{
-	"wait.go",     // the wait loop
-	"waiting.go",  // the ways of waiting: on the channel, in line, through Redis, with a ticket
-	"receive.go",  // a waiting call's side of the handovers: queue in Redis, take or adopt a handed hold
-	"attempt.go",  // one attempt (the fast path's, a Try's): acquire, adopt what an earlier one took, record the hold
-	"leave.go",    // a call that gives up: its place, its field, a hold handed to it
-	"release.go",  // the release, and the handover it may make instead
-	"engine.go",   // what a Client's calls share
-	"handover.go", // the Client's queues of waiting calls and the holds on their way
-	"protocol.go", // protocol, call, attempt, place
-	"hold.go",     // the hold table
-	"term.go",     // one hold from its acquire to its end
+	"wait.go",            // the wait loop, and the way of waiting it takes
+	"waiting_redis.go",   // a Mutex's way: in line, the first in line also queued in Redis
+	"waiting_ticket.go",  // a FairMutex's and a Semaphore's way: queued in Redis with a ticket
+	"waiting_line.go",    // waiting in the Client's line of the lock
+	"waiting_channel.go", // waiting on the lock's channel alone
+	"waiting.go",         // what a way of waiting is, and what a wait waits for
+	"receive.go",         // a waiting call's side of the handovers: queue in Redis, take or adopt a handed hold
+	"attempt.go",         // one attempt (the fast path's, a Try's): acquire, adopt what an earlier one took, record the hold
+	"leave.go",           // a call that gives up: its place, its field, a hold handed to it
+	"release.go",         // the release, and the handover it may make instead
+	"engine.go",          // what a Client's calls share
+	"handover.go",        // the Client's queues of waiting calls and the holds on their way
+	"protocol.go",        // protocol, call, attempt, place
+	"hold.go",            // the hold table
+	"term.go",            // one hold from its acquire to its end
 }
 
 // The package's files (tests aside) reference each other without cycles,

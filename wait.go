@@ -227,6 +227,19 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 	return waitFor{wake: a.ch.w.Wake(), src: WakePubSub, bound: waitBound(res.wait)} // or another source: w knows
 }
 
+// wayOf returns the way of p's waiting calls.
+func wayOf(p *protocol) way {
+	switch {
+	case p.wait == waitWithTicket:
+		return withTicket{}
+	case p.wait == waitOnChannel:
+		return onChannel{}
+	case p.handover == handoverThroughRedis:
+		return throughRedis{}
+	}
+	return inLine{}
+}
+
 // endWait cleans up after the call a returned err: nothing of a waiting
 // call stays behind, and nothing of a failed one (see giveUp).
 func (e *engine) endWait(ctx context.Context, a *call, err error) {
