@@ -821,6 +821,44 @@ func TestUnlockContextEndedStillReleases(t *testing.T) {
 	assert.NoError(t, m.Err(), "the release went through")
 }
 
+// A release that Redis cannot take for longer than one attempt's budget (3
+// s; a cluster failover pauses writes that long on a loaded machine) is
+// sent again until Redis takes it: the lock is free when Redis is back,
+// not a lease later. Here the release goes into a blackhole for 4 s; the
+// lease is 20 s and the rival waits 10 s at most. The release was given up
+// after its first attempt, and the rival waited for the lease
+// (TestClusterFailoverUnderContention: every waiter timed out behind a
+// release the failover held up).
+func TestUnlockKeepsReleasingThroughALongFault(t *testing.T) {
+	requireReal(t, standalone, "a server of its own behind a proxy")
+	c, server, proxy := behindProxy(t, redisync.WithWatchdogTimeout(20*time.Second))
+	other, err := rueidis.NewClient(redistest.Option(server.Addr))
+	require.NoError(t, err)
+	defer other.Close()
+	others, err := redisync.New(other, redisync.WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = others.Close() }()
+	name := freshName(t)
+	m := c.NewMutex(name)
+	require.NoError(t, m.LockContext(short(t, 5*time.Second)))
+
+	proxy.Blackhole(faultproxy.Both, true)
+	require.ErrorIs(t, m.UnlockContext(short(t, 200*time.Millisecond)), context.DeadlineExceeded)
+	healed := time.AfterFunc(4*time.Second, func() { proxy.Blackhole(faultproxy.Both, false) })
+	defer healed.Stop()
+	start := time.Now()
+	rival := others.NewMutex(name)
+	require.NoError(t, rival.LockContext(short(t, 10*time.Second)), "the lock stayed held after Redis was back")
+	t.Logf("the rival got the lock after %v", time.Since(start).Round(time.Millisecond))
+	rival.Unlock()
+	select {
+	case <-m.Done():
+	case <-time.After(hang):
+		t.Fatal("the hold did not end")
+	}
+	assert.NoError(t, m.Err(), "the release went through")
+}
+
 // A call waits for another call of the same owner only as long as its
 // context allows, and a TryLock does not wait for another call's round trip.
 func TestOwnerCallsHonourContext(t *testing.T) {

@@ -134,7 +134,8 @@ func (m *Mutex) Unlock() {
 // it returns ctx.Err() and the hold is unchanged. When ctx ends before Redis
 // has answered, it returns ctx.Err(); when Redis cannot be reached or does
 // not answer, the error says so. Either way the release is finished in the
-// background, for up to 3 s, and reported by Done and Err.
+// background, sent again until Redis takes it or the lease has run out (or
+// the Client closes), and reported by Done and Err.
 func (m *Mutex) UnlockContext(ctx context.Context) error { return m.unlockIn(ctx, m.proto) }
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters, and reports

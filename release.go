@@ -74,8 +74,8 @@ const (
 // before Redis has answered (or had ended already), or a final release
 // failed in a way that leaves it undone (see unfinished), settle returns
 // ctx.Err() (or that failure) and finishes the release in the background,
-// detached from ctx: a repeat is harmless, as a release acts on one hold's
-// identity. Close waits for it. (A release that keeps some holds is not
+// detached from ctx (see finish): a repeat is harmless, as a release acts on
+// one hold's identity. (A release that keeps some holds is not
 // repeated after a failure: the owner's later calls set the count over it,
 // and a Semaphore's repeat, sent after them, would give back permits that
 // they took.)
@@ -91,20 +91,53 @@ func (e *engine) settle(ctx context.Context, p *protocol, t *term, r release, en
 			return e.afterRelease(p, t, rep, err, end)
 		}
 	}
-	e.background.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
-		defer cancel()
-		rep, err := p.release(ctx, r)
-		if err != nil {
-			err = lockError(p.primitive, p.name, err)
-			p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
-		}
-		e.afterRelease(p, t, rep, err, end)
-	})
+	e.background.Go(func() { e.finish(p, t, r, end) })
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return lockError(p.primitive, p.name, err)
+}
+
+// finish runs release r of term t in the background and files its outcome.
+// A release that Redis did not take is sent again, backing off up to a
+// second, until Redis answers, the hold's lease has run out (a lease after
+// the release began: the watchdog renews it no more), or the Client closes
+// (Close waits for the attempt in flight). A failover pauses writes for
+// seconds: the lock is free as soon as Redis takes the release again, not
+// a lease later.
+func (e *engine) finish(p *protocol, t *term, r release, end releaseEnd) {
+	expired := time.Now().Add(p.cfg.leaseTTL())
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
+		rep, err := p.release(ctx, r)
+		cancel()
+		if err == nil || !end.leavesUndone(err) || !e.retryRelease(attempt, expired) {
+			if err != nil {
+				err = lockError(p.primitive, p.name, err)
+				p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
+			}
+			e.afterRelease(p, t, rep, err, end)
+			return
+		}
+	}
+}
+
+// retryRelease waits before the next attempt of a release in the
+// background (see finish), and reports whether to make it: not once the
+// lease has expired, or the Client closed.
+func (e *engine) retryRelease(attempt int, expired time.Time) bool {
+	d := min(time.Duration(attempt)*50*time.Millisecond, time.Second)
+	if time.Until(expired) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.life.Done():
+		return false
+	}
 }
 
 // leavesUndone reports whether a release that ends a hold this way and
