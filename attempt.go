@@ -56,7 +56,7 @@ func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 // another call of the owner; the others wait for one only as long as ctx
 // lasts.
 func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, error) {
-	p, tk := a.p, a.inRedis.tk
+	p, tk := a.p, a.ticket()
 	h := e.holds.ref(p.key, orCreate)
 	defer e.holds.unref(h)
 	if !e.lockOp(ctx, h, a) {
@@ -110,13 +110,13 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 // res.ownerHolds says that the owner's hold keeps the call waiting.
 func (e *engine) prepare(h *hold, a *call, acq *acquisition) (res attempt, stop bool, err error) {
 	if h.count > 0 {
-		res, stop, err = e.owned(h, a, a.inRedis.tk, acq)
+		res, stop, err = e.owned(h, a, acq.tk, acq)
 		if stop {
 			return res, true, err
 		}
 	}
 	if acq.count == 0 {
-		if e.handovers.queuedBehind(a, a.inRedis.tk) {
+		if e.handovers.queuedBehind(a, acq.tk) {
 			return attempt{wait: -1}, true, nil // a Busy reply without asking: a local waiter is ahead
 		}
 		acq.field, acq.latchKey = e.callField(a)

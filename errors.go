@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/quorum"
 )
 
@@ -124,3 +125,17 @@ func verdict(err error) bool {
 
 // finalErrors are the verdicts: the errors no retry can change.
 var finalErrors = [...]error{ErrLockLost, ErrClosed, ErrUpgrade, errSizeMismatch}
+
+// placeLost is the Cause of the EventQueued of a call that queued again,
+// at the end of the queue: its heartbeat lapsed for cause, or, cause nil,
+// its own attempt found its place gone.
+func placeLost(cause error) error {
+	const gone = "redisync: queued again: Redis no longer had the waiter's place (reaped after its heartbeat deadline, or deleted)"
+	switch {
+	case cause == nil: // the call's own attempt found it gone
+		return errors.New(gone)
+	case errors.Is(cause, lease.ErrNotHeld):
+		return fmt.Errorf(gone+": %w", cause)
+	}
+	return fmt.Errorf("redisync: queued again: the waiter's heartbeat deadline passed without a confirmed renewal (the process or its connection stalled): %w", cause)
+}

@@ -67,7 +67,7 @@ func (hs *handovers) queuedBehind(a *call, tk *ticket) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	q := hs.queues[queueKey(a.p)]
-	return len(q) > 0 && (a.single || q[0] != a.place)
+	return len(q) > 0 && (a.single || q[0] != a.placeInLine())
 }
 
 // waiting returns how many calls of the Client wait in the queue of p's
@@ -82,7 +82,7 @@ func (hs *handovers) waiting(p *protocol) int {
 // call a, queued behind another, on to the first of the queue, which asks
 // Redis where a would not; it reports whether it did.
 func (hs *handovers) passWake(a *call) bool {
-	if a.place == nil || !hs.queuedBehind(a, nil) { // place is the waiting goroutine's own: no lock needed to read it
+	if a.placeInLine() == nil || !hs.queuedBehind(a, nil) { // the place is the waiting goroutine's own: no lock needed to read it
 		return false
 	}
 	hs.pokeFirst(a.p) // the first now, if another one took its place meanwhile: it asks Redis

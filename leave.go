@@ -50,7 +50,7 @@ func (e *engine) cleanUp(name string, f func()) {
 // which a release may have handed the lock to: a call that failed, and one
 // whose hold came another way (a handover within the Client).
 func (e *engine) giveUp(ctx context.Context, a *call) {
-	p, tk := a.p, a.inRedis.tk
+	p, tk := a.p, a.ticket()
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: tk != nil}}
 	if !a.trace.sent {
 		return // nothing reached Redis
@@ -125,7 +125,7 @@ func (e *engine) leaveQueue(ctx context.Context, a *call) {
 	}
 	p := a.p
 	r := release{Release: scripts.Release{Field: a.field, From: a.n, To: 0, Latch: tombstoneTTL, Undo: true, Run: true,
-		Waiter: a.inRedis.tk.ID}}
+		Waiter: a.ticket().ID}}
 	e.background.Go(func() { e.takeBack(ctx, p, r) })
 }
 

@@ -248,12 +248,11 @@ type call struct {
 	latchKey string       // the latch key field was made the tail of (see newField)
 	trace    attemptTrace // what the call's attempts may have left in Redis
 
-	// How the call waits: in its Client's queue of the lock (place, while
-	// it waits there), in the lock's queue in Redis (inRedis), on the
-	// lock's channel (ch).
-	place   *place
-	inRedis redisQueueing
-	ch      channelWait
+	// How the call waits: on the lock's channel (ch), as every waiting
+	// call does, and in the way of its protocol, which keeps where the call
+	// waits (nil until the call waits).
+	ch  channelWait
+	way waiting
 
 	// The wait loop (wait.go).
 	first   firstTry    // the fast path's attempt, when it made one (tryFirst)
@@ -308,6 +307,43 @@ func (t *attemptTrace) unknownFirst(err error) {
 // back: its identity is latched, and the next attempt takes a new one.
 func (t *attemptTrace) forgetFirst() { t.firstUnknown, t.cut = false, nil }
 
+// A waiting is what a call's way of waiting (waiting.go) keeps of where the
+// call waits, as the layers below the ways ask for it: its place in its
+// Client's line of the lock, its place in the lock's queue in Redis.
+type waiting interface {
+	// line returns the call's place in the Client's line, nil when it has
+	// none.
+	line() *place
+	// leftLine forgets that place: a hold handed to it took it out of the
+	// line.
+	leftLine()
+	// queue returns the call's queueing in Redis, nil when its way does
+	// not queue there.
+	queue() *redisQueueing
+}
+
+// placeInLine returns the call's place in its Client's line of the lock,
+// nil when it has none.
+func (a *call) placeInLine() *place {
+	if a.way == nil {
+		return nil
+	}
+	return a.way.line()
+}
+
+// inRedis returns the call's queueing in the lock's queue in Redis, nil
+// when it does not queue there.
+func (a *call) inRedis() *redisQueueing {
+	if a.way == nil {
+		return nil
+	}
+	return a.way.queue()
+}
+
+// ticket returns the call's ticket in the lock's queue in Redis, nil when
+// it has none.
+func (a *call) ticket() *ticket { return a.inRedis().ticket() }
+
 // A redisQueueing is a call's place in the lock's queue in Redis, when it
 // queues there: tk is its ticket. lapsed is why tk's heartbeat lapsed, until
 // the call queues again; placed records that tk had a place in the queue
@@ -326,7 +362,7 @@ type redisQueueing struct {
 // heartbeat. The first time, it has the heartbeat's lapse wake the call's
 // local channel: most calls with a ticket never queue.
 func (a *call) queued(sent time.Time) {
-	tk := a.inRedis.tk
+	tk := a.ticket()
 	if tk == nil {
 		return
 	}
@@ -336,10 +372,40 @@ func (a *call) queued(sent time.Time) {
 	tk.Queued(sent)
 }
 
+// acquired files that the call whose queueing q is acquired (res): a call
+// whose place lapsed, and which found the lock free at its next attempt,
+// lost the place all the same, and says so; own records whether the hold
+// is the call's own field's in Redis.
+func (q *redisQueueing) acquired(ctx context.Context, p *protocol, res attempt) {
+	if q.lapsed != nil && q.placed {
+		p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(q.lapsed)})
+	}
+	q.own = !res.localHandover && !res.reentered
+}
+
+// kept files the reply res that kept the call queued: a fresh place after
+// it had one means that the old was lost (its heartbeat lapsed, or Redis
+// dropped it), which it says.
+func (q *redisQueueing) kept(ctx context.Context, p *protocol, res attempt) {
+	if res.fresh && q.placed {
+		p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(q.lapsed)})
+	}
+	q.lapsed = nil
+}
+
+// ticket returns q's ticket, nil when q is (the call does not queue in
+// Redis) or when it has none.
+func (q *redisQueueing) ticket() *ticket {
+	if q == nil {
+		return nil
+	}
+	return q.tk
+}
+
 // lapse reports whether the heartbeat of q's ticket lapsed, and files why:
 // the next try queues again and restarts it.
 func (q *redisQueueing) lapse() bool {
-	if q.tk == nil {
+	if q.ticket() == nil {
 		return false
 	}
 	select {

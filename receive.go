@@ -41,10 +41,14 @@ func (e *engine) queueEarly(a *call) {
 	if !e.notify.Confirmed(p.channel) || e.handovers.waiting(p) > 0 {
 		return // the lock is not contended in this process, or others wait first
 	}
+	q := a.inRedis()
+	if q == nil {
+		return // a way that does not queue in Redis
+	}
 	e.callField(a)
 	a.ch.joined = p.channel
 	a.ch.w = e.notify.Join(p.channel, p.wake.dispatch(), "")
-	a.inRedis.tk = p.ticket(a)
+	q.tk = p.ticket(a)
 }
 
 // placeTag is the tag of a waiter at place n in a Mutex's queue: the
@@ -69,7 +73,7 @@ func placeTag(n int64) string {
 // returns.
 func (e *engine) takeHandover(ctx context.Context, a *call) bool {
 	p := a.p
-	since, ok := a.inRedis.tk.Confirmed()
+	since, ok := a.ticket().Confirmed()
 	if !ok || a.field == "" || time.Since(since) >= p.cfg.heartbeat {
 		return false // after a pause past the deadline, only Redis knows
 	}

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/go-redisync/redisync/internal/lease"
 	"github.com/go-redisync/redisync/internal/notify"
 )
 
@@ -36,7 +35,7 @@ const transientBudget = time.Second
 // subscription and no heartbeat behind and, when it fails, no queue entry and
 // no hold (see giveUp).
 func (e *engine) acquire(ctx context.Context, a *call, tk *ticket, p persistence) (err error) {
-	a.inRedis.tk, a.persist = tk, p
+	a.way, a.persist = newWay(a.p, tk), p
 	if a.p.cfg.observer != nil {
 		a.p.observe(ctx, Event{Kind: EventAcquireAttempt})
 		a.start = time.Now() // the call's start
@@ -120,19 +119,16 @@ func (e *engine) plan(ctx context.Context, a *call, res attempt, tryErr error) (
 		return f, true, nil
 	case res.acquired:
 		a.failing.n = 0
-		if a.inRedis.lapsed != nil && a.inRedis.placed {
-			// Its place lapsed, and the lock was free at its next attempt:
-			// it lost the place all the same, and says so.
-			p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.inRedis.lapsed)})
+		if q := a.inRedis(); q != nil {
+			q.acquired(ctx, p, res)
 		}
-		a.inRedis.own = !res.localHandover && !res.reentered
 		p.observe(ctx, acquiredEvent(a.start, res)) // cheap without an observer: no start
 		return f, true, nil
 	default:
 		a.failing.n = 0
 		f = e.waitPlan(ctx, a, res)
 	}
-	f = wayOf(p).plan(e, a, res, f)
+	f = a.way.(way).plan(e, a, res, f)
 	a.sleep(f.bound)
 	return f, false, nil
 }
@@ -157,8 +153,8 @@ func (e *engine) failed(ctx context.Context, a *call, tryErr error) (time.Durati
 		return 0, tryErr
 	}
 	a.failing.n++
-	if a.place != nil && errors.Is(tryErr, ErrNotReplicated) {
-		e.handovers.requeue(a.place) // Lock retries behind the Client's other waiting calls
+	if w := a.placeInLine(); w != nil && errors.Is(tryErr, ErrNotReplicated) {
+		e.handovers.requeue(w) // Lock retries behind the Client's other waiting calls
 	}
 	if a.logsFailure(tryErr) {
 		p.cfg.logger.Warn("redisync: lock attempts failing; retrying", "name", p.name, "attempts", a.failing.n, "error", tryErr)
@@ -202,10 +198,10 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 		return waitFor{src: WakeLocal, bound: time.Hour} // the owner's hold ends by the local channel
 	case a.ch.w == nil || res.channel != "" && res.channel != a.ch.joined:
 		a.ch.tag = ""
-		if a.inRedis.tk != nil {
-			a.ch.tag = cmp.Or(placeTag(res.place), a.inRedis.tk.ID)
+		if tk := a.ticket(); tk != nil {
+			a.ch.tag = cmp.Or(placeTag(res.place), tk.ID)
 			p.observe(ctx, Event{Kind: EventQueued}) // the reply just placed tk in the queue
-			a.inRedis.placed = true
+			a.inRedis().placed = true
 		}
 		if a.ch.w != nil {
 			a.ch.w.Leave(true) // a MultiMutex now waits for another name: a wake-up it had is passed on
@@ -214,12 +210,9 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 		a.ch.w = e.notify.Join(a.ch.joined, p.wake.dispatch(), a.ch.tag)
 		return waitFor{wake: a.ch.w.Ready(), bound: waitBound(res.wait)}
 	}
-	if res.fresh && a.inRedis.placed {
-		// The reply placed tk at the end of the queue again: its place was
-		// lost (its heartbeat lapsed, or Redis dropped it).
-		p.observe(ctx, Event{Kind: EventQueued, Cause: placeLost(a.inRedis.lapsed)})
+	if q := a.inRedis(); q != nil {
+		q.kept(ctx, p, res)
 	}
-	a.inRedis.lapsed = nil
 	if tag := placeTag(res.place); tag != "" && tag != a.ch.tag {
 		a.ch.tag = tag
 		a.ch.w.Retag(tag)
@@ -227,17 +220,18 @@ func (e *engine) waitPlan(ctx context.Context, a *call, res attempt) waitFor {
 	return waitFor{wake: a.ch.w.Wake(), src: WakePubSub, bound: waitBound(res.wait)} // or another source: w knows
 }
 
-// wayOf returns the way of p's waiting calls.
-func wayOf(p *protocol) way {
+// newWay returns the way of p's waiting calls, for one call (whose ticket
+// in Redis' queue is tk when it has one already).
+func newWay(p *protocol, tk *ticket) way {
 	switch {
 	case p.wait == waitWithTicket:
-		return withTicket{}
+		return &withTicket{redis: redisQueueing{tk: tk}}
 	case p.wait == waitOnChannel:
 		return onChannel{}
 	case p.handover == handoverThroughRedis:
-		return throughRedis{}
+		return &throughRedis{}
 	}
-	return inLine{}
+	return &inLine{}
 }
 
 // endWait cleans up after the call a returned err: nothing of a waiting
@@ -249,7 +243,7 @@ func (e *engine) endWait(ctx context.Context, a *call, err error) {
 	}
 	a.ch.stopEnding()
 	a.ch.returned.Store(true)
-	wayOf(p).leave(ctx, e, a, err)
+	a.way.(way).leave(ctx, e, a, err)
 	if err != nil {
 		// What the call left in Redis is taken back before it returns when
 		// Redis answers at once, else in the background: the call returns
@@ -277,7 +271,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 		}
 		// A wake-up: passed on by a waiter queued behind, the end of the
 		// owner's hold, or the lapse of the call's ticket.
-		if !a.inRedis.lapse() && observe {
+		if !a.inRedis().lapse() && observe {
 			p.observe(ctx, wakeEvent(nil, WakeLocal))
 		}
 	case <-f.wake:
@@ -300,7 +294,7 @@ func (e *engine) await(ctx context.Context, a *call, f waitFor) (done bool, err 
 // handedLocally makes the hold x, handed to the call a by a release of its
 // Client, a's own, and reports whether it did (see adopt).
 func (e *engine) handedLocally(ctx context.Context, a *call, x handover) bool {
-	a.place = nil // a hold leaves the Client's queue
+	a.way.leftLine() // a hold leaves the Client's queue
 	if e.adopt(ctx, a, x) && e.current(a) {
 		a.p.observe(ctx, acquiredEvent(a.start, attempt{acquired: true, localHandover: true}))
 		return true
@@ -316,7 +310,7 @@ func (e *engine) woken(ctx context.Context, a *call, src WakeSource) bool {
 	if p.cfg.observer != nil && src != 0 {
 		p.observe(ctx, wakeEvent(a.ch.w, src))
 	}
-	return wayOf(p).woke(ctx, e, a, src)
+	return a.way.(way).woke(ctx, e, a, src)
 }
 
 // waitBound is how long to wait for a wake-up before trying again: until the
@@ -345,18 +339,4 @@ func wakeEvent(w *notify.Waiter, src WakeSource) Event {
 		}
 	}
 	return Event{Kind: EventWakeup, Source: src}
-}
-
-// placeLost is the Cause of the EventQueued of a call that queued again,
-// at the end of the queue: its heartbeat lapsed for cause, or, cause nil,
-// its own attempt found its place gone.
-func placeLost(cause error) error {
-	const gone = "redisync: queued again: Redis no longer had the waiter's place (reaped after its heartbeat deadline, or deleted)"
-	switch {
-	case cause == nil: // the call's own attempt found it gone
-		return errors.New(gone)
-	case errors.Is(cause, lease.ErrNotHeld):
-		return fmt.Errorf(gone+": %w", cause)
-	}
-	return fmt.Errorf("redisync: queued again: the waiter's heartbeat deadline passed without a confirmed renewal (the process or its connection stalled): %w", cause)
 }

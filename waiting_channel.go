@@ -3,8 +3,14 @@ package redisync
 import "context"
 
 // onChannel waits on the lock's channel alone: a read lock, a Once, a
-// WaitGroup.
+// WaitGroup. It keeps nothing of its own.
 type onChannel struct{}
+
+func (onChannel) line() *place { return nil }
+
+func (onChannel) leftLine() {}
+
+func (onChannel) queue() *redisQueueing { return nil }
 
 func (onChannel) plan(_ *engine, _ *call, _ attempt, f waitFor) waitFor { return f }
 
