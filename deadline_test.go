@@ -857,6 +857,32 @@ func TestUnlockKeepsReleasingThroughALongFault(t *testing.T) {
 	released(t, m, others.NewMutex(name), 10*time.Second, "the lock stayed held after Redis was back")
 }
 
+// Close ends the repeats of a release that Redis does not take: it waits
+// for the attempt in flight (3 s at most), not for the lease (here 20 s,
+// 16 s after Close). Close's own steps on an unreachable server are
+// bounded too (the Client's record, 2 s; the unsubscribes, 3 s): 5 s here
+// without a release in the background.
+func TestCloseEndsTheRepeatsOfARelease(t *testing.T) {
+	requireReal(t, standalone, "a server of its own behind a proxy")
+	c, _, proxy := behindProxy(t, redisync.WithWatchdogTimeout(20*time.Second))
+	m := c.NewMutex(freshName(t))
+	require.NoError(t, m.LockContext(short(t, 5*time.Second)))
+	proxy.Blackhole(faultproxy.Both, true)
+	defer proxy.Blackhole(faultproxy.Both, false)
+	require.ErrorIs(t, m.UnlockContext(short(t, 200*time.Millisecond)), context.DeadlineExceeded)
+	time.Sleep(3500 * time.Millisecond) // past the first attempt in the background: the repeats have begun
+	start := time.Now()
+	require.NoError(t, c.Close())
+	took := time.Since(start)
+	t.Logf("Close returned after %v", took.Round(time.Millisecond))
+	assert.Less(t, took, 8*time.Second+callSlack, "Close waited for the release's repeats")
+	select {
+	case <-m.Done():
+	default:
+		t.Error("the hold did not end with Close")
+	}
+}
+
 // A call waits for another call of the same owner only as long as its
 // context allows, and a TryLock does not wait for another call's round trip.
 func TestOwnerCallsHonourContext(t *testing.T) {
