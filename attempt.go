@@ -29,7 +29,7 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 	return false
 }
 
-// try makes one attempt of a, queueing with tk when not nil. Under a
+// try makes one attempt of a, queueing with its ticket if it has one. Under a
 // context that cannot end (Lock's, TryLock's), the attempt is bounded by the
 // handle's call timeout.
 func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
@@ -110,7 +110,7 @@ func (e *engine) tryHold(ctx context.Context, a *call) (attempt, *term, int64, e
 // res.ownerHolds says that the owner's hold keeps the call waiting.
 func (e *engine) prepare(h *hold, a *call, acq *acquisition) (res attempt, stop bool, err error) {
 	if h.count > 0 {
-		res, stop, err = e.owned(h, a, acq.tk, acq)
+		res, stop, err = e.owned(h, a, acq)
 		if stop {
 			return res, true, err
 		}
@@ -232,10 +232,10 @@ func (e *engine) lockOp(ctx context.Context, h *hold, a *call) bool {
 
 // owned decides an attempt of a while its owner holds (h.count > 0): it
 // fills acq for a re-entry, or returns the attempt's result with stop set.
-func (e *engine) owned(h *hold, a *call, tk *ticket, acq *acquisition) (res attempt, stop bool, err error) {
+func (e *engine) owned(h *hold, a *call, acq *acquisition) (res attempt, stop bool, err error) {
 	p := a.p
 	ended, err := h.term.Load().result()
-	ticketed := p.wait == waitWithTicket && tk != nil // a FairMutex's or Semaphore's call with its place
+	ticketed := p.wait == waitWithTicket && acq.tk != nil // a FairMutex's or Semaphore's call with its place
 	switch {
 	case ended && p.hold == holdPermits:
 		e.holds.setAside(h) // a new term; the lost permits wait for Release

@@ -833,10 +833,10 @@ func released(t *testing.T, m, rival *redisync.Mutex, within time.Duration, why 
 // s; a cluster failover pauses writes that long on a loaded machine) is
 // sent again until Redis takes it: the lock is free when Redis is back,
 // not a lease later. Here the release goes into a blackhole for 4 s; the
-// lease is 20 s and the rival waits 10 s at most. The release was given up
-// after its first attempt, and the rival waited for the lease
-// (TestClusterFailoverUnderContention: every waiter timed out behind a
-// release the failover held up).
+// lease is 20 s and the rival waits 10 s at most: a release given up after
+// its first attempt leaves the rival waiting for the lease, as the waiters
+// of TestClusterFailoverUnderContention wait behind a release that a
+// failover holds up.
 func TestUnlockKeepsReleasingThroughALongFault(t *testing.T) {
 	requireReal(t, standalone, "a server of its own behind a proxy")
 	c, server, proxy := behindProxy(t, redisync.WithWatchdogTimeout(20*time.Second))

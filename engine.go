@@ -221,6 +221,25 @@ func (pt *pendingTakeBacks) settled(ctx context.Context, name string) {
 	}
 }
 
+// backOff waits before the next attempt of what the Client retries in the
+// background (attempt counts those made: 50 ms each, a second at most) and
+// reports whether to make it: not once the Client closed, nor when until
+// (zero for no limit) comes before the wait ends.
+func (e *engine) backOff(attempt int, until time.Time) bool {
+	d := min(time.Duration(attempt)*50*time.Millisecond, time.Second)
+	if !until.IsZero() && time.Until(until) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.life.Done():
+		return false
+	}
+}
+
 // isClosed reports whether the Client was closed.
 func (e *engine) isClosed() bool {
 	select {

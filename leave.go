@@ -162,9 +162,7 @@ func (e *engine) undo(ctx context.Context, p *protocol, field string, n int) {
 			p.cfg.logger.Warn("redisync: could not yet give back what a call that gave up may have taken; retrying",
 				"name", p.name, "permits", n, "attempts", attempt, "error", err)
 		}
-		select {
-		case <-time.After(min(time.Duration(attempt)*50*time.Millisecond, time.Second)):
-		case <-e.life.Done():
+		if !e.backOff(attempt, time.Time{}) {
 			p.cfg.logger.Error("redisync: the Client closed before it could give back what a call that gave up may have taken",
 				"name", p.name, "permits", n, "error", err)
 			return

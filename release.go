@@ -111,7 +111,7 @@ func (e *engine) finish(p *protocol, t *term, r release, end releaseEnd) {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseBudget)
 		rep, err := p.release(ctx, r)
 		cancel()
-		if err == nil || !end.leavesUndone(err) || !e.retryRelease(attempt, expired) {
+		if err == nil || !end.leavesUndone(err) || !e.backOff(attempt, expired) {
 			if err != nil {
 				err = lockError(p.primitive, p.name, err)
 				p.cfg.logger.Warn("redisync: unlock failed; the lock expires with its lease", "name", p.name, "error", err)
@@ -119,24 +119,6 @@ func (e *engine) finish(p *protocol, t *term, r release, end releaseEnd) {
 			e.afterRelease(p, t, rep, err, end)
 			return
 		}
-	}
-}
-
-// retryRelease waits before the next attempt of a release in the
-// background (see finish), and reports whether to make it: not once the
-// lease has expired, or the Client closed.
-func (e *engine) retryRelease(attempt int, expired time.Time) bool {
-	d := min(time.Duration(attempt)*50*time.Millisecond, time.Second)
-	if time.Until(expired) < d {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-e.life.Done():
-		return false
 	}
 }
 
