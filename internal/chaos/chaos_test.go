@@ -99,8 +99,10 @@ func TestChaos(t *testing.T) {
 		return
 	}
 	if rep.Failed() {
-		t.Errorf("unexpected violations (seed %d): %s", seed, violationSummary(rep))
+		// The excerpts first: the summary, last, is what the tail of a long
+		// log (all a CI report may keep) shows.
 		logExcerpts(t, h, vs)
+		t.Errorf("unexpected violations (seed %d): %s; the first: %s", seed, violationSummary(rep), firstUnexpected(h, vs))
 	}
 	if rep.OpsTotal == 0 || len(h.Faults) == 0 {
 		t.Errorf("nothing was exercised: %d operations, %d faults", rep.OpsTotal, len(h.Faults))
@@ -117,6 +119,17 @@ func logExcerpts(t *testing.T, h *History, vs []Violation) {
 			t.Log(Excerpt(h, v, 120))
 		}
 	}
+}
+
+// firstUnexpected describes the first unexpected violation of vs in h: its
+// invariant, lock, time (from the run's first event) and detail.
+func firstUnexpected(h *History, vs []Violation) string {
+	for _, v := range vs {
+		if !v.Expected {
+			return fmt.Sprintf("%s on %q at +%s: %s", v.Invariant, v.R, ms(v.T-h.start()), v.Detail)
+		}
+	}
+	return "none"
 }
 
 func violationSummary(rep *Report) string {

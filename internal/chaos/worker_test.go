@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -382,7 +383,8 @@ func runWorker(raw string) int {
 			w.quiesce()
 		case "exit":
 			closeAll()
-			w.emit(Event{K: Leak, R: "goroutines", N: goroutinesLeft(baseline), Err: "after Close"})
+			n, left := goroutinesLeft(baseline)
+			w.emit(Event{K: Leak, R: "goroutines", N: n, Err: "after Close" + left})
 			return 0
 		}
 	}
@@ -439,16 +441,62 @@ func (w *worker) quiesce() {
 }
 
 // goroutinesLeft returns how many goroutines are left above baseline,
-// allowing the exiting ones two seconds to finish.
-func goroutinesLeft(baseline int) int64 {
+// allowing the exiting ones two seconds to finish, and, when some are left,
+// what every goroutine was doing then (see goroutineSummary).
+func goroutinesLeft(baseline int) (int64, string) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		n := runtime.NumGoroutine() - baseline
-		if n <= 0 || time.Now().After(deadline) {
-			return int64(max(n, 0))
+		if n <= 0 {
+			return 0, ""
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			return int64(n), "; the goroutines then: " + goroutineSummary(string(buf))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// goroutineSummary condenses runtime.Stack's dump of every goroutine into
+// one line: for each distinct pair of the function a goroutine runs now
+// (its innermost frame outside the runtime) and the one that started it, how
+// many goroutines share it.
+func goroutineSummary(dump string) string {
+	counts := map[string]int{}
+	var order []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(g), "\n")
+		if len(lines) < 2 {
+			continue
+		}
+		top, created := lines[1], ""
+		for i := 1; i < len(lines); i += 2 { // the function lines
+			if !strings.HasPrefix(lines[i], "runtime.") && !strings.HasPrefix(lines[i], "created by ") {
+				top = lines[i]
+				break
+			}
+		}
+		for i, l := range lines {
+			if strings.HasPrefix(l, "created by ") {
+				created = strings.TrimPrefix(l, "created by ")
+				if i+1 < len(lines) {
+					created += " at " + strings.TrimSpace(lines[i+1])
+				}
+			}
+		}
+		key := top + " <- " + created
+		if counts[key] == 0 {
+			order = append(order, key)
+		}
+		counts[key]++
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = fmt.Sprintf("%d× %s", counts[k], k)
+	}
+	return strings.Join(parts, " | ")
 }
 
 // connect makes the worker's Clients and slots, and returns what closes them.
@@ -827,5 +875,36 @@ func (w *worker) parked(s *slot) {
 		case <-limit.C:
 			return
 		}
+	}
+}
+
+// TestGoroutineSummaryNamesWhatRuns: a leak report names, for each kind of
+// goroutine left, the function it waits in and the one that started it.
+func TestGoroutineSummaryNamesWhatRuns(t *testing.T) {
+	dump := `goroutine 1 [running]:
+main.main()
+	/x/main.go:10 +0x1
+
+goroutine 7 [select]:
+runtime.gopark(0x0)
+	/go/src/runtime/proc.go:1 +0x1
+github.com/go-redisync/redisync.(*Client).finish(0x0)
+	/x/release.go:40 +0x2
+created by github.com/go-redisync/redisync.(*engine).background in goroutine 1
+	/x/engine.go:50 +0x3
+
+goroutine 8 [select]:
+runtime.gopark(0x0)
+	/go/src/runtime/proc.go:1 +0x1
+github.com/go-redisync/redisync.(*Client).finish(0x0)
+	/x/release.go:40 +0x2
+created by github.com/go-redisync/redisync.(*engine).background in goroutine 1
+	/x/engine.go:50 +0x3
+`
+	got := goroutineSummary(dump)
+	want := "1× main.main() <-  | 2× github.com/go-redisync/redisync.(*Client).finish(0x0) <- " +
+		"github.com/go-redisync/redisync.(*engine).background in goroutine 1 at /x/engine.go:50 +0x3"
+	if got != want {
+		t.Fatalf("goroutineSummary:\n got %q\nwant %q", got, want)
 	}
 }
