@@ -35,6 +35,7 @@ func (e *engine) tryFirst(ctx context.Context, a *call) bool {
 func (e *engine) try(ctx context.Context, a *call) (attempt, error) {
 	ctx, cancel := a.p.cfg.calls.within(ctx)
 	defer cancel()
+	e.listening(ctx)
 	e.takeBacks.settled(ctx, a.p.name)
 	if a.check != nil {
 		if err := a.check(); err != nil {

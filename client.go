@@ -92,10 +92,9 @@ func newClient(cfg config, rcs []rueidis.Client, runner *scripts.Runner, d deplo
 		rcs:       rcs,
 	}}
 	var leaseOpts []lease.Option
-	var notifyOpts []notify.Option
+	notifyOpts := []notify.Option{notify.OnSubscribe(c.subscribed)}
 	if cfg.observer != nil {
 		leaseOpts = append(leaseOpts, lease.OnBatch(c.observeBatch))
-		notifyOpts = append(notifyOpts, notify.OnSubscribe(c.observeSubscribed))
 	}
 	if cfg.onMessage != nil {
 		notifyOpts = append(notifyOpts, notify.OnMessage(cfg.onMessage))
@@ -157,11 +156,16 @@ func (c *Client) observeBatch(b lease.Batch) {
 		Duration: b.Duration, Cause: b.Err})
 }
 
-// observeSubscribed is the subscriber's confirmation callback. The Client's
-// own channel (a force unlock's notice, see listen) is no lock's: an
-// observer hears of the locks' subscriptions only.
-func (c *Client) observeSubscribed(channel string, again bool) {
+// subscribed is the subscriber's confirmation callback. The Client's own
+// channel (a force unlock's notice, see listen) is no lock's: its
+// confirmations go to heard, and an observer hears of the locks'
+// subscriptions only.
+func (c *Client) subscribed(channel string, again bool) {
 	if channel == layout.ClientChannel(c.id) {
+		c.heard()
+		return
+	}
+	if c.cfg.observer == nil {
 		return
 	}
 	c.cfg.observer.Observe(context.Background(), Event{Kind: EventSubscribed, Client: c.cfg.name, Name: channel, Resubscribed: again})

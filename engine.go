@@ -106,10 +106,13 @@ type engine struct {
 	// sharded publishes with SPUBLISH (a cluster's sharded Pub/Sub); rcs
 	// are the deployments a force unlock tells a holder on (a quorum's
 	// every one); control is the Client's place on its own channel, where
-	// a force unlock elsewhere tells it of the holds it took away.
-	sharded bool
-	rcs     []rueidis.Client
-	control *notify.Waiter
+	// a force unlock elsewhere tells it of the holds it took away;
+	// listened records that its calls no longer wait for that channel's
+	// first subscription (see listening).
+	sharded  bool
+	rcs      []rueidis.Client
+	control  *notify.Waiter
+	listened atomic.Bool
 
 	holds     holdTable
 	handovers handovers
@@ -303,7 +306,11 @@ func (e *engine) endForced(fields []string) {
 }
 
 // listen joins the Client's own channel, where a force unlock elsewhere
-// publishes the fields of this Client's holds that it deleted.
+// publishes the fields of this Client's holds that it deleted. A notice
+// published while the channel is not subscribed is not heard: a Client's
+// first calls wait for its subscription (listening), and each confirmation
+// of it renews every hold at once (heard), which finds a hold deleted
+// meanwhile.
 func (e *engine) listen() {
 	e.control = e.notify.Join(layout.ClientChannel(e.id), func(message string) notify.Wake {
 		fields := strings.Split(message, "\n")
@@ -311,6 +318,40 @@ func (e *engine) listen() {
 		return notify.Wake{}
 	}, "")
 }
+
+// listening waits, as long as ctx lasts and listenWait at most, for the
+// first subscription of the Client's own channel (listen), which New
+// starts: a hold taken before it would not hear a force unlock that comes
+// at once. Once the subscription is confirmed, or a wait ran out, calls no
+// longer wait; a later confirmation finds what was missed (heard).
+func (e *engine) listening(ctx context.Context) {
+	if e.listened.Load() {
+		return
+	}
+	t := time.NewTimer(listenWait)
+	defer t.Stop()
+	select {
+	case <-e.control.Ready():
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	case <-e.life.Done(): // closed: the call ends with ErrClosed
+		return
+	}
+	e.listened.Store(true)
+}
+
+// listenWait bounds how long a Client's first calls wait for its own
+// channel's subscription (see listening): a server whose Pub/Sub is slow
+// or down delays a new Client's first hold this long at most.
+const listenWait = 500 * time.Millisecond
+
+// heard is told of each confirmed subscription of the Client's own channel
+// (listen): a force unlock's notice published while the channel was not
+// subscribed (before the first confirmation, or between a connection's loss
+// and the resubscription) was lost, so every hold is renewed at once, and a
+// renewal that finds its hold gone reports the loss.
+func (e *engine) heard() { e.leases.CheckNow() }
 
 // tell publishes, on the channel of each other Client that held one of
 // fields (the holds a force unlock deleted), the fields that were its, so

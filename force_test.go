@@ -2,16 +2,20 @@ package redisync_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redisync/redisync"
 	"github.com/go-redisync/redisync/internal/layout"
+	"github.com/go-redisync/redisync/internal/redisserver"
 	"github.com/go-redisync/redisync/internal/scripts"
 )
 
@@ -195,4 +199,77 @@ func TestForceUnlockSparesLaterHold(t *testing.T) {
 			tc.b.Unlock()
 		})
 	}
+}
+
+// gatedOwnChannel is a rueidis client whose subscriptions to a redisync
+// Client's own channel (where a force unlock tells it of the holds it took
+// away) wait until open is closed: a Client whose Pub/Sub is slow to
+// confirm.
+type gatedOwnChannel struct {
+	rueidis.Client
+	open chan struct{}
+}
+
+func (g gatedOwnChannel) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	if slices.ContainsFunc(subscribe.Commands(), func(s string) bool { return strings.HasPrefix(s, layout.ClientChannelPrefix) }) {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Client.Receive(ctx, subscribe, fn)
+}
+
+// A force unlock right after a Client's first hold is heard, though the
+// Client subscribes to its own channel in the background from New: its
+// first calls wait for that subscription (a bounded wait). When the
+// subscription comes later still (after the wait gave up, and after the
+// force unlock), its confirmation renews every hold at once, which finds
+// the hold gone: the holder learns then, not at its next renewal (20 s
+// away with this lease).
+func TestForceUnlockBeforeTheHolderListens(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, tg *redisserver.Target) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		other, _ := newClient(t, tg)
+		gated := func(t *testing.T) (*redisync.Client, chan struct{}) {
+			g := gatedOwnChannel{Client: newRueidis(t, tg), open: make(chan struct{})}
+			c, err := redisync.New(g, redisync.WithLogger(testLogger(t)), redisync.WithWatchdogTimeout(time.Minute))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			return c, g.open
+		}
+
+		t.Run("first hold waits for the subscription", func(t *testing.T) {
+			holder, open := gated(t)
+			m := holder.NewMutex(freshName(t))
+			locked := make(chan error, 1)
+			go func() { locked <- m.LockContext(ctx) }()
+			select {
+			case err := <-locked:
+				t.Fatalf("the first Lock returned (%v) before the Client's own channel was subscribed", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(open)
+			require.NoError(t, <-locked)
+			work := m.Context(ctx)
+			_, err := other.NewMutex(m.Name()).ForceUnlock(ctx)
+			require.NoError(t, err)
+			assert.ErrorIs(t, toldWithin(t, work, 5*time.Second, "of the force unlock"), redisync.ErrForceUnlocked)
+		})
+
+		t.Run("a late subscription finds what it missed", func(t *testing.T) {
+			holder, open := gated(t)
+			m := holder.NewMutex(freshName(t))
+			require.NoError(t, m.LockContext(ctx), "a Client whose own channel never confirms still locks")
+			work := m.Context(ctx)
+			_, err := other.NewMutex(m.Name()).ForceUnlock(ctx)
+			require.NoError(t, err)
+			close(open)
+			cause := toldWithin(t, work, 5*time.Second, "when its subscription came")
+			assert.ErrorIs(t, cause, redisync.ErrLockLost)
+			assert.ErrorIs(t, cause, redisync.ErrHoldGone, "found by the renewal the confirmation made")
+		})
+	})
 }

@@ -21,7 +21,7 @@ const maxTerms = 3
 // boolParams are the root's functions that still take a bool, each for a
 // reason: a choice between two ways of doing something is a named type.
 var boolParams = map[string]string{
-	"observeSubscribed": "the subscriber's confirmation callback: the signature internal/notify calls",
+	"subscribed":        "the subscriber's confirmation callback: the signature internal/notify calls",
 	"tried":             "a TryLock's result passed on to be logged, not a choice",
 	"WithShardedPubSub": "an option's on or off, as the user writes it",
 	"wake":              "whether the release script freed the lock: its reply, not a choice",

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -322,6 +323,28 @@ func (s *Scheduler) Replace(old, next *Lease) bool {
 		s.wake()
 	}
 	return true
+}
+
+// CheckNow renews at once every renewed lease whose renewal is not in
+// flight, instead of at its next interval: a holder that may have missed
+// the news of a loss (its Client was not subscribed to the channel that
+// tells it) learns of the loss within a round trip. Fixed leases without
+// a renewal keep waiting for their deadline.
+func (s *Scheduler) CheckNow() {
+	now := time.Now()
+	s.mu.Lock()
+	moved := false
+	for _, l := range slices.Clone(s.heap) { // fix reorders the heap
+		if l.state == waiting && l.renewed() && l.at.After(now) {
+			l.at = now
+			s.heap.fix(l)
+			moved = true
+		}
+	}
+	s.mu.Unlock()
+	if moved {
+		s.wake()
+	}
 }
 
 // Current reports whether l is watched and its deadline has not passed: the

@@ -137,6 +137,34 @@ func TestDeletedKeyIsReportedLost(t *testing.T) {
 	}
 }
 
+// CheckNow renews a lease at once: a hold deleted behind the holder's back
+// is found gone within a round trip, not at the next renewal (a minute away
+// here), while a lease still held stays watched.
+func TestCheckNowFindsALossAtOnce(t *testing.T) {
+	f := newFixture(t)
+	key := redistest.Name(t)
+	_, lost := f.hold(t, key, 3*time.Minute, true)
+	_, kept := f.hold(t, key+":kept", 3*time.Minute, true)
+	require.NoError(t, f.rc.Do(context.Background(), f.rc.B().Del().Key(key).Build()).Error())
+	start := time.Now()
+	f.sched.CheckNow()
+	select {
+	case err := <-lost:
+		assert.ErrorIs(t, err, lease.ErrNotHeld)
+		t.Logf("found gone %v after CheckNow", time.Since(start).Round(time.Microsecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("CheckNow did not renew the lease: the loss waits for the next renewal")
+	}
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-kept:
+		t.Fatalf("the lease still held was lost: %v", err)
+	default:
+	}
+	assert.Equal(t, 1, f.sched.Len(), "the held lease is still watched")
+	assert.Greater(t, f.pttl(key+":kept"), 2*time.Minute, "the held lease's renewal kept its expiry")
+}
+
 func TestRemoveStopsRenewal(t *testing.T) {
 	f := newFixture(t)
 	key := redistest.Name(t)
