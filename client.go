@@ -159,10 +159,14 @@ func (c *Client) observeBatch(b lease.Batch) {
 // subscribed is the subscriber's confirmation callback. The Client's own
 // channel (a force unlock's notice, see listen) is no lock's: its
 // confirmations go to heard, and an observer hears of the locks'
-// subscriptions only.
+// subscriptions only. A quorum's force unlock publishes on every server,
+// so one server's resubscription missed nothing the others heard: on a
+// quorum Client, only each server's first confirmation goes to heard.
 func (c *Client) subscribed(channel string, again bool) {
 	if channel == layout.ClientChannel(c.id) {
-		c.heard()
+		if !again || c.quorum == nil {
+			c.heard()
+		}
 		return
 	}
 	if c.cfg.observer == nil {
