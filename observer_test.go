@@ -357,10 +357,10 @@ func TestObserverReentrant(t *testing.T) {
 
 // TestObserverLost checks that a lease that runs out is reported once, as
 // lost, and that the owner's Unlock afterwards reports nothing more. The
-// lease is long enough for an acquisition to come back within it on a loaded
-// machine (on miniredis under -race, a FairMutex's took more than 100 ms
-// once: its hold was dropped as stale, and reported lost, before the call
-// got another); a shorter one tests the machine's speed, not the events.
+// lease leaves an acquisition on a loaded machine (miniredis under -race)
+// time to come back within it: one that comes back after its lease is
+// dropped as stale, and reported lost, before the call takes another, and
+// the events then describe two holds.
 func TestObserverLost(t *testing.T) {
 	c, _ := newClient(t, standalone)
 	for _, lc := range lockCycles {
