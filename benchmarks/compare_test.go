@@ -84,6 +84,18 @@ func TestQuick(t *testing.T) {
 		}
 		return false
 	}
+	// A peer abandoned in one scenario may still be stuck in the next (its
+	// client's goroutines are left running): rueidislock, abandoned in the
+	// serial scenario, once served none of the waiters scenario's 1000.
+	stalled := func(lib string) bool {
+		for k, err := range r.Errors {
+			_, l, _ := strings.Cut(k, "/")
+			if l == lib && lib != r.Peers[0] && errors.Is(err, benchmarks.ErrAbandoned) {
+				return true
+			}
+		}
+		return false
+	}
 	peerLoad := func(k string) bool {
 		s, l, _ := strings.Cut(k, "/")
 		s, _, _ = strings.Cut(s, "#")
@@ -149,6 +161,8 @@ func TestQuick(t *testing.T) {
 		switch {
 		case abandoned("waiters", peer):
 			// abandoned, logged above
+		case w.Served == 0 && stalled(peer):
+			t.Logf("waiters/%s: none of %d served, after the peer was abandoned elsewhere (a peer's, reported)", peer, w.Waiters)
 		case w.Waiters != r.Config.Waiters:
 			t.Errorf("waiters/%s: %d waiters measured, want %d", peer, w.Waiters, r.Config.Waiters)
 		case peer == r.Peers[0] && w.Served != w.Waiters:
